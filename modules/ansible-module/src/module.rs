@@ -1,0 +1,425 @@
+//! The module runtime: read the args file, validate, run the module body, mask secrets, print exactly
+//! one JSON object. A panic anywhere becomes a clean `failed` result, never "Module result
+//! deserialization failed".
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+use crate::mask::mask_value;
+use crate::spec::ArgSpec;
+use crate::validate::validate;
+
+/// What a module body gets: validated options, Ansible's internal flags, and places to put warnings,
+/// deprecations, diffs and secrets learnt at run time.
+#[derive(Debug)]
+pub struct Module {
+    /// Validated options, every option of the spec present (default or `null` when not given).
+    pub params: Map<String, Value>,
+    pub check_mode: bool,
+    pub diff_mode: bool,
+    /// `_ansible_no_log`: the task is `no_log`; the controller censors the display.
+    pub no_log: bool,
+    pub verbosity: u64,
+    pub module_name: String,
+    /// `_ansible_keep_remote_files`: leave scratch files for debugging.
+    pub keep_remote_files: bool,
+    tmpdir: Option<PathBuf>,
+    warnings: Vec<String>,
+    deprecations: Vec<Value>,
+    diffs: Vec<Value>,
+}
+
+impl Module {
+    /// The options as a typed struct. Validation already coerced the types, so a serde struct whose
+    /// fields mirror the spec deserialises without surprises.
+    pub fn options<T: DeserializeOwned>(&self) -> Result<T, Failure> {
+        serde_json::from_value(Value::Object(self.params.clone()))
+            .map_err(|e| Failure::new(format!("internal error: options do not match the module's types: {e}")))
+    }
+
+    pub fn warn(&mut self, msg: impl Into<String>) {
+        self.warnings.push(msg.into());
+    }
+
+    /// A deprecation warning, shown by the controller as `[DEPRECATION WARNING]`.
+    pub fn deprecate(&mut self, msg: impl Into<String>, version: &str, collection: &str) {
+        self.deprecations.push(json!({"msg": msg.into(), "version": version, "collection_name": collection}));
+    }
+
+    /// Add one before/after pair; several pairs are returned as a list (one diff each).
+    pub fn add_diff(&mut self, before: Value, after: Value, before_header: &str, after_header: &str) {
+        if self.diff_mode {
+            self.diffs.push(json!({"before": before, "after": after,
+                                   "before_header": before_header, "after_header": after_header}));
+        }
+    }
+
+    /// Mask this value everywhere in the output too (a token or ticket obtained at run time).
+    pub fn add_secret(&mut self, secret: impl Into<String>) {
+        let s = secret.into();
+        if !s.is_empty() {
+            if let Ok(mut g) = secrets().lock() {
+                g.push(s);
+            }
+        }
+    }
+
+    /// The per-task scratch directory (`_ansible_tmpdir`), or the system temp dir when Ansible sends
+    /// none (become to an unprivileged user).
+    pub fn tmpdir(&self) -> PathBuf {
+        self.tmpdir.clone().unwrap_or_else(std::env::temp_dir)
+    }
+}
+
+/// A successful result: `changed`, an optional `msg`, and domain data under stable names.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    pub changed: bool,
+    pub msg: Option<String>,
+    pub data: Map<String, Value>,
+}
+
+impl Outcome {
+    pub fn new(changed: bool) -> Self {
+        Outcome { changed, ..Default::default() }
+    }
+    pub fn msg(mut self, msg: impl Into<String>) -> Self {
+        self.msg = Some(msg.into());
+        self
+    }
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.data.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// A failed result: a clear `msg`, whether anything changed before the failure, and details.
+#[derive(Debug, Default, Clone)]
+pub struct Failure {
+    pub msg: String,
+    pub changed: bool,
+    pub data: Map<String, Value>,
+}
+
+impl Failure {
+    pub fn new(msg: impl Into<String>) -> Self {
+        Failure { msg: msg.into(), ..Default::default() }
+    }
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.data.insert(key.to_string(), value.into());
+        self
+    }
+    pub fn changed(mut self, changed: bool) -> Self {
+        self.changed = changed;
+        self
+    }
+}
+
+impl From<String> for Failure {
+    fn from(msg: String) -> Self {
+        Failure::new(msg)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(msg: &str) -> Self {
+        Failure::new(msg)
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        // `{:#}` gives the whole context chain on one line: "creating VM 101: task failed: …".
+        Failure::new(format!("{e:#}"))
+    }
+}
+
+/// Secrets known to this process, read by the panic hook as well as the normal output path.
+fn secrets() -> &'static Mutex<Vec<String>> {
+    static SECRETS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    SECRETS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn current_secrets() -> Vec<String> {
+    secrets().lock().map(|g| g.clone()).unwrap_or_default()
+}
+
+/// Run a module: the whole `main` of a module binary.
+///
+/// `argv[1]` names the args file. `--argument-spec` instead prints the spec as JSON (for tooling and
+/// the documentation drift tests). Never returns.
+pub fn run<F>(spec: ArgSpec, body: F) -> !
+where
+    F: FnOnce(&mut Module) -> Result<Outcome, Failure>,
+{
+    install_panic_hook();
+    let arg = std::env::args_os().nth(1);
+    if arg.as_deref() == Some(std::ffi::OsStr::new("--argument-spec")) {
+        println!("{}", spec.to_json());
+        std::process::exit(0);
+    }
+    let text = match &arg {
+        None => Err("no arguments file: a module is run as `MODULE ARGS_FILE`, with the JSON arguments in ARGS_FILE"
+            .to_string()),
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the arguments file {}: {e}", PathBuf::from(path).display())),
+    };
+    let default_name = std::env::args()
+        .next()
+        .and_then(|p| PathBuf::from(p).file_name().map(|f| f.to_string_lossy().trim_start_matches("AnsiballZ_").to_string()))
+        .unwrap_or_else(|| "module".into());
+    let (result, code) = match text {
+        Ok(t) => execute(&t, &default_name, &spec, body),
+        Err(msg) => finish(json!({"failed": true, "changed": false, "msg": msg}), &[]),
+    };
+    emit(&result);
+    std::process::exit(code)
+}
+
+/// The testable core of [`run`]: args text in, masked result and exit code out.
+pub fn execute<F>(args_text: &str, default_name: &str, spec: &ArgSpec, body: F) -> (Value, i32)
+where
+    F: FnOnce(&mut Module) -> Result<Outcome, Failure>,
+{
+    let raw: Map<String, Value> = match serde_json::from_str::<Value>(args_text) {
+        Ok(Value::Object(m)) => m,
+        Ok(other) => {
+            let msg = format!("the arguments file must hold a JSON object, not {}", crate::coerce::type_name(&other));
+            return finish(json!({"failed": true, "changed": false, "msg": msg}), &[]);
+        }
+        Err(e) => {
+            let msg = format!("the arguments file is not valid JSON: {e}");
+            return finish(json!({"failed": true, "changed": false, "msg": msg}), &[]);
+        }
+    };
+    let (internal, user): (Map<String, Value>, Map<String, Value>) = {
+        let mut i = Map::new();
+        let mut u = Map::new();
+        for (k, v) in raw {
+            if k.starts_with("_ansible_") {
+                i.insert(k, v);
+            } else {
+                u.insert(k, v);
+            }
+        }
+        (i, u)
+    };
+    let flag = |k: &str| internal.get(k).map(|v| crate::coerce::to_bool(v).unwrap_or(false)).unwrap_or(false);
+    let module_name = internal
+        .get("_ansible_module_name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| default_name.to_string());
+    // ≤ 2.20 cores always expected `invocation`; 2.21 asks for it explicitly.
+    let inject_invocation = internal.get("_ansible_inject_invocation").map(|_| flag("_ansible_inject_invocation")).unwrap_or(true);
+    let tracebacks = internal
+        .get("_ansible_tracebacks_for")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x == "error" || x == "always"));
+
+    let v = validate(&user, spec, &module_name, flag("_ansible_ignore_unknown_opts"));
+    if let Ok(mut g) = secrets().lock() {
+        g.extend(v.no_log_values.iter().cloned());
+    }
+    let invocation = if inject_invocation {
+        let mut args = if v.errors.is_empty() { v.params.clone() } else { user.clone() };
+        for opt in spec.options.iter().filter(|o| o.no_log) {
+            if args.get(opt.name).is_some_and(|x| !x.is_null()) {
+                args.insert(opt.name.to_string(), json!(crate::mask::MASK_WHOLE));
+            }
+        }
+        Some(json!({"module_args": args}))
+    } else {
+        None
+    };
+
+    let mut result = Map::new();
+    if !v.errors.is_empty() {
+        result.insert("failed".into(), json!(true));
+        result.insert("changed".into(), json!(false));
+        result.insert("msg".into(), json!(v.errors.join("; ")));
+        result.insert("errors".into(), json!(v.errors));
+        if !v.warnings.is_empty() {
+            result.insert("warnings".into(), json!(v.warnings));
+        }
+        if let Some(inv) = invocation {
+            result.insert("invocation".into(), inv);
+        }
+        return finish(Value::Object(result), &current_secrets());
+    }
+
+    let mut module = Module {
+        params: v.params,
+        check_mode: flag("_ansible_check_mode"),
+        diff_mode: flag("_ansible_diff"),
+        no_log: flag("_ansible_no_log"),
+        verbosity: internal.get("_ansible_verbosity").and_then(Value::as_u64).unwrap_or(0),
+        module_name,
+        keep_remote_files: flag("_ansible_keep_remote_files"),
+        tmpdir: internal.get("_ansible_tmpdir").and_then(Value::as_str).map(PathBuf::from),
+        warnings: v.warnings,
+        deprecations: Vec::new(),
+        diffs: Vec::new(),
+    };
+
+    match body(&mut module) {
+        Ok(outcome) => {
+            result.insert("changed".into(), json!(outcome.changed));
+            if let Some(m) = outcome.msg {
+                result.insert("msg".into(), json!(m));
+            }
+            for (k, val) in outcome.data {
+                result.insert(k, val);
+            }
+        }
+        Err(failure) => {
+            result.insert("failed".into(), json!(true));
+            result.insert("changed".into(), json!(failure.changed));
+            result.insert("msg".into(), json!(failure.msg));
+            for (k, val) in failure.data {
+                result.insert(k, val);
+            }
+            if tracebacks && !result.contains_key("exception") {
+                result.insert("exception".into(), json!(format!("{} failed: {}", module.module_name, failure.msg)));
+            }
+        }
+    }
+    if !module.diffs.is_empty() {
+        let diff = if module.diffs.len() == 1 { module.diffs.remove(0) } else { Value::Array(module.diffs) };
+        result.insert("diff".into(), diff);
+    }
+    if !module.warnings.is_empty() {
+        result.insert("warnings".into(), json!(module.warnings));
+    }
+    if !module.deprecations.is_empty() {
+        result.insert("deprecations".into(), json!(module.deprecations));
+    }
+    if let Some(inv) = invocation {
+        result.insert("invocation".into(), inv);
+    }
+    finish(Value::Object(result), &current_secrets())
+}
+
+/// Mask secrets, drop keys the controller reserves, and pick the exit code.
+fn finish(mut result: Value, secrets: &[String]) -> (Value, i32) {
+    if let Value::Object(m) = &mut result {
+        m.retain(|k, _| !k.starts_with("_ansible_"));
+    }
+    mask_value(&mut result, secrets);
+    let failed = result.get("failed").and_then(Value::as_bool).unwrap_or(false);
+    (result, if failed { 1 } else { 0 })
+}
+
+fn emit(result: &Value) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{result}");
+    let _ = out.flush();
+}
+
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        let result = json!({
+            "failed": true,
+            "changed": false,
+            "msg": format!("internal error in the module (a bug; please report it): {payload}"),
+            "exception": format!("panic at {location}: {payload}"),
+        });
+        let (masked, _) = finish(result, &current_secrets());
+        emit(&masked);
+        std::process::exit(1);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Opt;
+
+    fn spec() -> ArgSpec {
+        ArgSpec::new(vec![Opt::str("name").required(), Opt::str("token").no_log(), Opt::int("count").default(1)])
+    }
+
+    #[test]
+    fn success_with_invocation_and_masking() {
+        let args = r#"{"name": "vm1", "token": "tok-123", "_ansible_check_mode": true, "_ansible_diff": true,
+                       "_ansible_future_key": 5}"#;
+        let (r, code) = execute(args, "m", &spec(), |m| {
+            assert!(m.check_mode && m.diff_mode);
+            m.add_diff(json!("a"), json!("b"), "before", "after");
+            m.warn("used tok-123 here");
+            Ok(Outcome::new(true).msg("hello tok-123").with("token_echo", "tok-123"))
+        });
+        assert_eq!(code, 0);
+        assert_eq!(r["changed"], json!(true));
+        assert_eq!(r["msg"], json!("hello ********"));
+        assert_eq!(r["token_echo"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+        assert_eq!(r["warnings"][0], json!("used ******** here"));
+        assert_eq!(r["invocation"]["module_args"]["token"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+        assert_eq!(r["invocation"]["module_args"]["count"], json!(1));
+        assert_eq!(r["diff"]["after"], json!("b"));
+    }
+
+    #[test]
+    fn invocation_only_when_asked_on_new_cores() {
+        let (r, _) = execute(r#"{"name":"a","_ansible_inject_invocation":false}"#, "m", &spec(), |_| Ok(Outcome::new(false)));
+        assert!(r.get("invocation").is_none());
+        assert_eq!(r["changed"], json!(false));
+    }
+
+    #[test]
+    fn bad_json_and_bad_shape() {
+        let (r, code) = execute("not json", "m", &spec(), |_| unreachable!());
+        assert_eq!(code, 1);
+        assert!(r["msg"].as_str().unwrap().contains("not valid JSON"));
+        let (r, _) = execute("[1]", "m", &spec(), |_| unreachable!());
+        assert!(r["msg"].as_str().unwrap().contains("JSON object, not list"));
+    }
+
+    #[test]
+    fn validation_errors_are_masked_and_listed() {
+        let (r, code) = execute(r#"{"token": "tok-9", "count": "x tok-9"}"#, "m", &spec(), |_| unreachable!());
+        assert_eq!(code, 1);
+        let msg = r["msg"].as_str().unwrap();
+        assert!(msg.contains("missing required arguments: name"), "{msg}");
+        assert!(msg.contains("argument 'count'"), "{msg}");
+        assert!(!r.to_string().contains("tok-9"), "{r}");
+    }
+
+    #[test]
+    fn failure_keeps_changed_and_data() {
+        let (r, code) = execute(r#"{"name":"a","_ansible_tracebacks_for":["error"]}"#, "m", &spec(), |_| {
+            Err(Failure::new("task failed").changed(true).with("task_log", json!(["line"])))
+        });
+        assert_eq!(code, 1);
+        assert_eq!(r["failed"], json!(true));
+        assert_eq!(r["changed"], json!(true));
+        assert_eq!(r["task_log"], json!(["line"]));
+        assert!(r["exception"].is_string());
+    }
+
+    #[test]
+    fn runtime_secrets_are_masked() {
+        let (r, _) = execute(r#"{"name":"a"}"#, "m", &spec(), |m| {
+            m.add_secret("PVEAuthCookie=abc");
+            Ok(Outcome::new(false).with("cookie", "PVEAuthCookie=abc"))
+        });
+        assert_eq!(r["cookie"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+    }
+
+    #[test]
+    fn reserved_keys_are_dropped() {
+        let (r, _) = execute(r#"{"name":"a"}"#, "m", &spec(), |_| Ok(Outcome::new(false).with("_ansible_no_log", true)));
+        assert!(r.get("_ansible_no_log").is_none());
+    }
+}

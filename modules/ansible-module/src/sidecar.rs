@@ -1,0 +1,221 @@
+//! Keep the sidecar documentation (`plugins/modules/NAME.yml`) and the Rust argument spec in step.
+//!
+//! The spec in Rust is the source of truth for validation (it alone knows `no_log`, which the docs may
+//! not carry); the sidecar is what `ansible-doc` shows. [`check`] lists every difference, so each
+//! module has a unit test that fails the moment the two drift.
+
+use serde_json::{Map, Value};
+
+use crate::spec::{ArgSpec, Opt, Type};
+
+/// Every difference between `spec` and the sidecar text `yaml`, plus structural problems of the
+/// sidecar itself (missing sections, examples using options that do not exist).
+pub fn check(spec: &ArgSpec, yaml: &str, module: &str) -> Vec<String> {
+    let doc: Value = match serde_yaml_ng::from_str(yaml) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("sidecar is not valid YAML: {e}")],
+    };
+    let mut problems = Vec::new();
+    let documentation = &doc["DOCUMENTATION"];
+    for key in ["module", "short_description", "description", "author", "options"] {
+        if documentation.get(key).is_none() {
+            problems.push(format!("DOCUMENTATION has no '{key}'"));
+        }
+    }
+    if documentation["module"].as_str() != Some(module) {
+        problems.push(format!("DOCUMENTATION.module is {:?}, expected {module:?}", documentation["module"]));
+    }
+    if !doc["RETURN"].is_object() {
+        problems.push("RETURN is missing or not a mapping".into());
+    }
+    match doc["EXAMPLES"].as_str() {
+        None => problems.push("EXAMPLES is missing or not a string".into()),
+        Some(ex) => problems.extend(check_examples(spec, ex, module)),
+    }
+    let empty = Map::new();
+    let options = documentation["options"].as_object().unwrap_or(&empty);
+    compare_level(spec, options, "", &mut problems);
+    problems
+}
+
+fn compare_level(spec: &ArgSpec, docs: &Map<String, Value>, prefix: &str, problems: &mut Vec<String>) {
+    for opt in &spec.options {
+        let name = format!("{prefix}{}", opt.name);
+        match docs.get(opt.name) {
+            None => problems.push(format!("option '{name}' is in the spec but not documented")),
+            Some(d) => compare_option(opt, d, &name, problems),
+        }
+    }
+    for key in docs.keys() {
+        if spec.get(key).is_none() {
+            problems.push(format!("option '{prefix}{key}' is documented but not in the spec"));
+        }
+    }
+}
+
+fn compare_option(opt: &Opt, d: &Value, name: &str, problems: &mut Vec<String>) {
+    if d.get("description").is_none() {
+        problems.push(format!("option '{name}' has no description"));
+    }
+    if d.get("no_log").is_some() {
+        problems.push(format!("option '{name}': no_log may not appear in documentation (ansible-test rejects it)"));
+    }
+    let doc_type = d["type"].as_str().unwrap_or("str");
+    if doc_type != opt.ty.ansible_name() {
+        problems.push(format!("option '{name}': documented type {doc_type}, spec type {}", opt.ty.ansible_name()));
+    }
+    let doc_required = d["required"].as_bool().unwrap_or(false);
+    if doc_required != opt.required {
+        problems.push(format!("option '{name}': documented required={doc_required}, spec required={}", opt.required));
+    }
+    let doc_default = d.get("default").cloned().unwrap_or(Value::Null);
+    let spec_default = opt.default.clone().unwrap_or(Value::Null);
+    if !same_value(&doc_default, &spec_default) {
+        problems.push(format!("option '{name}': documented default {doc_default}, spec default {spec_default}"));
+    }
+    let doc_choices = d["choices"].as_array().cloned().unwrap_or_default();
+    let same_choices =
+        doc_choices.len() == opt.choices.len() && doc_choices.iter().zip(&opt.choices).all(|(a, b)| same_value(a, b));
+    if !same_choices {
+        problems.push(format!("option '{name}': documented choices {doc_choices:?}, spec choices {:?}", opt.choices));
+    }
+    let doc_aliases: Vec<&str> =
+        d["aliases"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    if doc_aliases != opt.aliases {
+        problems.push(format!("option '{name}': documented aliases {doc_aliases:?}, spec aliases {:?}", opt.aliases));
+    }
+    let doc_elements = d["elements"].as_str();
+    if doc_elements != opt.elements.map(Type::ansible_name) {
+        problems.push(format!(
+            "option '{name}': documented elements {doc_elements:?}, spec elements {:?}",
+            opt.elements.map(Type::ansible_name)
+        ));
+    }
+    match (&opt.options, d.get("suboptions").and_then(Value::as_object)) {
+        (Some(sub), Some(docs)) => compare_level(sub, docs, &format!("{name}."), problems),
+        (Some(_), None) => problems.push(format!("option '{name}' has sub-options that are not documented")),
+        (None, Some(_)) => problems.push(format!("option '{name}' documents suboptions the spec does not have")),
+        (None, None) => {}
+    }
+}
+
+/// YAML and JSON disagree on little, but `1` vs `1.0` and the like should not count as drift.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+/// Every task in EXAMPLES that calls this module may only use options the spec knows.
+fn check_examples(spec: &ArgSpec, examples: &str, module: &str) -> Vec<String> {
+    let parsed: Value = match serde_yaml_ng::from_str(examples) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("EXAMPLES is not valid YAML: {e}")],
+    };
+    let Some(tasks) = parsed.as_array() else { return vec!["EXAMPLES must be a list of tasks".into()] };
+    let short = module.rsplit('.').next().unwrap_or(module);
+    let mut problems = Vec::new();
+    let mut calls = 0;
+    for task in tasks {
+        let Some(t) = task.as_object() else { continue };
+        for (key, args) in t {
+            if key != short && !key.ends_with(&format!(".{short}")) {
+                continue;
+            }
+            calls += 1;
+            if let Some(args) = args.as_object() {
+                check_example_args(spec, args, &format!("example '{}'", t["name"].as_str().unwrap_or("?")), &mut problems);
+            }
+        }
+    }
+    if calls == 0 {
+        problems.push(format!("EXAMPLES never calls {module}"));
+    }
+    problems
+}
+
+fn check_example_args(spec: &ArgSpec, args: &Map<String, Value>, where_: &str, problems: &mut Vec<String>) {
+    for (key, value) in args {
+        let Some(opt) = spec.options.iter().find(|o| o.names().any(|n| n == key)) else {
+            problems.push(format!("{where_} uses unknown option '{key}'"));
+            continue;
+        };
+        if let Some(sub) = &opt.options {
+            let items: Vec<&Map<String, Value>> = match value {
+                Value::Object(m) => vec![m],
+                Value::Array(a) => a.iter().filter_map(Value::as_object).collect(),
+                _ => vec![],
+            };
+            for item in items {
+                check_example_args(sub, item, &format!("{where_} ({key})"), problems);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Opt;
+
+    const GOOD: &str = r#"
+DOCUMENTATION:
+  module: thing
+  short_description: A thing
+  description: [Does a thing.]
+  author: [ProxShift developers]
+  options:
+    name:
+      description: Name.
+      type: str
+      required: true
+    count:
+      description: How many.
+      type: int
+      default: 1
+    disks:
+      description: Disks.
+      type: list
+      elements: dict
+      suboptions:
+        slot:
+          description: Slot.
+          required: true
+EXAMPLES: |
+  - name: Make one
+    proxshift.test.thing:
+      name: a
+      disks: [{slot: scsi0}]
+RETURN:
+  name:
+    description: The name.
+    returned: always
+    type: str
+"#;
+
+    fn spec() -> ArgSpec {
+        ArgSpec::new(vec![
+            Opt::str("name").required(),
+            Opt::int("count").default(1),
+            Opt::list("disks", Type::Dict).options(ArgSpec::new(vec![Opt::str("slot").required()])),
+        ])
+    }
+
+    #[test]
+    fn matching_sidecar_has_no_problems() {
+        assert_eq!(check(&spec(), GOOD, "thing"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn drift_is_reported() {
+        let bad = GOOD.replace("default: 1", "default: 2").replace("slot: scsi0", "slot: scsi0, size: 3");
+        let p = check(&spec(), &bad, "thing");
+        assert!(p.iter().any(|x| x.contains("'count': documented default 2")), "{p:?}");
+        assert!(p.iter().any(|x| x.contains("unknown option 'size'")), "{p:?}");
+        let mut s = spec();
+        s.options.push(Opt::bool("force"));
+        let p = check(&s, GOOD, "thing");
+        assert_eq!(p, vec!["option 'force' is in the spec but not documented"]);
+    }
+}
