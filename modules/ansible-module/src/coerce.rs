@@ -93,8 +93,8 @@ pub fn to_bool(v: &Value) -> Result<bool, String> {
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Number(n) => match n.as_f64() {
-            Some(f) if f == 1.0 => Ok(true),
-            Some(f) if f == 0.0 => Ok(false),
+            Some(1.0) => Ok(true),
+            Some(0.0) => Ok(false),
             _ => Err(format!("the value {n} is not a valid boolean; valid booleans include yes/no, true/false, on/off, 1/0")),
         },
         Value::String(s) => {
