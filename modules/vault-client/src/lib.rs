@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use proxshift_http::reqwest::blocking::Client;
 use proxshift_http::reqwest::{Method, StatusCode, Url};
-use proxshift_http::{Backoff, ClientOptions, Tls};
+use proxshift_http::ClientOptions;
+pub use proxshift_http::{Backoff, Tls};
 use serde_json::Value;
 
 pub use auth::{default_token_file, read_token_file, Auth, Login};
