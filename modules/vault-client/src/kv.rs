@@ -111,14 +111,15 @@ impl Vault {
 
     /// Read a secret; `version` (KV v2 only) picks an older one. `Ok(None)`: nothing at that path.
     pub fn kv_read(&self, kv: KvVersion, mount: &str, path: &str, version: Option<u64>) -> Result<Option<Secret>, Error> {
-        let mut api = data_path(kv, mount, path);
+        let api = data_path(kv, mount, path);
+        let mut query = Vec::new();
         if let Some(n) = version {
             if kv == KvVersion::V1 {
                 return Err(Error::Config(format!("{mount}/{path}: KV v1 has no versions; `version` needs KV v2")));
             }
-            api.push_str(&format!("?version={n}"));
+            query.push(("version", n.to_string()));
         }
-        let (status, json) = self.call(Method::GET, &api, None)?;
+        let (status, json) = self.call_query(Method::GET, &api, &query, None)?;
         if status >= 400 && status != 404 {
             return Err(api_error(&Method::GET, &api, status, &json));
         }

@@ -7,6 +7,8 @@
 
 mod auth;
 mod kv;
+#[cfg(feature = "test-support")]
+pub mod testserver;
 
 use std::fmt;
 use std::time::Duration;
@@ -185,11 +187,25 @@ impl Vault {
     /// for an empty body) for every answer that is not transient — including 4xx, which the callers
     /// interpret (a 404 read is "missing", not a failure).
     pub(crate) fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<(u16, Value), Error> {
+        self.call_query(method, path, &[], body)
+    }
+
+    /// [`Vault::call`] with query parameters (kept apart so a `?` in a secret path stays part of it).
+    pub(crate) fn call_query(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), Error> {
         let op = format!("{method} {path}");
-        let url = self
+        let mut url = self
             .base
             .join(&escape_path(path))
             .map_err(|e| Error::Config(format!("{op}: cannot build the request URL: {e}")))?;
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
         self.backoff.retry(|_| self.once(&op, method.clone(), url.clone(), body), Error::is_transient)
     }
 
@@ -244,6 +260,22 @@ impl Vault {
             return Err(api_error(&method, path, status, &json));
         }
         Ok(json)
+    }
+
+    /// Any API path, for what has no helper here (mounts, policies, auth roles): the JSON answer
+    /// (`Null` for 204). Every status >= 400 is an error.
+    pub fn read(&self, path: &str) -> Result<Value, Error> {
+        self.call_ok(Method::GET, path, None)
+    }
+
+    /// `POST` `body` to any API path.
+    pub fn write(&self, path: &str, body: &Value) -> Result<Value, Error> {
+        self.call_ok(Method::POST, path, Some(body))
+    }
+
+    /// `DELETE` any API path.
+    pub fn delete(&self, path: &str) -> Result<Value, Error> {
+        self.call_ok(Method::DELETE, path, None)
     }
 
     /// `GET auth/token/lookup-self`: proves the token works; returns its `data` (policies, ttl, …).
