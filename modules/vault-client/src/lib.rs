@@ -87,7 +87,9 @@ impl Error {
         match self {
             Error::Transport { transient, .. } => *transient,
             Error::Sealed { .. } => true,
-            Error::Api { status, .. } => *status == 412 || *status == 429 || *status >= 500,
+            Error::Api { status, errors, .. } => {
+                *status == 412 || *status == 429 || *status >= 500 || (*status == 400 && is_kv_upgrading(errors))
+            }
             _ => false,
         }
     }
@@ -247,8 +249,9 @@ impl Vault {
             return Err(Error::Sealed { op: op.to_string() });
         }
         let code = status.as_u16();
-        if code == 412 || code == 429 || code >= 500 {
-            return Err(Error::Api { op: op.to_string(), status: code, errors });
+        let err = Error::Api { op: op.to_string(), status: code, errors };
+        if err.is_transient() {
+            return Err(err);
         }
         Ok((code, json))
     }
@@ -300,6 +303,13 @@ impl Vault {
     }
 }
 
+/// A KV v2 mount upgrading its storage (just mounted, or converted from v1) answers 400 for a
+/// moment: "Upgrading from non-versioned to versioned data. This backend will be unavailable for a
+/// brief period and will resume service shortly."
+fn is_kv_upgrading(errors: &[String]) -> bool {
+    errors.iter().any(|e| e.contains("Upgrading from non-versioned to versioned data"))
+}
+
 pub(crate) fn api_error(method: &Method, path: &str, status: u16, json: &Value) -> Error {
     let errors = json["errors"]
         .as_array()
@@ -346,6 +356,12 @@ mod tests {
         for s in [412, 429, 500, 502] {
             assert!(Error::Api { op: String::new(), status: s, errors: vec![] }.is_transient(), "{s}");
         }
+        let upgrading = Error::Api {
+            op: String::new(),
+            status: 400,
+            errors: vec!["Upgrading from non-versioned to versioned data. This backend will be unavailable for a brief period and will resume service shortly.".into()],
+        };
+        assert!(upgrading.is_transient());
         let sealed = Error::Sealed { op: "GET secret/data/a".into() };
         assert!(sealed.is_transient() && sealed.to_string().contains("Vault is sealed"));
         let missing = Error::Api { op: "GET kv/a".into(), status: 404, errors: vec![] };

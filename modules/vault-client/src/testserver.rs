@@ -209,6 +209,7 @@ impl BaoServer {
         server.unseal();
         server.wait_until(|code| code == 200);
         server.root().write("sys/mounts/secret", &json!({"type": "kv", "options": {"version": "2"}})).expect("mount kv");
+        server.wait_for_kv2("secret");
         server
     }
 
@@ -260,6 +261,16 @@ impl BaoServer {
         }
         let log = std::fs::read_to_string(self.dir.path("bao.log")).unwrap_or_default();
         panic!("OpenBao at {} did not become ready in 30 s (last: {last}); log:\n{log}", self.addr);
+    }
+
+    /// A new KV v2 mount answers 400 "Upgrading from non-versioned to versioned data" for a moment;
+    /// wait that out so tests that use `retries: 0` see a settled server.
+    pub fn wait_for_kv2(&self, mount: &str) {
+        let mut cfg = self.config();
+        cfg.backoff = Backoff { attempts: 50, initial: Duration::from_millis(100), max: Duration::from_millis(200), factor: 2 };
+        let mut v = Vault::new(&cfg).expect("client");
+        v.set_token(&self.root_token);
+        v.kv_read(crate::KvVersion::V2, mount, "proxshift-probe", None).expect("the KV v2 mount settles");
     }
 
     /// A token with only `policy_hcl` (plus `default`), created by root.

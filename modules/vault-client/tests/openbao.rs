@@ -171,6 +171,8 @@ fn namespaces_isolate_secrets() {
     root.write("sys/namespaces/team-a", &json!({})).unwrap();
     let mut cfg = bao.config();
     cfg.namespace = Some("team-a/".into());
+    // A fresh KV v2 mount may answer "upgrading" for a moment; that is retried.
+    cfg.backoff = Backoff { attempts: 10, initial: Duration::from_millis(100), max: Duration::from_millis(500), factor: 2 };
     let mut ns = Vault::new(&cfg).unwrap();
     ns.set_token(&bao.root_token);
     ns.write("sys/mounts/kv2", &json!({"type": "kv", "options": {"version": "2"}})).unwrap();
