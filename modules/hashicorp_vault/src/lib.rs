@@ -23,11 +23,15 @@ fn connection_options() -> Vec<Opt> {
     vec![
         Opt::str("url").required().env(&["VAULT_ADDR"]),
         Opt::str("namespace").env(&["VAULT_NAMESPACE"]),
-        Opt::path("ca_cert").aliases(&["cacert"]).env(&["VAULT_CACERT"]),
+        Opt::path("ca_cert")
+            .aliases(&["cacert"])
+            .env(&["VAULT_CACERT"]),
         Opt::bool("validate_certs"),
         Opt::int("timeout").default(30),
         Opt::int("retries").default(3),
-        Opt::str("auth_method").choices(&["token", "approle", "kubernetes", "jwt", "userpass"]).default("token"),
+        Opt::str("auth_method")
+            .choices(&["token", "approle", "kubernetes", "jwt", "userpass"])
+            .default("token"),
         Opt::str("mount_point"),
         Opt::str("token").no_log().env(&["VAULT_TOKEN"]),
         Opt::path("token_path"),
@@ -53,7 +57,9 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("engine_mount_point"),
     ]);
     ArgSpec::new(vec![
-        Opt::str("state").choices(&["read", "present", "absent"]).default("present"),
+        Opt::str("state")
+            .choices(&["read", "present", "absent"])
+            .default("present"),
         Opt::str("engine_mount_point").default("secret"),
         Opt::int("kv_version").choices(&[1, 2]),
         Opt::str("path"),
@@ -117,7 +123,12 @@ struct Options {
 /// `VAULT_SKIP_VERIFY` is "skip", so it inverts; anything but a false-ish value means skip.
 fn skip_verify_env() -> bool {
     std::env::var("VAULT_SKIP_VERIFY")
-        .map(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off"))
+        .map(|v| {
+            !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "" | "0" | "false" | "no" | "off"
+            )
+        })
         .unwrap_or(false)
 }
 
@@ -139,9 +150,16 @@ fn connect(m: &mut Module, o: &Options) -> Result<Vault, Failure> {
     let cfg = Config {
         url: o.url.clone(),
         namespace: o.namespace.clone(),
-        tls: Tls { validate_certs: validate, ca_path: o.ca_cert.as_ref().map(PathBuf::from), ..Default::default() },
+        tls: Tls {
+            validate_certs: validate,
+            ca_path: o.ca_cert.as_ref().map(PathBuf::from),
+            ..Default::default()
+        },
         timeout: Duration::from_secs(o.timeout as u64),
-        backoff: Backoff { attempts: o.retries as u32 + 1, ..Default::default() },
+        backoff: Backoff {
+            attempts: o.retries as u32 + 1,
+            ..Default::default()
+        },
     };
     let mut vault = Vault::new(&cfg).map_err(fail)?;
     let auth = auth_from_options(o)?;
@@ -151,13 +169,16 @@ fn connect(m: &mut Module, o: &Options) -> Result<Vault, Failure> {
     let login = vault.login(&auth).map_err(fail)?;
     m.add_secret(login.token.clone());
     if matches!(auth, Auth::Token { .. }) && o.token_validate {
-        vault.lookup_self().map_err(|e| Failure::new(format!("token validation failed: {e}")))?;
+        vault
+            .lookup_self()
+            .map_err(|e| Failure::new(format!("token validation failed: {e}")))?;
     }
     Ok(vault)
 }
 
 fn read_file_secret(path: &str, what: &str) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::new(format!("cannot read {what} {path}: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(format!("cannot read {what} {path}: {e}")))?;
     let t = text.trim().to_string();
     if t.is_empty() {
         return Err(Failure::new(format!("{what} {path} is empty")));
@@ -199,11 +220,22 @@ fn auth_from_options(o: &Options) -> Result<Auth, Failure> {
         "kubernetes" => {
             let jwt = match &o.jwt {
                 Some(j) => j.clone(),
-                None => read_file_secret(&o.service_account_token_path, "the service-account token file")?,
+                None => read_file_secret(
+                    &o.service_account_token_path,
+                    "the service-account token file",
+                )?,
             };
-            Auth::Kubernetes { mount: mount("kubernetes"), role: o.role.clone().unwrap_or_default(), jwt }
+            Auth::Kubernetes {
+                mount: mount("kubernetes"),
+                role: o.role.clone().unwrap_or_default(),
+                jwt,
+            }
         }
-        "jwt" => Auth::Jwt { mount: mount("jwt"), role: o.role.clone(), jwt: o.jwt.clone().unwrap_or_default() },
+        "jwt" => Auth::Jwt {
+            mount: mount("jwt"),
+            role: o.role.clone(),
+            jwt: o.jwt.clone().unwrap_or_default(),
+        },
         "userpass" => Auth::Userpass {
             mount: mount("userpass"),
             username: o.username.clone().unwrap_or_default(),
@@ -233,7 +265,10 @@ impl KvVersions {
             ))
         })?;
         let v = info.kv.ok_or_else(|| {
-            Failure::new(format!("engine_mount_point '{mount}' is a '{}' secrets engine, not KV", info.engine))
+            Failure::new(format!(
+                "engine_mount_point '{mount}' is a '{}' secrets engine, not KV",
+                info.engine
+            ))
         })?;
         self.seen.insert(mount.to_string(), v);
         Ok(v)
@@ -251,10 +286,16 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         c => c.map(|c| c as u64),
     };
     if o.state != "present" && (cas.is_some() || o.merge) {
-        m.warn(format!("cas and merge only apply to state=present; ignored for state={}", o.state));
+        m.warn(format!(
+            "cas and merge only apply to state=present; ignored for state={}",
+            o.state
+        ));
     }
     let vault = connect(m, &o)?;
-    let mut kv = KvVersions { given, seen: HashMap::new() };
+    let mut kv = KvVersions {
+        given,
+        seen: HashMap::new(),
+    };
     match o.state.as_str() {
         "read" => read(&vault, &mut kv, &o),
         "present" => present(m, &vault, &mut kv, &o, cas),
@@ -268,9 +309,15 @@ fn read(vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Fail
     let mut info = Map::new();
     for item in items {
         if values.contains_key(&item.name) {
-            return Err(Failure::new(format!("secrets: the name '{}' is used twice", item.name)));
+            return Err(Failure::new(format!(
+                "secrets: the name '{}' is used twice",
+                item.name
+            )));
         }
-        let mount = item.engine_mount_point.as_deref().unwrap_or(&o.engine_mount_point);
+        let mount = item
+            .engine_mount_point
+            .as_deref()
+            .unwrap_or(&o.engine_mount_point);
         let ver = kv.get(vault, mount)?;
         if item.version.is_some() && ver == KvVersion::V1 {
             return Err(Failure::new(format!(
@@ -283,7 +330,11 @@ fn read(vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Fail
             .kv_read(ver, mount, &item.path, item.version)
             .map_err(|e| Failure::new(format!("secrets[{}]: reading {where_}: {e}", item.name)))?;
         let deleted = secret.as_ref().is_some_and(|s| s.is_deleted());
-        let picked = pick(secret.as_ref().and_then(|s| s.data.as_ref()), deleted, item.key.as_deref());
+        let picked = pick(
+            secret.as_ref().and_then(|s| s.data.as_ref()),
+            deleted,
+            item.key.as_deref(),
+        );
         let (value, defaulted) = match (picked, &item.default) {
             (Ok(v), _) => (v, false),
             (Err(_), Some(d)) => (d.clone(), true),
@@ -297,7 +348,10 @@ fn read(vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Fail
                     Missing::Deleted => format!("the secret at {at} is deleted or destroyed"),
                     Missing::Key(k) => format!("the secret at {at} has no key '{k}'"),
                 };
-                return Err(Failure::new(format!("secrets[{}]: {reason} (set default to allow this)", item.name)));
+                return Err(Failure::new(format!(
+                    "secrets[{}]: {reason} (set default to allow this)",
+                    item.name
+                )));
             }
         };
         values.insert(item.name.clone(), value);
@@ -330,18 +384,28 @@ fn mask_read(m: &mut Module, data: Option<&Map<String, Value>>) {
     }
 }
 
-fn present(m: &mut Module, vault: &Vault, kv: &mut KvVersions, o: &Options, cas: Option<u64>) -> Result<Outcome, Failure> {
+fn present(
+    m: &mut Module,
+    vault: &Vault,
+    kv: &mut KvVersions,
+    o: &Options,
+    cas: Option<u64>,
+) -> Result<Outcome, Failure> {
     let mount = o.engine_mount_point.as_str();
     let path = o.path.as_deref().unwrap_or_default();
     let desired = o.data.clone().unwrap_or_default();
     let ver = kv.get(vault, mount)?;
     if ver == KvVersion::V1 && cas.is_some() {
-        return Err(Failure::new(format!("cas is set but mount '{mount}' is KV v1, which has no check-and-set")));
+        return Err(Failure::new(format!(
+            "cas is set but mount '{mount}' is KV v1, which has no check-and-set"
+        )));
     }
     let where_ = format!("{mount}/{}", vault_client::clean_path(path));
     // One re-read and retry when another writer got in between our read and our write.
     for attempt in 1..=2 {
-        let current = vault.kv_read(ver, mount, path, None).map_err(|e| Failure::new(format!("reading {where_}: {e}")))?;
+        let current = vault
+            .kv_read(ver, mount, path, None)
+            .map_err(|e| Failure::new(format!("reading {where_}: {e}")))?;
         let current_data = current.as_ref().and_then(|s| s.data.as_ref());
         let read_version = current.as_ref().and_then(|s| s.version);
         mask_read(m, current_data);
@@ -354,13 +418,17 @@ fn present(m: &mut Module, vault: &Vault, kv: &mut KvVersions, o: &Options, cas:
                 .with("changes", plan.changes.to_json())
         };
         if !plan.write {
-            return Ok(shaped(false, read_version).msg(format!("{where_} already holds the desired data")));
+            return Ok(
+                shaped(false, read_version).msg(format!("{where_} already holds the desired data"))
+            );
         }
         let (before, after) = masked_diff(current_data, &plan);
         let (before_h, after_h) = (format!("{where_} (current)"), format!("{where_} (desired)"));
         if m.check_mode {
             m.add_diff(before, after, &before_h, &after_h);
-            return Ok(shaped(true, read_version).msg(format!("{where_} would be written (check mode)")));
+            return Ok(
+                shaped(true, read_version).msg(format!("{where_} would be written (check mode)"))
+            );
         }
         let send_cas = cas_for(ver, cas, read_version);
         match vault.kv_write(ver, mount, path, &plan.payload, send_cas) {
@@ -377,7 +445,9 @@ fn present(m: &mut Module, vault: &Vault, kv: &mut KvVersions, o: &Options, cas:
                 } else {
                     "another writer changed it again between our re-read and our write".to_string()
                 };
-                return Err(Failure::new(format!("check-and-set conflict writing {where_}: {why}; nothing was written")));
+                return Err(Failure::new(format!(
+                    "check-and-set conflict writing {where_}: {why}; nothing was written"
+                )));
             }
             Err(e) => return Err(Failure::new(format!("writing {where_}: {e}"))),
         }
@@ -385,19 +455,29 @@ fn present(m: &mut Module, vault: &Vault, kv: &mut KvVersions, o: &Options, cas:
     unreachable!("the loop returns on its second attempt")
 }
 
-fn absent(m: &mut Module, vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Failure> {
+fn absent(
+    m: &mut Module,
+    vault: &Vault,
+    kv: &mut KvVersions,
+    o: &Options,
+) -> Result<Outcome, Failure> {
     let mount = o.engine_mount_point.as_str();
     let path = o.path.as_deref().unwrap_or_default();
     let ver = kv.get(vault, mount)?;
     let where_ = format!("{mount}/{}", vault_client::clean_path(path));
     let ctx = |what: &str, e: VaultError| Failure::new(format!("{what} {where_}: {e}"));
-    let current = vault.kv_read(ver, mount, path, None).map_err(|e| ctx("reading", e))?;
+    let current = vault
+        .kv_read(ver, mount, path, None)
+        .map_err(|e| ctx("reading", e))?;
     mask_read(m, current.as_ref().and_then(|s| s.data.as_ref()));
     let version = current.as_ref().and_then(|s| s.version);
     let destroy = o.destroy && ver == KvVersion::V2;
     let exists = if destroy {
         // Destroy also removes metadata and older versions, which outlive a soft delete.
-        vault.kv_metadata(mount, path).map_err(|e| ctx("reading the metadata of", e))?.is_some()
+        vault
+            .kv_metadata(mount, path)
+            .map_err(|e| ctx("reading the metadata of", e))?
+            .is_some()
     } else {
         current.as_ref().is_some_and(|s| !s.is_deleted())
     };
@@ -412,21 +492,39 @@ fn absent(m: &mut Module, vault: &Vault, kv: &mut KvVersions, o: &Options) -> Re
         return Ok(result(false).msg(format!("{where_} is already absent")));
     }
     if m.diff_mode {
-        let keys = current.as_ref().and_then(|s| s.data.as_ref()).map(|d| Value::Object(
-            d.keys().map(|k| (k.clone(), json!(plan::MASKED))).collect(),
-        ));
-        m.add_diff(keys.unwrap_or(json!({})), json!({}), &format!("{where_} (current)"), &format!("{where_} (absent)"));
+        let keys = current
+            .as_ref()
+            .and_then(|s| s.data.as_ref())
+            .map(|d| Value::Object(d.keys().map(|k| (k.clone(), json!(plan::MASKED))).collect()));
+        m.add_diff(
+            keys.unwrap_or(json!({})),
+            json!({}),
+            &format!("{where_} (current)"),
+            &format!("{where_} (absent)"),
+        );
     }
-    let verb = if destroy { "destroy all versions and metadata of" } else { "delete" };
+    let verb = if destroy {
+        "destroy all versions and metadata of"
+    } else {
+        "delete"
+    };
     if m.check_mode {
         return Ok(result(true).msg(format!("would {verb} {where_} (check mode)")));
     }
     if destroy {
-        vault.kv_destroy(ver, mount, path).map_err(|e| ctx("destroying", e))?;
+        vault
+            .kv_destroy(ver, mount, path)
+            .map_err(|e| ctx("destroying", e))?;
     } else {
-        vault.kv_delete(ver, mount, path).map_err(|e| ctx("deleting", e))?;
+        vault
+            .kv_delete(ver, mount, path)
+            .map_err(|e| ctx("deleting", e))?;
     }
-    let done = if destroy { "destroyed all versions and metadata of" } else { "deleted" };
+    let done = if destroy {
+        "destroyed all versions and metadata of"
+    } else {
+        "deleted"
+    };
     Ok(result(true).msg(format!("{done} {where_}")))
 }
 
@@ -437,8 +535,13 @@ mod tests {
     #[test]
     fn sidecar_matches_spec() {
         let yaml = include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/modules/hashicorp_vault.yml");
-        let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
-        assert!(problems.is_empty(), "sidecar drift:\n{}", problems.join("\n"));
+        let problems =
+            ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
+        assert!(
+            problems.is_empty(),
+            "sidecar drift:\n{}",
+            problems.join("\n")
+        );
     }
 
     fn run_args(args: Value) -> Value {
@@ -448,27 +551,48 @@ mod tests {
     #[test]
     fn option_rules_name_the_option() {
         let r = run_args(json!({"url": "http://127.0.0.1:9", "state": "present", "path": "a"}));
-        assert!(r["msg"].as_str().unwrap().contains("state is present but all of the following are missing: data"), "{r}");
-        let r = run_args(json!({"url": "http://127.0.0.1:9", "state": "read", "auth_method": "userpass", "secrets": []}));
-        assert!(r["msg"].as_str().unwrap().contains("username, password"), "{r}");
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("state is present but all of the following are missing: data"),
+            "{r}"
+        );
+        let r = run_args(
+            json!({"url": "http://127.0.0.1:9", "state": "read", "auth_method": "userpass", "secrets": []}),
+        );
+        assert!(
+            r["msg"].as_str().unwrap().contains("username, password"),
+            "{r}"
+        );
     }
 
     #[test]
     fn missing_token_is_a_clear_error() {
-        let r = run_args(json!({"url": "http://127.0.0.1:9", "state": "absent", "path": "a",
-                                "token_path": "/nonexistent/vault-token"}));
+        let r = run_args(
+            json!({"url": "http://127.0.0.1:9", "state": "absent", "path": "a",
+                                "token_path": "/nonexistent/vault-token"}),
+        );
         let msg = r["msg"].as_str().unwrap();
-        assert!(msg.contains("no token was found") && msg.contains("/nonexistent/vault-token"), "{msg}");
+        assert!(
+            msg.contains("no token was found") && msg.contains("/nonexistent/vault-token"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn data_values_are_masked_even_in_errors() {
         // Nothing listens on port 9: the failure message must not echo the data.
-        let r = run_args(json!({"url": "http://127.0.0.1:9", "token": "canary-token-1", "retries": 0,
-                                "path": "canary-value-9", "data": {"k": "canary-value-9"}}));
+        let r = run_args(
+            json!({"url": "http://127.0.0.1:9", "token": "canary-token-1", "retries": 0,
+                                "path": "canary-value-9", "data": {"k": "canary-value-9"}}),
+        );
         assert_eq!(r["failed"], json!(true));
         let text = r.to_string();
-        assert!(!text.contains("canary-value-9") && !text.contains("canary-token-1"), "{text}");
+        assert!(
+            !text.contains("canary-value-9") && !text.contains("canary-token-1"),
+            "{text}"
+        );
         assert!(text.contains("cannot reach Vault"), "{text}");
     }
 }

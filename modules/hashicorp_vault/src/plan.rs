@@ -35,7 +35,11 @@ pub fn diff_keys(before: &Map<String, Value>, after: &Map<String, Value>) -> Cha
             Some(_) => {}
         }
     }
-    c.removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+    c.removed = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .cloned()
+        .collect();
     c
 }
 
@@ -50,7 +54,11 @@ pub struct WritePlan {
 }
 
 /// `current` is the live secret's data (`None`: absent, or the latest KV v2 version is deleted).
-pub fn plan_write(current: Option<&Map<String, Value>>, desired: &Map<String, Value>, merge: bool) -> WritePlan {
+pub fn plan_write(
+    current: Option<&Map<String, Value>>,
+    desired: &Map<String, Value>,
+    merge: bool,
+) -> WritePlan {
     let empty = Map::new();
     let before = current.unwrap_or(&empty);
     let mut payload = if merge { before.clone() } else { Map::new() };
@@ -60,7 +68,11 @@ pub fn plan_write(current: Option<&Map<String, Value>>, desired: &Map<String, Va
     let changes = diff_keys(before, &payload);
     // Writing `{}` where nothing exists still creates the secret.
     let write = current.is_none() || !changes.is_empty();
-    WritePlan { payload, changes, write }
+    WritePlan {
+        payload,
+        changes,
+        write,
+    }
 }
 
 /// The `options.cas` to send: KV v1 has none; an explicit `cas` wins; otherwise the version just
@@ -116,11 +128,24 @@ pub enum Missing {
 }
 
 /// The value a read item asks for: the whole secret, or one key of it.
-pub fn pick(data: Option<&Map<String, Value>>, deleted: bool, key: Option<&str>) -> Result<Value, Missing> {
-    let Some(data) = data else { return Err(if deleted { Missing::Deleted } else { Missing::Secret }) };
+pub fn pick(
+    data: Option<&Map<String, Value>>,
+    deleted: bool,
+    key: Option<&str>,
+) -> Result<Value, Missing> {
+    let Some(data) = data else {
+        return Err(if deleted {
+            Missing::Deleted
+        } else {
+            Missing::Secret
+        });
+    };
     match key {
         None => Ok(Value::Object(data.clone())),
-        Some(k) => data.get(k).cloned().ok_or_else(|| Missing::Key(k.to_string())),
+        Some(k) => data
+            .get(k)
+            .cloned()
+            .ok_or_else(|| Missing::Key(k.to_string())),
     }
 }
 
@@ -142,9 +167,20 @@ mod tests {
     #[test]
     fn replace_reports_added_changed_removed() {
         let cur = m(json!({"user": "a", "pass": "b", "old": 1}));
-        let p = plan_write(Some(&cur), &m(json!({"user": "a", "pass": "c", "new": true})), false);
+        let p = plan_write(
+            Some(&cur),
+            &m(json!({"user": "a", "pass": "c", "new": true})),
+            false,
+        );
         assert!(p.write);
-        assert_eq!(p.changes, Changes { added: vec!["new".into()], changed: vec!["pass".into()], removed: vec!["old".into()] });
+        assert_eq!(
+            p.changes,
+            Changes {
+                added: vec!["new".into()],
+                changed: vec!["pass".into()],
+                removed: vec!["old".into()]
+            }
+        );
         assert_eq!(p.payload, m(json!({"user": "a", "pass": "c", "new": true})));
     }
 
@@ -184,12 +220,19 @@ mod tests {
     #[test]
     fn diff_shows_keys_not_values() {
         let cur = m(json!({"user": "canary-user", "pass": "canary-old", "gone": "canary-gone"}));
-        let p = plan_write(Some(&cur), &m(json!({"user": "canary-user", "pass": "canary-new", "add": "canary-add"})), false);
+        let p = plan_write(
+            Some(&cur),
+            &m(json!({"user": "canary-user", "pass": "canary-new", "add": "canary-add"})),
+            false,
+        );
         let (b, a) = masked_diff(Some(&cur), &p);
         let text = format!("{b}{a}");
         assert!(!text.contains("canary"), "{text}");
         assert_eq!(b, json!({"user": MASKED, "pass": MASKED, "gone": MASKED}));
-        assert_eq!(a, json!({"user": MASKED, "pass": "<masked> (changed)", "add": "<masked> (added)"}));
+        assert_eq!(
+            a,
+            json!({"user": MASKED, "pass": "<masked> (changed)", "add": "<masked> (added)"})
+        );
         let (b, _) = masked_diff(None, &plan_write(None, &m(json!({"x": 1})), false));
         assert_eq!(b, json!({}));
     }
@@ -197,7 +240,10 @@ mod tests {
     #[test]
     fn secret_strings_walks_everything() {
         let mut out = vec![];
-        secret_strings(&json!({"a": "x", "b": [1, {"c": "y"}], "d": true, "e": ""}), &mut out);
+        secret_strings(
+            &json!({"a": "x", "b": [1, {"c": "y"}], "d": true, "e": ""}),
+            &mut out,
+        );
         assert_eq!(out, vec!["x", "1", "y"]);
     }
 
@@ -206,7 +252,10 @@ mod tests {
         let d = m(json!({"a": 1}));
         assert_eq!(pick(Some(&d), false, None), Ok(json!({"a": 1})));
         assert_eq!(pick(Some(&d), false, Some("a")), Ok(json!(1)));
-        assert_eq!(pick(Some(&d), false, Some("b")), Err(Missing::Key("b".into())));
+        assert_eq!(
+            pick(Some(&d), false, Some("b")),
+            Err(Missing::Key("b".into()))
+        );
         assert_eq!(pick(None, false, None), Err(Missing::Secret));
         assert_eq!(pick(None, true, Some("a")), Err(Missing::Deleted));
     }

@@ -22,8 +22,13 @@ fn module(args: Value, env: &[(&str, &str)]) -> Value {
         .output()
         .expect("run the module");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not one JSON result ({e}): {stdout}"));
-    assert_eq!(out.status.success(), result.get("failed").is_none(), "{result}");
+    let result: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("not one JSON result ({e}): {stdout}"));
+    assert_eq!(
+        out.status.success(),
+        result.get("failed").is_none(),
+        "{result}"
+    );
     result
 }
 
@@ -38,7 +43,10 @@ fn with(base: Value, more: Value) -> Value {
 }
 
 fn stored(bao: &BaoServer, mount: &str, path: &str) -> Option<Map<String, Value>> {
-    bao.root().kv_read(KvVersion::V2, mount, path, None).unwrap().and_then(|s| s.data)
+    bao.root()
+        .kv_read(KvVersion::V2, mount, path, None)
+        .unwrap()
+        .and_then(|s| s.data)
 }
 
 fn assert_absent(result: &Value, canaries: &[&str]) {
@@ -56,7 +64,13 @@ fn present_is_idempotent_with_check_mode_diff_merge_and_masking() {
     let args = with(c.clone(), json!({"path": "openshift/c1", "data": desired}));
 
     // Check mode predicts a change and writes nothing.
-    let r = module(with(args.clone(), json!({"_ansible_check_mode": true, "_ansible_diff": true})), &[]);
+    let r = module(
+        with(
+            args.clone(),
+            json!({"_ansible_check_mode": true, "_ansible_diff": true}),
+        ),
+        &[],
+    );
     assert_eq!(r["changed"], json!(true), "{r}");
     assert_eq!(r["changes"]["added"], json!(["api", "kubeadmin"]));
     assert_eq!(r["diff"]["before"], json!({}));
@@ -64,31 +78,74 @@ fn present_is_idempotent_with_check_mode_diff_merge_and_masking() {
     assert_absent(&r, &["canary-api-1", "canary-kubeadmin-1"]);
 
     let r = module(args.clone(), &[]);
-    assert_eq!((r["changed"].clone(), r["version"].clone(), r["kv_version"].clone()), (json!(true), json!(1), json!(2)), "{r}");
-    assert_eq!(stored(&bao, "secret", "openshift/c1").unwrap(), desired.as_object().unwrap().clone());
+    assert_eq!(
+        (
+            r["changed"].clone(),
+            r["version"].clone(),
+            r["kv_version"].clone()
+        ),
+        (json!(true), json!(1), json!(2)),
+        "{r}"
+    );
+    assert_eq!(
+        stored(&bao, "secret", "openshift/c1").unwrap(),
+        desired.as_object().unwrap().clone()
+    );
     assert_absent(&r, &["canary-api-1", "canary-kubeadmin-1"]);
-    assert_eq!(r["invocation"]["module_args"]["data"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+    assert_eq!(
+        r["invocation"]["module_args"]["data"],
+        json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER")
+    );
 
     // Same data again: no write, no new version.
     let r = module(args.clone(), &[]);
-    assert_eq!((r["changed"].clone(), r["version"].clone()), (json!(false), json!(1)), "{r}");
+    assert_eq!(
+        (r["changed"].clone(), r["version"].clone()),
+        (json!(false), json!(1)),
+        "{r}"
+    );
 
     // One key changes: the diff names it, values stay masked (old ones too).
     let r = module(
-        with(c.clone(), json!({"path": "openshift/c1", "merge": true, "data": {"kubeadmin": "canary-kubeadmin-2"}, "_ansible_diff": true})),
+        with(
+            c.clone(),
+            json!({"path": "openshift/c1", "merge": true, "data": {"kubeadmin": "canary-kubeadmin-2"}, "_ansible_diff": true}),
+        ),
         &[],
     );
     assert_eq!(r["changed"], json!(true));
-    assert_eq!(r["changes"], json!({"added": [], "changed": ["kubeadmin"], "removed": []}));
+    assert_eq!(
+        r["changes"],
+        json!({"added": [], "changed": ["kubeadmin"], "removed": []})
+    );
     assert_eq!(r["diff"]["after"]["kubeadmin"], json!("<masked> (changed)"));
     assert_eq!(r["diff"]["after"]["api"], json!("<masked>"));
-    assert_absent(&r, &["canary-api-1", "canary-kubeadmin-1", "canary-kubeadmin-2"]);
-    assert_eq!(stored(&bao, "secret", "openshift/c1").unwrap()["api"], json!("canary-api-1"), "merge kept the other key");
+    assert_absent(
+        &r,
+        &["canary-api-1", "canary-kubeadmin-1", "canary-kubeadmin-2"],
+    );
+    assert_eq!(
+        stored(&bao, "secret", "openshift/c1").unwrap()["api"],
+        json!("canary-api-1"),
+        "merge kept the other key"
+    );
 
     // merge with a matching subset: unchanged. Without merge the other key goes.
-    let r = module(with(c.clone(), json!({"path": "openshift/c1", "merge": true, "data": {"api": "canary-api-1"}})), &[]);
+    let r = module(
+        with(
+            c.clone(),
+            json!({"path": "openshift/c1", "merge": true, "data": {"api": "canary-api-1"}}),
+        ),
+        &[],
+    );
     assert_eq!(r["changed"], json!(false));
-    let r = module(with(c.clone(), json!({"path": "openshift/c1", "data": {"api": "canary-api-1"}})), &[]);
+    let r = module(
+        with(
+            c.clone(),
+            json!({"path": "openshift/c1", "data": {"api": "canary-api-1"}}),
+        ),
+        &[],
+    );
     assert_eq!(r["changes"]["removed"], json!(["kubeadmin"]));
     assert_eq!(r["version"], json!(3));
 }
@@ -97,12 +154,29 @@ fn present_is_idempotent_with_check_mode_diff_merge_and_masking() {
 fn read_many_secrets_in_one_call() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    let w = |p: &str, d: Value| root.kv_write(KvVersion::V2, "secret", p, d.as_object().unwrap(), None).unwrap();
+    let w = |p: &str, d: Value| {
+        root.kv_write(KvVersion::V2, "secret", p, d.as_object().unwrap(), None)
+            .unwrap()
+    };
     w("infra/pull", json!({"pullSecret": "{\"auths\":{}}"}));
     w("infra/ssh", json!({"public_key": "ssh-ed25519 AAAA-old"}));
-    w("infra/ssh", json!({"public_key": "ssh-ed25519 AAAA-new", "comment": "ops"}));
-    root.write("sys/mounts/kv", &json!({"type": "kv", "options": {"version": "1"}})).unwrap();
-    root.kv_write(KvVersion::V1, "kv", "legacy", json!({"user": "admin"}).as_object().unwrap(), None).unwrap();
+    w(
+        "infra/ssh",
+        json!({"public_key": "ssh-ed25519 AAAA-new", "comment": "ops"}),
+    );
+    root.write(
+        "sys/mounts/kv",
+        &json!({"type": "kv", "options": {"version": "1"}}),
+    )
+    .unwrap();
+    root.kv_write(
+        KvVersion::V1,
+        "kv",
+        "legacy",
+        json!({"user": "admin"}).as_object().unwrap(),
+        None,
+    )
+    .unwrap();
 
     let c = conn(&bao);
     let r = module(
@@ -136,15 +210,39 @@ fn read_many_secrets_in_one_call() {
     assert_eq!(r["secrets_info"]["legacy_user"]["kv_version"], json!(1));
     assert_eq!(r["secrets_info"]["no_path"]["defaulted"], json!(true));
 
-    let fail = |items: Value| module(with(c.clone(), json!({"state": "read", "secrets": items})), &[]);
+    let fail = |items: Value| {
+        module(
+            with(c.clone(), json!({"state": "read", "secrets": items})),
+            &[],
+        )
+    };
     let r = fail(json!([{"name": "x", "path": "infra/ssh", "key": "nokey"}]));
     assert_eq!(r["msg"], json!("secrets[x]: the secret at secret/infra/ssh has no key 'nokey' (set default to allow this)"));
     let r = fail(json!([{"name": "y", "path": "infra/nothing"}]));
-    assert!(r["msg"].as_str().unwrap().contains("no secret at secret/infra/nothing"), "{r}");
-    let r = fail(json!([{"name": "z", "path": "legacy", "version": 1, "engine_mount_point": "kv"}]));
-    assert!(r["msg"].as_str().unwrap().contains("KV v1, which has no versions"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("no secret at secret/infra/nothing"),
+        "{r}"
+    );
+    let r =
+        fail(json!([{"name": "z", "path": "legacy", "version": 1, "engine_mount_point": "kv"}]));
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("KV v1, which has no versions"),
+        "{r}"
+    );
     let r = fail(json!([{"name": "p", "path": "x", "engine_mount_point": "nomount"}]));
-    assert!(r["msg"].as_str().unwrap().contains("cannot detect the KV version of mount 'nomount'"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("cannot detect the KV version of mount 'nomount'"),
+        "{r}"
+    );
     let r = fail(json!([{"name": "d", "path": "infra/pull"}, {"name": "d", "path": "infra/ssh"}]));
     assert!(r["msg"].as_str().unwrap().contains("used twice"), "{r}");
 }
@@ -153,28 +251,62 @@ fn read_many_secrets_in_one_call() {
 fn absent_soft_delete_then_destroy() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    root.kv_write(KvVersion::V2, "secret", "gone", json!({"k": "canary-del-1"}).as_object().unwrap(), None).unwrap();
+    root.kv_write(
+        KvVersion::V2,
+        "secret",
+        "gone",
+        json!({"k": "canary-del-1"}).as_object().unwrap(),
+        None,
+    )
+    .unwrap();
     let c = conn(&bao);
     let args = with(c.clone(), json!({"state": "absent", "path": "gone"}));
 
-    let r = module(with(args.clone(), json!({"_ansible_check_mode": true})), &[]);
+    let r = module(
+        with(args.clone(), json!({"_ansible_check_mode": true})),
+        &[],
+    );
     assert_eq!(r["changed"], json!(true));
-    assert!(stored(&bao, "secret", "gone").is_some(), "check mode deleted");
+    assert!(
+        stored(&bao, "secret", "gone").is_some(),
+        "check mode deleted"
+    );
 
     let r = module(args.clone(), &[]);
-    assert_eq!((r["changed"].clone(), r["destroyed"].clone()), (json!(true), json!(false)), "{r}");
+    assert_eq!(
+        (r["changed"].clone(), r["destroyed"].clone()),
+        (json!(true), json!(false)),
+        "{r}"
+    );
     assert_absent(&r, &["canary-del-1"]);
     assert_eq!(stored(&bao, "secret", "gone"), None);
-    assert!(root.kv_metadata("secret", "gone").unwrap().is_some(), "a soft delete keeps the metadata");
+    assert!(
+        root.kv_metadata("secret", "gone").unwrap().is_some(),
+        "a soft delete keeps the metadata"
+    );
     assert_eq!(module(args.clone(), &[])["changed"], json!(false));
 
     // Writing again after a soft delete uses the deleted version for CAS.
-    let r = module(with(c.clone(), json!({"path": "gone", "data": {"k": "canary-del-2"}})), &[]);
-    assert_eq!((r["changed"].clone(), r["version"].clone()), (json!(true), json!(2)), "{r}");
+    let r = module(
+        with(
+            c.clone(),
+            json!({"path": "gone", "data": {"k": "canary-del-2"}}),
+        ),
+        &[],
+    );
+    assert_eq!(
+        (r["changed"].clone(), r["version"].clone()),
+        (json!(true), json!(2)),
+        "{r}"
+    );
 
     let destroy = with(args, json!({"destroy": true}));
     let r = module(destroy.clone(), &[]);
-    assert_eq!((r["changed"].clone(), r["destroyed"].clone()), (json!(true), json!(true)), "{r}");
+    assert_eq!(
+        (r["changed"].clone(), r["destroyed"].clone()),
+        (json!(true), json!(true)),
+        "{r}"
+    );
     assert_eq!(root.kv_metadata("secret", "gone").unwrap(), None);
     assert_eq!(module(destroy, &[])["changed"], json!(false));
 }
@@ -183,20 +315,47 @@ fn absent_soft_delete_then_destroy() {
 fn explicit_cas_and_a_limited_token() {
     let bao = BaoServer::dev();
     let c = conn(&bao);
-    let r = module(with(c.clone(), json!({"path": "c", "data": {"a": "canary-cas-1"}, "cas": 0})), &[]);
+    let r = module(
+        with(
+            c.clone(),
+            json!({"path": "c", "data": {"a": "canary-cas-1"}, "cas": 0}),
+        ),
+        &[],
+    );
     assert_eq!(r["version"], json!(1), "{r}");
-    let r = module(with(c.clone(), json!({"path": "c", "data": {"a": "canary-cas-2"}, "cas": 0})), &[]);
+    let r = module(
+        with(
+            c.clone(),
+            json!({"path": "c", "data": {"a": "canary-cas-2"}, "cas": 0}),
+        ),
+        &[],
+    );
     assert_eq!(r["failed"], json!(true));
     let msg = r["msg"].as_str().unwrap();
-    assert!(msg.contains("check-and-set conflict writing secret/c: the cas option (0)"), "{msg}");
+    assert!(
+        msg.contains("check-and-set conflict writing secret/c: the cas option (0)"),
+        "{msg}"
+    );
     assert_absent(&r, &["canary-cas-1", "canary-cas-2"]);
-    let r = module(with(c.clone(), json!({"path": "c", "data": {"a": "canary-cas-2"}, "cas": 1})), &[]);
+    let r = module(
+        with(
+            c.clone(),
+            json!({"path": "c", "data": {"a": "canary-cas-2"}, "cas": 1}),
+        ),
+        &[],
+    );
     assert_eq!(r["version"], json!(2), "{r}");
 
     let t = bao.token_with_policy("ro", r#"path "secret/data/*" { capabilities = ["read"] }"#);
-    let r = module(json!({"url": bao.addr, "token": t, "retries": 0, "path": "c", "data": {"a": "canary-cas-3"}}), &[]);
+    let r = module(
+        json!({"url": bao.addr, "token": t, "retries": 0, "path": "c", "data": {"a": "canary-cas-3"}}),
+        &[],
+    );
     let msg = r["msg"].as_str().unwrap();
-    assert!(msg.starts_with("writing secret/c: POST secret/data/c: Vault answered HTTP 403"), "{msg}");
+    assert!(
+        msg.starts_with("writing secret/c: POST secret/data/c: Vault answered HTTP 403"),
+        "{msg}"
+    );
     assert_absent(&r, &["canary-cas-1", "canary-cas-2", "canary-cas-3", &t]);
 }
 
@@ -206,7 +365,10 @@ fn explicit_cas_and_a_limited_token() {
 fn concurrent_writers_lose_no_update() {
     let bao = BaoServer::dev();
     let c = conn(&bao);
-    module(with(c.clone(), json!({"path": "shared", "data": {"seed": "0"}})), &[]);
+    module(
+        with(c.clone(), json!({"path": "shared", "data": {"seed": "0"}})),
+        &[],
+    );
     let results: Vec<(usize, Value)> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..6)
             .map(|i| {
@@ -220,15 +382,27 @@ fn concurrent_writers_lose_no_update() {
     let mut ok = 0;
     for (i, r) in &results {
         if r.get("failed").is_some() {
-            assert!(r["msg"].as_str().unwrap().contains("check-and-set conflict"), "{r}");
+            assert!(
+                r["msg"]
+                    .as_str()
+                    .unwrap()
+                    .contains("check-and-set conflict"),
+                "{r}"
+            );
         } else {
             ok += 1;
-            assert_eq!(final_data[&format!("w{i}")], json!(format!("v{i}")), "writer {i}'s update was lost: {final_data:?}");
+            assert_eq!(
+                final_data[&format!("w{i}")],
+                json!(format!("v{i}")),
+                "writer {i}'s update was lost: {final_data:?}"
+            );
         }
     }
     assert!(ok >= 1, "{results:?}");
     assert_eq!(final_data["seed"], json!("0"));
-    let versions = bao.root().kv_metadata("secret", "shared").unwrap().unwrap()["current_version"].as_u64().unwrap();
+    let versions = bao.root().kv_metadata("secret", "shared").unwrap().unwrap()["current_version"]
+        .as_u64()
+        .unwrap();
     assert_eq!(versions, 1 + ok, "one version per successful writer");
 }
 
@@ -236,47 +410,108 @@ fn concurrent_writers_lose_no_update() {
 fn token_sources_and_auth_methods() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    root.kv_write(KvVersion::V2, "secret", "t", json!({"a": "b"}).as_object().unwrap(), None).unwrap();
-    let read = json!({"state": "read", "retries": 0, "secrets": [{"name": "a", "path": "t", "key": "a"}]});
+    root.kv_write(
+        KvVersion::V2,
+        "secret",
+        "t",
+        json!({"a": "b"}).as_object().unwrap(),
+        None,
+    )
+    .unwrap();
+    let read =
+        json!({"state": "read", "retries": 0, "secrets": [{"name": "a", "path": "t", "key": "a"}]});
 
     // VAULT_ADDR + VAULT_TOKEN from the environment.
-    let r = module(read.clone(), &[("VAULT_ADDR", &bao.addr), ("VAULT_TOKEN", &bao.root_token)]);
+    let r = module(
+        read.clone(),
+        &[("VAULT_ADDR", &bao.addr), ("VAULT_TOKEN", &bao.root_token)],
+    );
     assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
     // The token file.
     let home = Scratch::new("home");
     std::fs::write(home.path("tok"), format!("{}\n", bao.root_token)).unwrap();
-    let r = module(with(read.clone(), json!({"url": bao.addr, "token_path": home.path("tok")})), &[]);
+    let r = module(
+        with(
+            read.clone(),
+            json!({"url": bao.addr, "token_path": home.path("tok")}),
+        ),
+        &[],
+    );
     assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
     // token_validate catches a bad token up front, and the token is masked.
-    let r = module(with(read.clone(), json!({"url": bao.addr, "token": "canary-bad-token", "token_validate": true})), &[]);
+    let r = module(
+        with(
+            read.clone(),
+            json!({"url": bao.addr, "token": "canary-bad-token", "token_validate": true}),
+        ),
+        &[],
+    );
     let msg = r["msg"].as_str().unwrap();
-    assert!(msg.starts_with("token validation failed: GET auth/token/lookup-self: Vault answered HTTP 403"), "{msg}");
+    assert!(
+        msg.starts_with(
+            "token validation failed: GET auth/token/lookup-self: Vault answered HTTP 403"
+        ),
+        "{msg}"
+    );
     assert_absent(&r, &["canary-bad-token"]);
 
     // AppRole on a custom mount.
-    root.write("sys/policies/acl/r", &json!({"policy": r#"path "secret/*" { capabilities = ["read"] }"#})).unwrap();
-    root.write("sys/auth/ar", &json!({"type": "approle"})).unwrap();
-    root.write("auth/ar/role/x", &json!({"token_policies": ["r"]})).unwrap();
-    let role_id = root.read("auth/ar/role/x/role-id").unwrap()["data"]["role_id"].as_str().unwrap().to_string();
-    let secret_id = root.write("auth/ar/role/x/secret-id", &json!({})).unwrap()["data"]["secret_id"].as_str().unwrap().to_string();
+    root.write(
+        "sys/policies/acl/r",
+        &json!({"policy": r#"path "secret/*" { capabilities = ["read"] }"#}),
+    )
+    .unwrap();
+    root.write("sys/auth/ar", &json!({"type": "approle"}))
+        .unwrap();
+    root.write("auth/ar/role/x", &json!({"token_policies": ["r"]}))
+        .unwrap();
+    let role_id = root.read("auth/ar/role/x/role-id").unwrap()["data"]["role_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let secret_id = root.write("auth/ar/role/x/secret-id", &json!({})).unwrap()["data"]
+        ["secret_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let r = module(
-        with(read.clone(), json!({"url": bao.addr, "auth_method": "approle", "mount_point": "ar", "role_id": role_id, "secret_id": secret_id})),
+        with(
+            read.clone(),
+            json!({"url": bao.addr, "auth_method": "approle", "mount_point": "ar", "role_id": role_id, "secret_id": secret_id}),
+        ),
         &[],
     );
     assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
     assert_absent(&r, &[&secret_id]);
     let r = module(
-        with(read.clone(), json!({"url": bao.addr, "auth_method": "approle", "mount_point": "ar", "role_id": role_id, "secret_id": "canary-wrong-sid"})),
+        with(
+            read.clone(),
+            json!({"url": bao.addr, "auth_method": "approle", "mount_point": "ar", "role_id": role_id, "secret_id": "canary-wrong-sid"}),
+        ),
         &[],
     );
-    assert!(r["msg"].as_str().unwrap().starts_with("approle login (POST auth/ar/login): Vault answered HTTP"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("approle login (POST auth/ar/login): Vault answered HTTP"),
+        "{r}"
+    );
     assert_absent(&r, &["canary-wrong-sid"]);
 
     // userpass.
-    root.write("sys/auth/userpass", &json!({"type": "userpass"})).unwrap();
-    root.write("auth/userpass/users/ops", &json!({"password": "canary-up-pw", "token_policies": ["r"]})).unwrap();
+    root.write("sys/auth/userpass", &json!({"type": "userpass"}))
+        .unwrap();
+    root.write(
+        "auth/userpass/users/ops",
+        &json!({"password": "canary-up-pw", "token_policies": ["r"]}),
+    )
+    .unwrap();
     let r = module(
-        with(read.clone(), json!({"url": bao.addr, "auth_method": "userpass", "username": "ops", "password": "canary-up-pw"})),
+        with(
+            read.clone(),
+            json!({"url": bao.addr, "auth_method": "userpass", "username": "ops", "password": "canary-up-pw"}),
+        ),
         &[],
     );
     assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
@@ -284,8 +519,13 @@ fn token_sources_and_auth_methods() {
     // Kubernetes-style login reading the service-account token file (JWT mount named kubernetes).
     let keys = Scratch::new("sa");
     let signer = vault_client::testserver::JwtSigner::create(&keys.0);
-    root.write("sys/auth/kubernetes", &json!({"type": "jwt"})).unwrap();
-    root.write("auth/kubernetes/config", &json!({"jwt_validation_pubkeys": [signer.public_pem]})).unwrap();
+    root.write("sys/auth/kubernetes", &json!({"type": "jwt"}))
+        .unwrap();
+    root.write(
+        "auth/kubernetes/config",
+        &json!({"jwt_validation_pubkeys": [signer.public_pem]}),
+    )
+    .unwrap();
     root.write(
         "auth/kubernetes/role/proxshift",
         &json!({"role_type": "jwt", "bound_audiences": ["vault"], "user_claim": "sub", "token_policies": ["r"]}),
@@ -295,8 +535,11 @@ fn token_sources_and_auth_methods() {
     let sa = signer.sign(&json!({"sub": "system:serviceaccount:ci:proxshift", "aud": "vault", "iat": now, "exp": now + 600}));
     std::fs::write(keys.path("token"), &sa).unwrap();
     let r = module(
-        with(read.clone(), json!({"url": bao.addr, "auth_method": "kubernetes", "role": "proxshift",
-                                  "service_account_token_path": keys.path("token")})),
+        with(
+            read.clone(),
+            json!({"url": bao.addr, "auth_method": "kubernetes", "role": "proxshift",
+                                  "service_account_token_path": keys.path("token")}),
+        ),
         &[],
     );
     assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
@@ -306,19 +549,38 @@ fn token_sources_and_auth_methods() {
 #[test]
 fn namespace_from_the_environment() {
     let bao = BaoServer::dev();
-    bao.root().write("sys/namespaces/platform", &json!({})).unwrap();
+    bao.root()
+        .write("sys/namespaces/platform", &json!({}))
+        .unwrap();
     let mut cfg = bao.config();
     cfg.namespace = Some("platform".into());
     let mut ns = vault_client::Vault::new(&cfg).unwrap();
     ns.set_token(&bao.root_token);
-    ns.write("sys/mounts/secret", &json!({"type": "kv", "options": {"version": "2"}})).unwrap();
+    ns.write(
+        "sys/mounts/secret",
+        &json!({"type": "kv", "options": {"version": "2"}}),
+    )
+    .unwrap();
 
-    let args = with(conn(&bao), json!({"path": "only-in-ns", "data": {"k": "ns-value-1"}, "retries": 5}));
+    let args = with(
+        conn(&bao),
+        json!({"path": "only-in-ns", "data": {"k": "ns-value-1"}, "retries": 5}),
+    );
     let r = module(args.clone(), &[("VAULT_NAMESPACE", "platform")]);
     assert_eq!(r["changed"], json!(true), "{r}");
-    assert!(ns.kv_read(KvVersion::V2, "secret", "only-in-ns", None).unwrap().is_some());
-    assert_eq!(stored(&bao, "secret", "only-in-ns"), None, "written outside the namespace");
-    assert_eq!(module(with(args, json!({"namespace": "platform"})), &[])["changed"], json!(false));
+    assert!(ns
+        .kv_read(KvVersion::V2, "secret", "only-in-ns", None)
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        stored(&bao, "secret", "only-in-ns"),
+        None,
+        "written outside the namespace"
+    );
+    assert_eq!(
+        module(with(args, json!({"namespace": "platform"})), &[])["changed"],
+        json!(false)
+    );
 }
 
 #[test]
@@ -336,13 +598,22 @@ fn tls_options_and_a_sealed_server() {
     assert!(r["msg"].as_str().unwrap().contains("certificate"), "{r}");
     let r = module(args.clone(), &[("VAULT_SKIP_VERIFY", "true")]);
     assert_eq!(r["changed"], json!(false), "{r}");
-    assert!(r["warnings"][0].as_str().unwrap().contains("not checked"), "{r}");
+    assert!(
+        r["warnings"][0].as_str().unwrap().contains("not checked"),
+        "{r}"
+    );
     // An explicit validate_certs wins over VAULT_SKIP_VERIFY.
-    let r = module(with(args.clone(), json!({"validate_certs": true})), &[("VAULT_SKIP_VERIFY", "1")]);
+    let r = module(
+        with(args.clone(), json!({"validate_certs": true})),
+        &[("VAULT_SKIP_VERIFY", "1")],
+    );
     assert_eq!(r["failed"], json!(true), "{r}");
 
     bao.seal();
-    let r = module(with(args.clone(), json!({"ca_cert": ca, "retries": 1})), &[]);
+    let r = module(
+        with(args.clone(), json!({"ca_cert": ca, "retries": 1})),
+        &[],
+    );
     let msg = r["msg"].as_str().unwrap();
     assert!(msg.contains("Vault is sealed"), "{msg}");
     bao.unseal();

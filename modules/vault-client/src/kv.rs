@@ -86,17 +86,29 @@ fn parse_read(kv: KvVersion, status: u16, json: &Value) -> Option<Secret> {
             if status == 404 {
                 return None;
             }
-            Some(Secret { data: json["data"].as_object().cloned(), version: None, metadata: None })
+            Some(Secret {
+                data: json["data"].as_object().cloned(),
+                version: None,
+                metadata: None,
+            })
         }
         KvVersion::V2 => {
             let metadata = json["data"]["metadata"].clone();
             let version = metadata["version"].as_u64();
             if status == 404 {
                 // Deleted or destroyed: 404, but the body still carries the metadata.
-                return version.map(|v| Secret { data: None, version: Some(v), metadata: Some(metadata) });
+                return version.map(|v| Secret {
+                    data: None,
+                    version: Some(v),
+                    metadata: Some(metadata),
+                });
             }
             let data = json["data"]["data"].as_object().cloned();
-            Some(Secret { data, version, metadata: (!metadata.is_null()).then_some(metadata) })
+            Some(Secret {
+                data,
+                version,
+                metadata: (!metadata.is_null()).then_some(metadata),
+            })
         }
     }
 }
@@ -106,16 +118,27 @@ impl Vault {
     pub fn mount_info(&self, path: &str) -> Result<Mount, Error> {
         let api = format!("sys/internal/ui/mounts/{}", clean_path(path));
         let v = self.call_ok(Method::GET, &api, None)?;
-        Mount::from_ui(&v["data"]).ok_or_else(|| Error::Decode { op: format!("GET {api}"), detail: "no data.path".into() })
+        Mount::from_ui(&v["data"]).ok_or_else(|| Error::Decode {
+            op: format!("GET {api}"),
+            detail: "no data.path".into(),
+        })
     }
 
     /// Read a secret; `version` (KV v2 only) picks an older one. `Ok(None)`: nothing at that path.
-    pub fn kv_read(&self, kv: KvVersion, mount: &str, path: &str, version: Option<u64>) -> Result<Option<Secret>, Error> {
+    pub fn kv_read(
+        &self,
+        kv: KvVersion,
+        mount: &str,
+        path: &str,
+        version: Option<u64>,
+    ) -> Result<Option<Secret>, Error> {
         let api = data_path(kv, mount, path);
         let mut query = Vec::new();
         if let Some(n) = version {
             if kv == KvVersion::V1 {
-                return Err(Error::Config(format!("{mount}/{path}: KV v1 has no versions; `version` needs KV v2")));
+                return Err(Error::Config(format!(
+                    "{mount}/{path}: KV v1 has no versions; `version` needs KV v2"
+                )));
             }
             query.push(("version", n.to_string()));
         }
@@ -140,7 +163,9 @@ impl Vault {
         let body = match kv {
             KvVersion::V1 => {
                 if cas.is_some() {
-                    return Err(Error::Config(format!("{mount}/{path}: KV v1 has no check-and-set; `cas` needs KV v2")));
+                    return Err(Error::Config(format!(
+                        "{mount}/{path}: KV v1 has no check-and-set; `cas` needs KV v2"
+                    )));
                 }
                 Value::Object(data.clone())
             }
@@ -155,7 +180,8 @@ impl Vault {
 
     /// Soft-delete the latest version (KV v2; undeletable) or delete the secret (KV v1).
     pub fn kv_delete(&self, kv: KvVersion, mount: &str, path: &str) -> Result<(), Error> {
-        self.call_ok(Method::DELETE, &data_path(kv, mount, path), None).map(|_| ())
+        self.call_ok(Method::DELETE, &data_path(kv, mount, path), None)
+            .map(|_| ())
     }
 
     /// KV v2: remove every version and the metadata, for good. KV v1: the same as delete.
@@ -186,7 +212,14 @@ mod tests {
     #[test]
     fn mounts_from_the_ui_endpoint() {
         let v2 = json!({"path": "secret/", "type": "kv", "options": {"version": "2"}});
-        assert_eq!(Mount::from_ui(&v2), Some(Mount { path: "secret".into(), engine: "kv".into(), kv: Some(KvVersion::V2) }));
+        assert_eq!(
+            Mount::from_ui(&v2),
+            Some(Mount {
+                path: "secret".into(),
+                engine: "kv".into(),
+                kv: Some(KvVersion::V2)
+            })
+        );
         let v1 = json!({"path": "kv/", "type": "kv", "options": null});
         assert_eq!(Mount::from_ui(&v1).unwrap().kv, Some(KvVersion::V1));
         let pki = json!({"path": "pki/", "type": "pki"});
@@ -196,13 +229,17 @@ mod tests {
 
     #[test]
     fn paths() {
-        assert_eq!(data_path(KvVersion::V2, "/secret/", "/infra/bmc"), "secret/data/infra/bmc");
+        assert_eq!(
+            data_path(KvVersion::V2, "/secret/", "/infra/bmc"),
+            "secret/data/infra/bmc"
+        );
         assert_eq!(data_path(KvVersion::V1, "kv", "a/b"), "kv/a/b");
     }
 
     #[test]
     fn read_answers() {
-        let ok = json!({"data": {"data": {"a": "1"}, "metadata": {"version": 3, "destroyed": false}}});
+        let ok =
+            json!({"data": {"data": {"a": "1"}, "metadata": {"version": 3, "destroyed": false}}});
         let s = parse_read(KvVersion::V2, 200, &ok).unwrap();
         assert_eq!(s.data.unwrap()["a"], json!("1"));
         assert_eq!(s.version, Some(3));
@@ -212,7 +249,10 @@ mod tests {
         assert_eq!(s.version, Some(4));
         assert_eq!(parse_read(KvVersion::V2, 404, &json!({"errors": []})), None);
         let v1 = json!({"data": {"user": "u"}});
-        assert_eq!(parse_read(KvVersion::V1, 200, &v1).unwrap().data.unwrap()["user"], json!("u"));
+        assert_eq!(
+            parse_read(KvVersion::V1, 200, &v1).unwrap().data.unwrap()["user"],
+            json!("u")
+        );
         assert_eq!(parse_read(KvVersion::V1, 404, &json!({"errors": []})), None);
     }
 }

@@ -54,9 +54,17 @@ pub enum Error {
     /// A setting is unusable (bad URL, unreadable CA file or token file).
     Config(String),
     /// The request did not get an HTTP answer.
-    Transport { op: String, detail: String, transient: bool },
+    Transport {
+        op: String,
+        detail: String,
+        transient: bool,
+    },
     /// Vault answered with an error status.
-    Api { op: String, status: u16, errors: Vec<String> },
+    Api {
+        op: String,
+        status: u16,
+        errors: Vec<String>,
+    },
     /// Vault answered 503 "Vault is sealed".
     Sealed { op: String },
     /// The answer was not the JSON Vault documents.
@@ -88,7 +96,10 @@ impl Error {
             Error::Transport { transient, .. } => *transient,
             Error::Sealed { .. } => true,
             Error::Api { status, errors, .. } => {
-                *status == 412 || *status == 429 || *status >= 500 || (*status == 400 && is_kv_upgrading(errors))
+                *status == 412
+                    || *status == 429
+                    || *status >= 500
+                    || (*status == 400 && is_kv_upgrading(errors))
             }
             _ => false,
         }
@@ -104,9 +115,15 @@ impl fmt::Display for Error {
                 write!(f, "{op}: Vault is sealed (HTTP 503); unseal it (`vault operator unseal` / `bao operator unseal`) and retry")
             }
             Error::Api { op, status, errors } => {
-                let detail = errors.iter().map(|e| e.trim().replace("\n\t", " ")).collect::<Vec<_>>().join("; ");
+                let detail = errors
+                    .iter()
+                    .map(|e| e.trim().replace("\n\t", " "))
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 let hint = match *status {
-                    403 => " (the token is invalid or expired, or its policies do not allow this path)",
+                    403 => {
+                        " (the token is invalid or expired, or its policies do not allow this path)"
+                    }
                     404 if detail.is_empty() => " (no secret at this path)",
                     429 => " (rate limited, or the node is a standby)",
                     503 => " (the server is in standby or maintenance)",
@@ -118,7 +135,9 @@ impl fmt::Display for Error {
                     write!(f, "{op}: Vault answered HTTP {status}: {detail}{hint}")
                 }
             }
-            Error::Decode { op, detail } => write!(f, "{op}: unexpected answer from Vault: {detail}"),
+            Error::Decode { op, detail } => {
+                write!(f, "{op}: unexpected answer from Vault: {detail}")
+            }
         }
     }
 }
@@ -138,7 +157,10 @@ pub struct Vault {
 impl fmt::Debug for Vault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never the token.
-        f.debug_struct("Vault").field("base", &self.base.as_str()).field("namespace", &self.namespace).finish()
+        f.debug_struct("Vault")
+            .field("base", &self.base.as_str())
+            .field("namespace", &self.namespace)
+            .finish()
     }
 }
 
@@ -159,22 +181,42 @@ pub(crate) fn escape_path(p: &str) -> String {
 
 /// `a//b/` → `a/b`: Vault paths never need empty segments.
 pub fn clean_path(p: &str) -> String {
-    p.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("/")
+    p.split('/')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 impl Vault {
     pub fn new(cfg: &Config) -> Result<Self, Error> {
         let url = cfg.url.trim();
-        let mut base = Url::parse(url).map_err(|e| Error::Config(format!("url {url:?} is not a valid URL: {e}")))?;
+        let mut base = Url::parse(url)
+            .map_err(|e| Error::Config(format!("url {url:?} is not a valid URL: {e}")))?;
         if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
-            return Err(Error::Config(format!("url {url:?} must be http(s)://HOST[:PORT]")));
+            return Err(Error::Config(format!(
+                "url {url:?} must be http(s)://HOST[:PORT]"
+            )));
         }
         let prefix = base.path().trim_end_matches('/').to_string();
         base.set_path(&format!("{prefix}/v1/"));
-        let opts = ClientOptions { tls: cfg.tls.clone(), timeout: cfg.timeout, ..Default::default() };
+        let opts = ClientOptions {
+            tls: cfg.tls.clone(),
+            timeout: cfg.timeout,
+            ..Default::default()
+        };
         let http = proxshift_http::client(&opts).map_err(|e| Error::Config(e.to_string()))?;
-        let namespace = cfg.namespace.as_deref().map(clean_path).filter(|n| !n.is_empty());
-        Ok(Vault { http, base, namespace, token: None, backoff: cfg.backoff.clone() })
+        let namespace = cfg
+            .namespace
+            .as_deref()
+            .map(clean_path)
+            .filter(|n| !n.is_empty());
+        Ok(Vault {
+            http,
+            base,
+            namespace,
+            token: None,
+            backoff: cfg.backoff.clone(),
+        })
     }
 
     pub fn set_token(&mut self, token: impl Into<String>) {
@@ -188,7 +230,12 @@ impl Vault {
     /// One API call with retries of transient failures. Returns the status and the JSON body (`Null`
     /// for an empty body) for every answer that is not transient — including 4xx, which the callers
     /// interpret (a 404 read is "missing", not a failure).
-    pub(crate) fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<(u16, Value), Error> {
+    pub(crate) fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), Error> {
         self.call_query(method, path, &[], body)
     }
 
@@ -206,12 +253,22 @@ impl Vault {
             .join(&escape_path(path))
             .map_err(|e| Error::Config(format!("{op}: cannot build the request URL: {e}")))?;
         if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+            url.query_pairs_mut()
+                .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
         }
-        self.backoff.retry(|_| self.once(&op, method.clone(), url.clone(), body), Error::is_transient)
+        self.backoff.retry(
+            |_| self.once(&op, method.clone(), url.clone(), body),
+            Error::is_transient,
+        )
     }
 
-    fn once(&self, op: &str, method: Method, url: Url, body: Option<&Value>) -> Result<(u16, Value), Error> {
+    fn once(
+        &self,
+        op: &str,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), Error> {
         let mut req = self.http.request(method, url);
         if let Some(t) = &self.token {
             req = req.header("X-Vault-Token", t);
@@ -228,9 +285,11 @@ impl Vault {
             transient: proxshift_http::is_transient_transport(&e),
         })?;
         let status = resp.status();
-        let text = resp
-            .text()
-            .map_err(|e| Error::Transport { op: op.to_string(), detail: proxshift_http::describe(&e), transient: true })?;
+        let text = resp.text().map_err(|e| Error::Transport {
+            op: op.to_string(),
+            detail: proxshift_http::describe(&e),
+            transient: true,
+        })?;
         let json = if text.trim().is_empty() {
             Value::Null
         } else {
@@ -238,18 +297,32 @@ impl Vault {
                 Ok(v) => v,
                 // A proxy's HTML error page: report the status, not the page.
                 Err(_) if !status.is_success() => Value::Null,
-                Err(e) => return Err(Error::Decode { op: op.to_string(), detail: format!("body is not JSON: {e}") }),
+                Err(e) => {
+                    return Err(Error::Decode {
+                        op: op.to_string(),
+                        detail: format!("body is not JSON: {e}"),
+                    })
+                }
             }
         };
         let errors: Vec<String> = json["errors"]
             .as_array()
-            .map(|a| a.iter().filter_map(|e| e.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
-        if status == StatusCode::SERVICE_UNAVAILABLE && errors.iter().any(|e| e.contains("sealed")) {
+        if status == StatusCode::SERVICE_UNAVAILABLE && errors.iter().any(|e| e.contains("sealed"))
+        {
             return Err(Error::Sealed { op: op.to_string() });
         }
         let code = status.as_u16();
-        let err = Error::Api { op: op.to_string(), status: code, errors };
+        let err = Error::Api {
+            op: op.to_string(),
+            status: code,
+            errors,
+        };
         if err.is_transient() {
             return Err(err);
         }
@@ -257,7 +330,12 @@ impl Vault {
     }
 
     /// Like [`Vault::call`], but every status ≥ 400 is an error.
-    pub(crate) fn call_ok(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, Error> {
+    pub(crate) fn call_ok(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, Error> {
         let (status, json) = self.call(method.clone(), path, body)?;
         if status >= 400 {
             return Err(api_error(&method, path, status, &json));
@@ -290,7 +368,10 @@ impl Vault {
     /// `GET sys/health` without retries turning "sealed" into a failure: the raw status code
     /// (200 active, 429 standby, 501 not initialised, 503 sealed) and body.
     pub fn health(&self) -> Result<(u16, Value), Error> {
-        let url = self.base.join("sys/health").map_err(|e| Error::Config(e.to_string()))?;
+        let url = self
+            .base
+            .join("sys/health")
+            .map_err(|e| Error::Config(e.to_string()))?;
         let op = "GET sys/health";
         let resp = self.http.get(url).send().map_err(|e| Error::Transport {
             op: op.into(),
@@ -307,15 +388,25 @@ impl Vault {
 /// moment: "Upgrading from non-versioned to versioned data. This backend will be unavailable for a
 /// brief period and will resume service shortly."
 fn is_kv_upgrading(errors: &[String]) -> bool {
-    errors.iter().any(|e| e.contains("Upgrading from non-versioned to versioned data"))
+    errors
+        .iter()
+        .any(|e| e.contains("Upgrading from non-versioned to versioned data"))
 }
 
 pub(crate) fn api_error(method: &Method, path: &str, status: u16, json: &Value) -> Error {
     let errors = json["errors"]
         .as_array()
-        .map(|a| a.iter().filter_map(|e| e.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
-    Error::Api { op: format!("{method} {path}"), status, errors }
+    Error::Api {
+        op: format!("{method} {path}"),
+        status,
+        errors,
+    }
 }
 
 #[cfg(test)]
@@ -327,9 +418,18 @@ mod tests {
         let v = Vault::new(&Config::new("https://vault.example.com:8200/")).unwrap();
         assert_eq!(v.base.as_str(), "https://vault.example.com:8200/v1/");
         let v = Vault::new(&Config::new("https://example.com/vault")).unwrap();
-        assert_eq!(v.base.join("secret/data/a").unwrap().as_str(), "https://example.com/vault/v1/secret/data/a");
-        assert!(Vault::new(&Config::new("vault.example.com")).unwrap_err().to_string().contains("not a valid URL"));
-        assert!(Vault::new(&Config::new("ftp://x")).unwrap_err().to_string().contains("http(s)"));
+        assert_eq!(
+            v.base.join("secret/data/a").unwrap().as_str(),
+            "https://example.com/vault/v1/secret/data/a"
+        );
+        assert!(Vault::new(&Config::new("vault.example.com"))
+            .unwrap_err()
+            .to_string()
+            .contains("not a valid URL"));
+        assert!(Vault::new(&Config::new("ftp://x"))
+            .unwrap_err()
+            .to_string()
+            .contains("http(s)"));
         assert_eq!(clean_path("/a//b/"), "a/b");
         assert_eq!(escape_path("a b/c?d#e%"), "a%20b/c%3Fd%23e%25");
     }
@@ -349,12 +449,29 @@ mod tests {
             errors: vec!["check-and-set parameter did not match the current version".into()],
         };
         assert!(cas.is_cas_mismatch() && !cas.is_transient());
-        let denied = Error::Api { op: "GET secret/data/a".into(), status: 403, errors: vec!["1 error occurred:\n\t* permission denied\n\n".into()] };
+        let denied = Error::Api {
+            op: "GET secret/data/a".into(),
+            status: 403,
+            errors: vec!["1 error occurred:\n\t* permission denied\n\n".into()],
+        };
         assert!(denied.is_permission_denied() && !denied.is_transient());
         let msg = denied.to_string();
-        assert!(msg.starts_with("GET secret/data/a: Vault answered HTTP 403: 1 error occurred: * permission denied"), "{msg}");
+        assert!(
+            msg.starts_with(
+                "GET secret/data/a: Vault answered HTTP 403: 1 error occurred: * permission denied"
+            ),
+            "{msg}"
+        );
         for s in [412, 429, 500, 502] {
-            assert!(Error::Api { op: String::new(), status: s, errors: vec![] }.is_transient(), "{s}");
+            assert!(
+                Error::Api {
+                    op: String::new(),
+                    status: s,
+                    errors: vec![]
+                }
+                .is_transient(),
+                "{s}"
+            );
         }
         let upgrading = Error::Api {
             op: String::new(),
@@ -362,9 +479,18 @@ mod tests {
             errors: vec!["Upgrading from non-versioned to versioned data. This backend will be unavailable for a brief period and will resume service shortly.".into()],
         };
         assert!(upgrading.is_transient());
-        let sealed = Error::Sealed { op: "GET secret/data/a".into() };
+        let sealed = Error::Sealed {
+            op: "GET secret/data/a".into(),
+        };
         assert!(sealed.is_transient() && sealed.to_string().contains("Vault is sealed"));
-        let missing = Error::Api { op: "GET kv/a".into(), status: 404, errors: vec![] };
-        assert_eq!(missing.to_string(), "GET kv/a: Vault answered HTTP 404 (no secret at this path)");
+        let missing = Error::Api {
+            op: "GET kv/a".into(),
+            status: 404,
+            errors: vec![],
+        };
+        assert_eq!(
+            missing.to_string(),
+            "GET kv/a: Vault answered HTTP 404 (no secret at this path)"
+        );
     }
 }

@@ -25,7 +25,10 @@ pub fn bao_bin() -> PathBuf {
         return p;
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let candidates = [PathBuf::from("/var/cache/proxshift/openbao-2.7.2/bin/bao"), repo.join(".venv/bin/bao")];
+    let candidates = [
+        PathBuf::from("/var/cache/proxshift/openbao-2.7.2/bin/bao"),
+        repo.join(".venv/bin/bao"),
+    ];
     candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
         panic!(
             "OpenBao (`bao`) not found: these tests need a real server. Run scripts/deps/vault.sh \
@@ -35,7 +38,10 @@ pub fn bao_bin() -> PathBuf {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
 }
 
 /// A fresh scratch directory under the system temp dir, removed by [`Scratch`]'s drop.
@@ -65,8 +71,14 @@ impl Drop for Scratch {
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -80,18 +92,38 @@ pub struct TestCa {
 impl TestCa {
     pub fn create(dir: &Path) -> TestCa {
         let p = |n: &str| dir.join(n);
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-        run(Command::new("openssl").args(["req", "-x509"]).args(ec).args(["-keyout"]).arg(p("ca.key")).arg("-out").arg(p("ca.crt")).args([
-            "-days",
-            "2",
-            "-subj",
-            "/CN=proxshift-test-ca",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ]));
-        run(Command::new("openssl").arg("req").args(ec).arg("-keyout").arg(p("server.key")).arg("-out").arg(p("server.csr")).args(["-subj", "/CN=localhost"]));
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        run(Command::new("openssl")
+            .args(["req", "-x509"])
+            .args(ec)
+            .args(["-keyout"])
+            .arg(p("ca.key"))
+            .arg("-out")
+            .arg(p("ca.crt"))
+            .args([
+                "-days",
+                "2",
+                "-subj",
+                "/CN=proxshift-test-ca",
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+            ]));
+        run(Command::new("openssl")
+            .arg("req")
+            .args(ec)
+            .arg("-keyout")
+            .arg(p("server.key"))
+            .arg("-out")
+            .arg(p("server.csr"))
+            .args(["-subj", "/CN=localhost"]));
         std::fs::write(
             p("ext.cnf"),
             "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
@@ -109,7 +141,11 @@ impl TestCa {
             .arg(p("server.crt"))
             .arg("-extfile")
             .arg(p("ext.cnf")));
-        TestCa { ca_cert: p("ca.crt"), server_cert: p("server.crt"), server_key: p("server.key") }
+        TestCa {
+            ca_cert: p("ca.crt"),
+            server_cert: p("server.crt"),
+            server_key: p("server.key"),
+        }
     }
 }
 
@@ -149,7 +185,12 @@ impl BaoServer {
         let port = free_port();
         let log = std::fs::File::create(dir.path("bao.log")).unwrap();
         let child = bao_command(&dir.0)
-            .args(["server", "-dev", "-dev-no-store-token", &format!("-dev-root-token-id={ROOT_TOKEN}")])
+            .args([
+                "server",
+                "-dev",
+                "-dev-no-store-token",
+                &format!("-dev-root-token-id={ROOT_TOKEN}"),
+            ])
             .arg(format!("-dev-listen-address=127.0.0.1:{port}"))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -203,19 +244,33 @@ impl BaoServer {
         // 501: not initialised yet.
         server.wait_until(|code| code == 501);
         let admin = server.client(None);
-        let init = admin.write("sys/init", &json!({"secret_shares": 1, "secret_threshold": 1})).expect("sys/init");
+        let init = admin
+            .write(
+                "sys/init",
+                &json!({"secret_shares": 1, "secret_threshold": 1}),
+            )
+            .expect("sys/init");
         server.root_token = init["root_token"].as_str().expect("root_token").to_string();
         server.unseal_key = Some(init["keys"][0].as_str().expect("unseal key").to_string());
         server.unseal();
         server.wait_until(|code| code == 200);
-        server.root().write("sys/mounts/secret", &json!({"type": "kv", "options": {"version": "2"}})).expect("mount kv");
+        server
+            .root()
+            .write(
+                "sys/mounts/secret",
+                &json!({"type": "kv", "options": {"version": "2"}}),
+            )
+            .expect("mount kv");
         server.wait_for_kv2("secret");
         server
     }
 
     pub fn unseal(&self) {
         let key = self.unseal_key.clone().expect("a raft server");
-        let r = self.client(None).write("sys/unseal", &json!({"key": key})).expect("sys/unseal");
+        let r = self
+            .client(None)
+            .write("sys/unseal", &json!({"key": key}))
+            .expect("sys/unseal");
         assert_eq!(r["sealed"], json!(false), "still sealed after unseal: {r}");
     }
 
@@ -228,7 +283,11 @@ impl BaoServer {
         Config {
             url: self.addr.clone(),
             namespace: None,
-            tls: Tls { validate_certs: true, ca_path: self.ca_cert.clone(), ..Default::default() },
+            tls: Tls {
+                validate_certs: true,
+                ca_path: self.ca_cert.clone(),
+                ..Default::default()
+            },
             timeout: Duration::from_secs(10),
             backoff: Backoff::none(),
         }
@@ -260,24 +319,42 @@ impl BaoServer {
             std::thread::sleep(Duration::from_millis(100));
         }
         let log = std::fs::read_to_string(self.dir.path("bao.log")).unwrap_or_default();
-        panic!("OpenBao at {} did not become ready in 30 s (last: {last}); log:\n{log}", self.addr);
+        panic!(
+            "OpenBao at {} did not become ready in 30 s (last: {last}); log:\n{log}",
+            self.addr
+        );
     }
 
     /// A new KV v2 mount answers 400 "Upgrading from non-versioned to versioned data" for a moment;
     /// wait that out so tests that use `retries: 0` see a settled server.
     pub fn wait_for_kv2(&self, mount: &str) {
         let mut cfg = self.config();
-        cfg.backoff = Backoff { attempts: 50, initial: Duration::from_millis(100), max: Duration::from_millis(200), factor: 2 };
+        cfg.backoff = Backoff {
+            attempts: 50,
+            initial: Duration::from_millis(100),
+            max: Duration::from_millis(200),
+            factor: 2,
+        };
         let mut v = Vault::new(&cfg).expect("client");
         v.set_token(&self.root_token);
-        v.kv_read(crate::KvVersion::V2, mount, "proxshift-probe", None).expect("the KV v2 mount settles");
+        v.kv_read(crate::KvVersion::V2, mount, "proxshift-probe", None)
+            .expect("the KV v2 mount settles");
     }
 
     /// A token with only `policy_hcl` (plus `default`), created by root.
     pub fn token_with_policy(&self, name: &str, policy_hcl: &str) -> String {
         let root = self.root();
-        root.write(&format!("sys/policies/acl/{name}"), &json!({"policy": policy_hcl})).expect("policy");
-        let t = root.write("auth/token/create", &json!({"policies": [name], "ttl": "1h"})).expect("token");
+        root.write(
+            &format!("sys/policies/acl/{name}"),
+            &json!({"policy": policy_hcl}),
+        )
+        .expect("policy");
+        let t = root
+            .write(
+                "auth/token/create",
+                &json!({"policies": [name], "ttl": "1h"}),
+            )
+            .expect("token");
         t["auth"]["client_token"].as_str().unwrap().to_string()
     }
 }
@@ -287,7 +364,11 @@ pub fn b64url(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..=chunk.len() {
             out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
@@ -306,9 +387,18 @@ pub struct JwtSigner {
 impl JwtSigner {
     pub fn create(dir: &Path) -> JwtSigner {
         let key = dir.join("jwt.key");
-        run(Command::new("openssl").args(["genrsa", "-out"]).arg(&key).arg("2048"));
-        let public_pem = run(Command::new("openssl").args(["rsa", "-pubout", "-in"]).arg(&key));
-        JwtSigner { key, public_pem, dir: dir.to_path_buf() }
+        run(Command::new("openssl")
+            .args(["genrsa", "-out"])
+            .arg(&key)
+            .arg("2048"));
+        let public_pem = run(Command::new("openssl")
+            .args(["rsa", "-pubout", "-in"])
+            .arg(&key));
+        JwtSigner {
+            key,
+            public_pem,
+            dir: dir.to_path_buf(),
+        }
     }
 
     /// A signed RS256 JWT with these claims.
@@ -317,7 +407,12 @@ impl JwtSigner {
         let input = format!("{header}.{}", b64url(claims.to_string().as_bytes()));
         let file = self.dir.join("jwt-input");
         std::fs::write(&file, &input).unwrap();
-        let out = Command::new("openssl").args(["dgst", "-sha256", "-sign"]).arg(&self.key).arg(&file).output().unwrap();
+        let out = Command::new("openssl")
+            .args(["dgst", "-sha256", "-sign"])
+            .arg(&self.key)
+            .arg(&file)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "openssl dgst -sign failed");
         format!("{input}.{}", b64url(&out.stdout))
     }
@@ -325,7 +420,10 @@ impl JwtSigner {
 
 /// Seconds since the epoch (JWT `iat`/`exp`).
 pub fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 #[cfg(test)]
