@@ -26,7 +26,10 @@ pub struct Tls {
 
 impl Tls {
     pub fn verified() -> Self {
-        Tls { validate_certs: true, ..Default::default() }
+        Tls {
+            validate_certs: true,
+            ..Default::default()
+        }
     }
 }
 
@@ -63,9 +66,13 @@ pub enum BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BuildError::CaFile { path, reason } => write!(f, "cannot use CA file {}: {reason}", path.display()),
+            BuildError::CaFile { path, reason } => {
+                write!(f, "cannot use CA file {}: {reason}", path.display())
+            }
             BuildError::CaPem(r) => write!(f, "the CA certificate data is not valid PEM: {r}"),
-            BuildError::Identity(r) => write!(f, "the client certificate or key is not valid PEM: {r}"),
+            BuildError::Identity(r) => {
+                write!(f, "the client certificate or key is not valid PEM: {r}")
+            }
             BuildError::Client(r) => write!(f, "cannot set up the HTTP client: {r}"),
         }
     }
@@ -84,8 +91,14 @@ pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
         b = b.danger_accept_invalid_certs(true);
     }
     if let Some(path) = &opts.tls.ca_path {
-        let pem = std::fs::read(path).map_err(|e| BuildError::CaFile { path: path.clone(), reason: e.to_string() })?;
-        for cert in parse_certs(&pem).map_err(|reason| BuildError::CaFile { path: path.clone(), reason })? {
+        let pem = std::fs::read(path).map_err(|e| BuildError::CaFile {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        for cert in parse_certs(&pem).map_err(|reason| BuildError::CaFile {
+            path: path.clone(),
+            reason,
+        })? {
             b = b.add_root_certificate(cert);
         }
     }
@@ -95,7 +108,8 @@ pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
         }
     }
     if let Some(pem) = &opts.tls.identity_pem {
-        let id = reqwest::Identity::from_pem(pem).map_err(|e| BuildError::Identity(describe(&e)))?;
+        let id =
+            reqwest::Identity::from_pem(pem).map_err(|e| BuildError::Identity(describe(&e)))?;
         b = b.identity(id);
     }
     b.build().map_err(|e| BuildError::Client(describe(&e)))
@@ -146,14 +160,22 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff { attempts: 4, initial: Duration::from_millis(500), max: Duration::from_secs(8), factor: 2 }
+        Backoff {
+            attempts: 4,
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(8),
+            factor: 2,
+        }
     }
 }
 
 impl Backoff {
     /// No retries at all (one attempt).
     pub fn none() -> Self {
-        Backoff { attempts: 1, ..Default::default() }
+        Backoff {
+            attempts: 1,
+            ..Default::default()
+        }
     }
 
     /// The pause before try number `attempt` (1-based; the first try has none).
@@ -167,7 +189,11 @@ impl Backoff {
 
     /// Run `op` until it succeeds, fails with an error `retryable` rejects, or the tries run out.
     /// `op` gets the 1-based attempt number.
-    pub fn retry<T, E>(&self, mut op: impl FnMut(u32) -> Result<T, E>, retryable: impl Fn(&E) -> bool) -> Result<T, E> {
+    pub fn retry<T, E>(
+        &self,
+        mut op: impl FnMut(u32) -> Result<T, E>,
+        retryable: impl Fn(&E) -> bool,
+    ) -> Result<T, E> {
         let attempts = self.attempts.max(1);
         let mut attempt = 1;
         loop {
@@ -203,7 +229,11 @@ impl<E: fmt::Display> fmt::Display for WaitError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WaitError::Timeout { waited, pending } => {
-                write!(f, "timed out after {}s; still waiting for: {pending}", waited.as_secs())
+                write!(
+                    f,
+                    "timed out after {}s; still waiting for: {pending}",
+                    waited.as_secs()
+                )
             }
             WaitError::Failed(e) => write!(f, "{e}"),
         }
@@ -227,7 +257,10 @@ pub fn wait_for<T, E>(
         };
         let elapsed = start.elapsed();
         if elapsed >= timeout {
-            return Err(WaitError::Timeout { waited: elapsed, pending });
+            return Err(WaitError::Timeout {
+                waited: elapsed,
+                pending,
+            });
         }
         std::thread::sleep(interval.min(timeout - elapsed));
     }
@@ -240,14 +273,24 @@ mod tests {
 
     #[test]
     fn backoff_delays_grow_and_cap() {
-        let b = Backoff { attempts: 6, initial: Duration::from_millis(100), max: Duration::from_millis(350), factor: 2 };
+        let b = Backoff {
+            attempts: 6,
+            initial: Duration::from_millis(100),
+            max: Duration::from_millis(350),
+            factor: 2,
+        };
         let d: Vec<u128> = (1..=5).map(|a| b.delay(a).as_millis()).collect();
         assert_eq!(d, vec![0, 100, 200, 350, 350]);
     }
 
     #[test]
     fn retry_stops_on_success_and_on_permanent_errors() {
-        let b = Backoff { attempts: 5, initial: Duration::from_millis(1), max: Duration::from_millis(1), factor: 1 };
+        let b = Backoff {
+            attempts: 5,
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(1),
+            factor: 1,
+        };
         let calls = Cell::new(0);
         let r: Result<u32, &str> = b.retry(
             |n| {
@@ -289,31 +332,47 @@ mod tests {
     #[test]
     fn wait_reports_what_is_pending() {
         let n = Cell::new(0);
-        let r: Result<u32, WaitError<String>> = wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
-            n.set(n.get() + 1);
-            Ok(if n.get() >= 3 { Poll::Ready(n.get()) } else { Poll::Pending("vm 101".into()) })
-        });
+        let r: Result<u32, WaitError<String>> =
+            wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
+                n.set(n.get() + 1);
+                Ok(if n.get() >= 3 {
+                    Poll::Ready(n.get())
+                } else {
+                    Poll::Pending("vm 101".into())
+                })
+            });
         assert_eq!(r.unwrap(), 3);
 
         let r: Result<(), WaitError<String>> =
-            wait_for(Duration::from_millis(20), Duration::from_millis(5), || Ok(Poll::Pending("node-2 NotReady".into())));
+            wait_for(Duration::from_millis(20), Duration::from_millis(5), || {
+                Ok(Poll::Pending("node-2 NotReady".into()))
+            });
         let msg = r.unwrap_err().to_string();
         assert!(msg.contains("still waiting for: node-2 NotReady"), "{msg}");
 
-        let r: Result<(), WaitError<String>> = wait_for(Duration::from_secs(5), Duration::from_millis(1), || Err("403".into()));
+        let r: Result<(), WaitError<String>> =
+            wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
+                Err("403".into())
+            });
         assert!(matches!(r, Err(WaitError::Failed(e)) if e == "403"));
     }
 
     #[test]
     fn zero_timeout_still_probes_once() {
-        let r: Result<u8, WaitError<()>> = wait_for(Duration::ZERO, Duration::from_secs(1), || Ok(Poll::Ready(1)));
+        let r: Result<u8, WaitError<()>> = wait_for(Duration::ZERO, Duration::from_secs(1), || {
+            Ok(Poll::Ready(1))
+        });
         assert_eq!(r.unwrap(), 1);
     }
 
     #[test]
     fn missing_ca_file_names_the_path() {
         let opts = ClientOptions {
-            tls: Tls { validate_certs: true, ca_path: Some("/nonexistent/ca.pem".into()), ..Default::default() },
+            tls: Tls {
+                validate_certs: true,
+                ca_path: Some("/nonexistent/ca.pem".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let e = client(&opts).unwrap_err().to_string();
@@ -323,7 +382,11 @@ mod tests {
     #[test]
     fn garbage_ca_is_refused() {
         let opts = ClientOptions {
-            tls: Tls { validate_certs: true, ca_pem: Some(b"not a pem".to_vec()), ..Default::default() },
+            tls: Tls {
+                validate_certs: true,
+                ca_pem: Some(b"not a pem".to_vec()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert!(client(&opts).is_err());
