@@ -154,13 +154,9 @@ fn present_is_idempotent_with_check_mode_diff_merge_and_masking() {
 fn read_many_secrets_in_one_call() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    let w = |p: &str, d: Value| {
-        root.kv_write(KvVersion::V2, "secret", p, d.as_object().unwrap(), None)
-            .unwrap()
-    };
-    w("infra/pull", json!({"pullSecret": "{\"auths\":{}}"}));
-    w("infra/ssh", json!({"public_key": "ssh-ed25519 AAAA-old"}));
-    w(
+    bao.put("infra/pull", json!({"pullSecret": "{\"auths\":{}}"}));
+    bao.put("infra/ssh", json!({"public_key": "ssh-ed25519 AAAA-old"}));
+    bao.put(
         "infra/ssh",
         json!({"public_key": "ssh-ed25519 AAAA-new", "comment": "ops"}),
     );
@@ -251,14 +247,7 @@ fn read_many_secrets_in_one_call() {
 fn absent_soft_delete_then_destroy() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    root.kv_write(
-        KvVersion::V2,
-        "secret",
-        "gone",
-        json!({"k": "canary-del-1"}).as_object().unwrap(),
-        None,
-    )
-    .unwrap();
+    bao.put("gone", json!({"k": "canary-del-1"}));
     let c = conn(&bao);
     let args = with(c.clone(), json!({"state": "absent", "path": "gone"}));
 
@@ -410,14 +399,7 @@ fn concurrent_writers_lose_no_update() {
 fn token_sources_and_auth_methods() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    root.kv_write(
-        KvVersion::V2,
-        "secret",
-        "t",
-        json!({"a": "b"}).as_object().unwrap(),
-        None,
-    )
-    .unwrap();
+    bao.put("t", json!({"a": "b"}));
     let read =
         json!({"state": "read", "retries": 0, "secrets": [{"name": "a", "path": "t", "key": "a"}]});
 

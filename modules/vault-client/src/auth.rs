@@ -135,14 +135,7 @@ impl Login {
             .as_str()
             .filter(|t| !t.is_empty())?
             .to_string();
-        let policies = auth["policies"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| p.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let policies = crate::strings(&auth["policies"]);
         Some(Login {
             token,
             accessor: auth["accessor"].as_str().map(str::to_string),

@@ -305,14 +305,7 @@ impl Vault {
                 }
             }
         };
-        let errors: Vec<String> = json["errors"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|e| e.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let errors = strings(&json["errors"]);
         if status == StatusCode::SERVICE_UNAVAILABLE && errors.iter().any(|e| e.contains("sealed"))
         {
             return Err(Error::Sealed { op: op.to_string() });
@@ -393,15 +386,19 @@ fn is_kv_upgrading(errors: &[String]) -> bool {
         .any(|e| e.contains("Upgrading from non-versioned to versioned data"))
 }
 
-pub(crate) fn api_error(method: &Method, path: &str, status: u16, json: &Value) -> Error {
-    let errors = json["errors"]
-        .as_array()
+/// The strings of a JSON list (`errors`, `policies`); anything else is empty.
+pub(crate) fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
         .map(|a| {
             a.iter()
                 .filter_map(|e| e.as_str().map(str::to_string))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+pub(crate) fn api_error(method: &Method, path: &str, status: u16, json: &Value) -> Error {
+    let errors = strings(&json["errors"]);
     Error::Api {
         op: format!("{method} {path}"),
         status,

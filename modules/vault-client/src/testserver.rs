@@ -301,6 +301,30 @@ impl BaoServer {
         v
     }
 
+    /// A root client that retries transient failures `attempts` times, pausing `initial`, then
+    /// twice that, and so on up to 1 s.
+    pub fn root_retrying(&self, attempts: u32, initial: Duration) -> Vault {
+        let mut cfg = self.config();
+        cfg.backoff = Backoff {
+            attempts,
+            initial,
+            max: Duration::from_secs(1),
+            factor: 2,
+        };
+        let mut v = Vault::new(&cfg).expect("client");
+        v.set_token(&self.root_token);
+        v
+    }
+
+    /// Write `data` (a JSON object) to `secret/<path>` as root; the new version.
+    pub fn put(&self, path: &str, data: Value) -> u64 {
+        let map = data.as_object().expect("a JSON object");
+        self.root()
+            .kv_write(crate::KvVersion::V2, "secret", path, map, None)
+            .expect("kv put")
+            .expect("a version")
+    }
+
     /// A client with the root token.
     pub fn root(&self) -> Vault {
         self.client(Some(&self.root_token))
@@ -328,15 +352,7 @@ impl BaoServer {
     /// A new KV v2 mount answers 400 "Upgrading from non-versioned to versioned data" for a moment;
     /// wait that out so tests that use `retries: 0` see a settled server.
     pub fn wait_for_kv2(&self, mount: &str) {
-        let mut cfg = self.config();
-        cfg.backoff = Backoff {
-            attempts: 50,
-            initial: Duration::from_millis(100),
-            max: Duration::from_millis(200),
-            factor: 2,
-        };
-        let mut v = Vault::new(&cfg).expect("client");
-        v.set_token(&self.root_token);
+        let v = self.root_retrying(50, Duration::from_millis(100));
         v.kv_read(crate::KvVersion::V2, mount, "proxshift-probe", None)
             .expect("the KV v2 mount settles");
     }

@@ -542,15 +542,7 @@ fn tls_sealed_and_unseal_on_a_raft_server() {
     assert_eq!(bao.client(None).health().unwrap().0, 503);
 
     // A sealed server is retried with backoff: unseal while the client waits and the read succeeds.
-    let mut patient_cfg = bao.config();
-    patient_cfg.backoff = Backoff {
-        attempts: 8,
-        initial: Duration::from_millis(300),
-        max: Duration::from_secs(1),
-        factor: 2,
-    };
-    let mut patient = Vault::new(&patient_cfg).unwrap();
-    patient.set_token(&bao.root_token);
+    let patient = bao.root_retrying(8, Duration::from_millis(300));
     let got = std::thread::scope(|s| {
         let reader = s.spawn(|| patient.kv_read(KvVersion::V2, "secret", "tls", None));
         std::thread::sleep(Duration::from_millis(700));
