@@ -163,8 +163,11 @@ fn connect(m: &mut Module, o: &Options) -> Result<Vault, Failure> {
     };
     let mut vault = Vault::new(&cfg).map_err(fail)?;
     let auth = auth_from_options(o)?;
-    if let Auth::Token { token } = &auth {
-        m.add_secret(token.clone());
+    // Credentials that did not come through a no_log option (token file, service-account token file).
+    match &auth {
+        Auth::Token { token } => m.add_secret(token.clone()),
+        Auth::Kubernetes { jwt, .. } => m.add_secret(jwt.clone()),
+        _ => {}
     }
     let login = vault.login(&auth).map_err(fail)?;
     m.add_secret(login.token.clone());

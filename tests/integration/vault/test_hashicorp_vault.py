@@ -185,3 +185,49 @@ def test_only_the_read_result_shows_values_which_is_why_docs_say_no_log(run_play
     assert run.rc == 0, run.output
     assert CANARY["canary_kubeadmin"] in run.output
     assert openbao.token not in run.output
+
+
+STORE_TASK = "proxshift.hashi_vault.credentials : Store api, kubeconfig and kubeadmin password"
+
+
+def test_collection_roles_store_and_read_credentials(run_playbook, openbao, tmp_path):
+    """The collection's credentials and secrets roles, on the module, with connection options set
+    once through the action group."""
+    auth = tmp_path / "auth"
+    auth.mkdir()
+    (auth / "kubeconfig").write_text(CANARY["canary_kubeconfig"] + "\n")
+    (auth / "kubeadmin-password").write_text(CANARY["canary_kubeadmin"] + "\n")
+    playbook = HEADER + """
+    - name: Store the installer credentials
+      ansible.builtin.include_role:
+        name: proxshift.hashi_vault.credentials
+      vars:
+        credentials_path: openshift/clusters/c1
+        credentials_auth_dir: "{{ auth_dir }}"
+        credentials_api_url: https://api.c1.example.com:6443
+    - name: Read them back
+      ansible.builtin.include_role:
+        name: proxshift.hashi_vault.secrets
+      vars:
+        secrets_items:
+          - {name: kubeadmin, path: openshift/clusters/c1, key: kubeadmin}
+          - {name: api, path: openshift/clusters/c1, key: api}
+    - name: Check
+      ansible.builtin.assert:
+        that:
+          - secrets_values.kubeadmin == canary_kubeadmin
+          - secrets_values.api == 'https://api.c1.example.com:6443'
+        quiet: true
+      no_log: true
+"""
+    run = run_playbook(playbook, extra_vars=vars_for(openbao, auth_dir=str(auth)), verbosity=3)
+    assert run.rc == 0, run.output
+    stored = openbao.kv_get("openshift/clusters/c1")
+    assert stored == {"api": "https://api.c1.example.com:6443", "kubeadmin": CANARY["canary_kubeadmin"],
+                      "kubeconfig": CANARY["canary_kubeconfig"]}
+    assert run.task(STORE_TASK)["changed"] is True
+    assert_no_canary(run)
+    # A second run stores nothing.
+    again = run_playbook(playbook, extra_vars=vars_for(openbao, auth_dir=str(auth)))
+    assert again.rc == 0, again.output
+    assert again.task(STORE_TASK)["changed"] is False
