@@ -206,6 +206,13 @@ fn read_many_secrets_in_one_call() {
     assert_eq!(r["secrets_info"]["legacy_user"]["kv_version"], json!(1));
     assert_eq!(r["secrets_info"]["no_path"]["defaulted"], json!(true));
 
+    // A given kv_version skips detection (for tokens that may not read sys/internal/ui/mounts).
+    let t = bao.token_with_policy("kv-only", r#"path "kv/legacy" { capabilities = ["read"] }"#);
+    let item = json!([{"name": "u", "path": "legacy", "key": "user"}]);
+    let given = json!({"url": bao.addr, "token": t, "state": "read", "engine_mount_point": "kv",
+                       "kv_version": 1, "secrets": item});
+    assert_eq!(module(given, &[])["secrets"]["u"], json!("admin"));
+
     let fail = |items: Value| {
         module(
             with(c.clone(), json!({"state": "read", "secrets": items})),
@@ -418,6 +425,14 @@ fn token_sources_and_auth_methods() {
             json!({"url": bao.addr, "token_path": home.path("tok")}),
         ),
         &[],
+    );
+    assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
+    // ~/.vault-token, where `vault login` / `bao login` leave it.
+    std::fs::write(home.path(".vault-token"), &bao.root_token).unwrap();
+    let home_dir = home.0.to_str().unwrap();
+    let r = module(
+        with(read.clone(), json!({"url": bao.addr})),
+        &[("HOME", home_dir)],
     );
     assert_eq!(r["secrets"]["a"], json!("b"), "{r}");
     // token_validate catches a bad token up front, and the token is masked.
