@@ -294,6 +294,26 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             o.state
         ));
     }
+    let empty_item = o
+        .secrets
+        .iter()
+        .flatten()
+        .find(|i| vault_client::clean_path(&i.path).is_empty());
+    if let Some(item) = empty_item {
+        return Err(Failure::new(format!(
+            "secrets[{}]: path is empty",
+            item.name
+        )));
+    }
+    if o.state != "read"
+        && o.path
+            .as_deref()
+            .map(vault_client::clean_path)
+            .unwrap_or_default()
+            .is_empty()
+    {
+        return Err("path must name a secret inside the mount (it is empty)".into());
+    }
     let vault = connect(m, &o)?;
     let mut kv = KvVersions {
         given,
@@ -568,6 +588,18 @@ mod tests {
             r["msg"].as_str().unwrap().contains("username, password"),
             "{r}"
         );
+    }
+
+    #[test]
+    fn empty_paths_are_refused_before_connecting() {
+        let r = run_args(json!({"url": "http://127.0.0.1:9", "path": "/", "data": {}}));
+        assert_eq!(
+            r["msg"],
+            json!("path must name a secret inside the mount (it is empty)")
+        );
+        let r = run_args(json!({"url": "http://127.0.0.1:9", "state": "read",
+                                "secrets": [{"name": "a", "path": ""}]}));
+        assert_eq!(r["msg"], json!("secrets[a]: path is empty"));
     }
 
     #[test]
