@@ -442,6 +442,221 @@ pub fn now() -> u64 {
         .as_secs()
 }
 
+/// A real kube-apiserver (+ etcd) for the Kubernetes auth method: Vault verifies a service-account
+/// JWT by sending a TokenReview to it. Binaries come from `KUBEBUILDER_ASSETS` (the envtest
+/// convention) or `/var/cache/proxshift/kube-v1.20.2/bin`; missing ones fail the test with a message.
+pub struct KubeApi {
+    etcd: Child,
+    apiserver: Child,
+    pub url: String,
+    /// PEM of the CA that signed the apiserver's certificate.
+    pub ca_pem: String,
+    /// A static bearer token in `system:masters`.
+    pub admin_token: String,
+    http: proxshift_http::reqwest::blocking::Client,
+    pub dir: Scratch,
+}
+
+impl Drop for KubeApi {
+    fn drop(&mut self) {
+        for c in [&mut self.apiserver, &mut self.etcd] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn kube_assets() -> PathBuf {
+    let dir = std::env::var_os("KUBEBUILDER_ASSETS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/proxshift/kube-v1.20.2/bin"));
+    for bin in ["kube-apiserver", "etcd"] {
+        assert!(
+            dir.join(bin).is_file(),
+            "{bin} not found in {}: the Kubernetes auth test needs a real kube-apiserver and etcd \
+             (set KUBEBUILDER_ASSETS to a folder holding both; the OpenShift area's deps script builds them)",
+            dir.display()
+        );
+    }
+    dir
+}
+
+impl KubeApi {
+    pub fn start() -> KubeApi {
+        let assets = kube_assets();
+        let dir = Scratch::new("kube");
+        let ca = TestCa::create(&dir.0);
+        run(Command::new("openssl")
+            .args(["genrsa", "-out"])
+            .arg(dir.path("sa.key"))
+            .arg("2048"));
+        run(Command::new("openssl")
+            .args(["rsa", "-pubout", "-in"])
+            .arg(dir.path("sa.key"))
+            .arg("-out")
+            .arg(dir.path("sa.pub")));
+        let admin_token = "proxshift-test-admin-token".to_string();
+        std::fs::write(
+            dir.path("tokens.csv"),
+            format!("{admin_token},admin,1000,\"system:masters\"\n"),
+        )
+        .unwrap();
+        let (client_port, peer_port, api_port) = (free_port(), free_port(), free_port());
+        let log = |name: &str| std::fs::File::create(dir.path(name)).unwrap();
+        let etcd_log = log("etcd.log");
+        let etcd = Command::new(assets.join("etcd"))
+            .args(["--name", "t", "--data-dir"])
+            .arg(dir.path("etcd"))
+            .arg(format!(
+                "--listen-client-urls=http://127.0.0.1:{client_port}"
+            ))
+            .arg(format!(
+                "--advertise-client-urls=http://127.0.0.1:{client_port}"
+            ))
+            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"))
+            .arg(format!(
+                "--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"
+            ))
+            .arg(format!("--initial-cluster=t=http://127.0.0.1:{peer_port}"))
+            .stdout(etcd_log.try_clone().unwrap())
+            .stderr(etcd_log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start etcd");
+        let api_log = log("kube-apiserver.log");
+        let apiserver = Command::new(assets.join("kube-apiserver"))
+            .arg(format!("--etcd-servers=http://127.0.0.1:{client_port}"))
+            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
+            .arg(format!("--secure-port={api_port}"))
+            .arg(format!("--tls-cert-file={}", ca.server_cert.display()))
+            .arg(format!(
+                "--tls-private-key-file={}",
+                ca.server_key.display()
+            ))
+            .arg("--service-account-issuer=https://kubernetes.default.svc")
+            .arg(format!(
+                "--service-account-key-file={}",
+                dir.path("sa.pub").display()
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                dir.path("sa.key").display()
+            ))
+            .args([
+                "--service-cluster-ip-range=10.96.0.0/24",
+                "--authorization-mode=RBAC",
+            ])
+            .arg(format!(
+                "--token-auth-file={}",
+                dir.path("tokens.csv").display()
+            ))
+            .arg("--enable-priority-and-fairness=false")
+            .stdout(api_log.try_clone().unwrap())
+            .stderr(api_log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start kube-apiserver");
+        let opts = proxshift_http::ClientOptions {
+            tls: Tls {
+                validate_certs: true,
+                ca_path: Some(ca.ca_cert.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let http = proxshift_http::client(&opts).expect("kube client");
+        let ca_pem = std::fs::read_to_string(&ca.ca_cert).unwrap();
+        let kube = KubeApi {
+            etcd,
+            apiserver,
+            url: format!("https://127.0.0.1:{api_port}"),
+            ca_pem,
+            admin_token,
+            http,
+            dir,
+        };
+        kube.wait_ready();
+        kube
+    }
+
+    fn wait_ready(&self) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            let ok = self
+                .http
+                .get(format!("{}/readyz", self.url))
+                .bearer_auth(&self.admin_token)
+                .send()
+                .is_ok_and(|r| r.status().is_success());
+            // The `default` namespace is created by the apiserver shortly after /readyz.
+            if ok && self.call("GET", "/api/v1/namespaces/default", None).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let log = std::fs::read_to_string(self.dir.path("kube-apiserver.log")).unwrap_or_default();
+        let tail: String = log
+            .lines()
+            .rev()
+            .take(30)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        panic!(
+            "kube-apiserver at {} not ready in 60 s; log tail:\n{tail}",
+            self.url
+        );
+    }
+
+    /// One API call as the admin; the JSON answer, or the status and body as the error.
+    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+        let method = proxshift_http::reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.admin_token);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let text = resp.text().unwrap_or_default();
+        if !status.is_success() {
+            return Err(format!("{status}: {text}"));
+        }
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    /// Create service account `name` in `namespace` and return a token for it (TokenRequest API).
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> String {
+        self.call(
+            "POST",
+            &format!("/api/v1/namespaces/{namespace}/serviceaccounts"),
+            Some(
+                &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}),
+            ),
+        )
+        .expect("create service account");
+        let tr = self
+            .call(
+                "POST",
+                &format!("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"),
+                Some(
+                    &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                              "spec": {"expirationSeconds": 3600}}),
+                ),
+            )
+            .expect("token request");
+        tr["status"]["token"]
+            .as_str()
+            .expect("status.token")
+            .to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -569,3 +569,67 @@ fn unreachable_server_is_a_transport_error_naming_the_call() {
         "{e}"
     );
 }
+
+/// The Kubernetes auth method end to end: OpenBao's kubernetes mount sends a TokenReview to a real
+/// kube-apiserver, which checks the service-account token it issued.
+#[test]
+fn kubernetes_login_against_a_real_apiserver() {
+    let kube = vault_client::testserver::KubeApi::start();
+    let bao = BaoServer::dev();
+    let root = bao.root();
+    root.write(
+        "sys/policies/acl/rw",
+        &json!({"policy": r#"path "secret/*" { capabilities = ["create","read","update"] }"#}),
+    )
+    .unwrap();
+    root.write("sys/auth/kubernetes", &json!({"type": "kubernetes"}))
+        .unwrap();
+    root.write(
+        "auth/kubernetes/config",
+        &json!({"kubernetes_host": kube.url, "kubernetes_ca_cert": kube.ca_pem,
+                "token_reviewer_jwt": kube.admin_token, "disable_local_ca_jwt": true}),
+    )
+    .unwrap();
+    root.write(
+        "auth/kubernetes/role/proxshift",
+        &json!({"bound_service_account_names": ["proxshift"], "bound_service_account_namespaces": ["default"],
+                "token_policies": ["rw"]}),
+    )
+    .unwrap();
+
+    let good = kube.service_account_token("default", "proxshift");
+    let mut v = bao.client(None);
+    let login = v
+        .login(&Auth::Kubernetes {
+            mount: "kubernetes".into(),
+            role: "proxshift".into(),
+            jwt: good,
+        })
+        .unwrap();
+    assert!(login.policies.contains(&"rw".to_string()), "{login:?}");
+    v.kv_write(
+        KvVersion::V2,
+        "secret",
+        "from-k8s",
+        &data(json!({"ok": true})),
+        None,
+    )
+    .unwrap();
+
+    // A real token of a service account the role does not bind is refused.
+    let other = kube.service_account_token("default", "intruder");
+    let e = bao
+        .client(None)
+        .login(&Auth::Kubernetes {
+            mount: "kubernetes".into(),
+            role: "proxshift".into(),
+            jwt: other,
+        })
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("kubernetes login (POST auth/kubernetes/login)"),
+        "{e}"
+    );
+    assert!(matches!(e.status(), Some(400) | Some(403)), "{e}");
+}
