@@ -453,13 +453,8 @@ fn token_sources_and_auth_methods() {
     assert_absent(&r, &["canary-bad-token"]);
 
     // AppRole on a custom mount.
-    root.write(
-        "sys/policies/acl/r",
-        &json!({"policy": r#"path "secret/*" { capabilities = ["read"] }"#}),
-    )
-    .unwrap();
-    root.write("sys/auth/ar", &json!({"type": "approle"}))
-        .unwrap();
+    bao.policy("r", r#"path "secret/*" { capabilities = ["read"] }"#);
+    bao.enable_auth("ar", "approle");
     root.write("auth/ar/role/x", &json!({"token_policies": ["r"]}))
         .unwrap();
     let role_id = root.read("auth/ar/role/x/role-id").unwrap()["data"]["role_id"]
@@ -497,8 +492,7 @@ fn token_sources_and_auth_methods() {
     assert_absent(&r, &["canary-wrong-sid"]);
 
     // userpass.
-    root.write("sys/auth/userpass", &json!({"type": "userpass"}))
-        .unwrap();
+    bao.enable_auth("userpass", "userpass");
     root.write(
         "auth/userpass/users/ops",
         &json!({"password": "canary-up-pw", "token_policies": ["r"]}),
@@ -516,8 +510,7 @@ fn token_sources_and_auth_methods() {
     // Kubernetes-style login reading the service-account token file (JWT mount named kubernetes).
     let keys = Scratch::new("sa");
     let signer = vault_client::testserver::JwtSigner::create(&keys.0);
-    root.write("sys/auth/kubernetes", &json!({"type": "jwt"}))
-        .unwrap();
+    bao.enable_auth("kubernetes", "jwt");
     root.write(
         "auth/kubernetes/config",
         &json!({"jwt_validation_pubkeys": [signer.public_pem]}),

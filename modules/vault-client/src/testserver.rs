@@ -357,14 +357,27 @@ impl BaoServer {
             .expect("the KV v2 mount settles");
     }
 
+    /// Create (or replace) the ACL policy `name`.
+    pub fn policy(&self, name: &str, hcl: &str) {
+        self.root()
+            .write(
+                &format!("sys/policies/acl/{name}"),
+                &json!({ "policy": hcl }),
+            )
+            .expect("policy");
+    }
+
+    /// Enable an auth method of type `kind` at `auth/<mount>`.
+    pub fn enable_auth(&self, mount: &str, kind: &str) {
+        self.root()
+            .write(&format!("sys/auth/{mount}"), &json!({ "type": kind }))
+            .expect("enable auth");
+    }
+
     /// A token with only `policy_hcl` (plus `default`), created by root.
     pub fn token_with_policy(&self, name: &str, policy_hcl: &str) -> String {
+        self.policy(name, policy_hcl);
         let root = self.root();
-        root.write(
-            &format!("sys/policies/acl/{name}"),
-            &json!({"policy": policy_hcl}),
-        )
-        .expect("policy");
         let t = root
             .write(
                 "auth/token/create",

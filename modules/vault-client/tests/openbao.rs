@@ -15,56 +15,27 @@ fn data(v: Value) -> Map<String, Value> {
 fn kv2_versions_cas_delete_destroy() {
     let bao = BaoServer::dev();
     let v = bao.root();
+    let put =
+        |d: Value, cas: Option<u64>| v.kv_write(KvVersion::V2, "secret", "app/db", &data(d), cas);
+    let get = |version: Option<u64>| {
+        v.kv_read(KvVersion::V2, "secret", "app/db", version)
+            .unwrap()
+    };
     assert_eq!(v.mount_info("secret").unwrap().kv, Some(KvVersion::V2));
-    assert_eq!(
-        v.kv_read(KvVersion::V2, "secret", "app/db", None).unwrap(),
-        None
-    );
+    assert_eq!(get(None), None);
 
-    let v1 = v
-        .kv_write(
-            KvVersion::V2,
-            "secret",
-            "app/db",
-            &data(json!({"user": "a"})),
-            Some(0),
-        )
-        .unwrap();
-    assert_eq!(v1, Some(1));
+    assert_eq!(put(json!({"user": "a"}), Some(0)).unwrap(), Some(1));
     // cas 0 = create only: a second create must fail as a CAS mismatch.
-    let e = v
-        .kv_write(
-            KvVersion::V2,
-            "secret",
-            "app/db",
-            &data(json!({"user": "x"})),
-            Some(0),
-        )
-        .unwrap_err();
+    let e = put(json!({"user": "x"}), Some(0)).unwrap_err();
     assert!(e.is_cas_mismatch(), "{e}");
-    let v2 = v
-        .kv_write(
-            KvVersion::V2,
-            "secret",
-            "app/db",
-            &data(json!({"user": "b"})),
-            Some(1),
-        )
-        .unwrap();
-    assert_eq!(v2, Some(2));
+    assert_eq!(put(json!({"user": "b"}), Some(1)).unwrap(), Some(2));
 
-    let latest = v
-        .kv_read(KvVersion::V2, "secret", "app/db", None)
-        .unwrap()
-        .unwrap();
+    let latest = get(None).unwrap();
     assert_eq!(
         (latest.version, latest.data.unwrap()["user"].clone()),
         (Some(2), json!("b"))
     );
-    let old = v
-        .kv_read(KvVersion::V2, "secret", "app/db", Some(1))
-        .unwrap()
-        .unwrap();
+    let old = get(Some(1)).unwrap();
     assert_eq!(
         (old.version, old.data.unwrap()["user"].clone()),
         (Some(1), json!("a"))
@@ -75,36 +46,17 @@ fn kv2_versions_cas_delete_destroy() {
     );
 
     v.kv_delete(KvVersion::V2, "secret", "app/db").unwrap();
-    let gone = v
-        .kv_read(KvVersion::V2, "secret", "app/db", None)
-        .unwrap()
-        .expect("metadata survives a soft delete");
+    let gone = get(None).expect("metadata survives a soft delete");
     assert!(gone.is_deleted());
     assert_eq!(gone.version, Some(2));
     // Older versions survive a soft delete of the latest.
-    assert!(v
-        .kv_read(KvVersion::V2, "secret", "app/db", Some(1))
-        .unwrap()
-        .unwrap()
-        .data
-        .is_some());
+    assert!(get(Some(1)).unwrap().data.is_some());
     // The next write must name the deleted version.
-    let e = v
-        .kv_write(
-            KvVersion::V2,
-            "secret",
-            "app/db",
-            &data(json!({"user": "c"})),
-            Some(0),
-        )
-        .unwrap_err();
+    let e = put(json!({"user": "c"}), Some(0)).unwrap_err();
     assert!(e.is_cas_mismatch(), "{e}");
 
     v.kv_destroy(KvVersion::V2, "secret", "app/db").unwrap();
-    assert_eq!(
-        v.kv_read(KvVersion::V2, "secret", "app/db", None).unwrap(),
-        None
-    );
+    assert_eq!(get(None), None);
     assert_eq!(v.kv_metadata("secret", "app/db").unwrap(), None);
 }
 
@@ -216,14 +168,12 @@ fn tokens_and_a_limited_policy() {
 fn approle_and_userpass_logins_on_default_and_custom_mounts() {
     let bao = BaoServer::dev();
     let root = bao.root();
-    root.write(
-        "sys/policies/acl/rw",
-        &json!({"policy": r#"path "secret/*" { capabilities = ["create","read","update"] }"#}),
-    )
-    .unwrap();
+    bao.policy(
+        "rw",
+        r#"path "secret/*" { capabilities = ["create","read","update"] }"#,
+    );
     for mount in ["approle", "ci-approle"] {
-        root.write(&format!("sys/auth/{mount}"), &json!({"type": "approle"}))
-            .unwrap();
+        bao.enable_auth(mount, "approle");
         root.write(
             &format!("auth/{mount}/role/builder"),
             &json!({"token_policies": ["rw"]}),
@@ -274,8 +224,7 @@ fn approle_and_userpass_logins_on_default_and_custom_mounts() {
         );
     }
 
-    root.write("sys/auth/userpass", &json!({"type": "userpass"}))
-        .unwrap();
+    bao.enable_auth("userpass", "userpass");
     root.write(
         "auth/userpass/users/ops",
         &json!({"password": "canary-pass-1", "token_policies": ["rw"]}),
@@ -313,14 +262,12 @@ fn jwt_and_kubernetes_style_logins() {
     let root = bao.root();
     let keys = Scratch::new("jwt");
     let signer = JwtSigner::create(&keys.0);
-    root.write(
-        "sys/policies/acl/rw",
-        &json!({"policy": r#"path "secret/*" { capabilities = ["create","read","update"] }"#}),
-    )
-    .unwrap();
+    bao.policy(
+        "rw",
+        r#"path "secret/*" { capabilities = ["create","read","update"] }"#,
+    );
     for mount in ["jwt", "kubernetes"] {
-        root.write(&format!("sys/auth/{mount}"), &json!({"type": "jwt"}))
-            .unwrap();
+        bao.enable_auth(mount, "jwt");
         root.write(
             &format!("auth/{mount}/config"),
             &json!({"jwt_validation_pubkeys": [signer.public_pem]}),
@@ -577,13 +524,11 @@ fn kubernetes_login_against_a_real_apiserver() {
     let kube = vault_client::testserver::KubeApi::start();
     let bao = BaoServer::dev();
     let root = bao.root();
-    root.write(
-        "sys/policies/acl/rw",
-        &json!({"policy": r#"path "secret/*" { capabilities = ["create","read","update"] }"#}),
-    )
-    .unwrap();
-    root.write("sys/auth/kubernetes", &json!({"type": "kubernetes"}))
-        .unwrap();
+    bao.policy(
+        "rw",
+        r#"path "secret/*" { capabilities = ["create","read","update"] }"#,
+    );
+    bao.enable_auth("kubernetes", "kubernetes");
     root.write(
         "auth/kubernetes/config",
         &json!({"kubernetes_host": kube.url, "kubernetes_ca_cert": kube.ca_pem,
