@@ -65,8 +65,12 @@ fn expected_fragment(prop: &Value, value: &str) -> String {
         return format!("value '{value}' does not have a value in the enumeration");
     }
     match prop.get("type").and_then(Value::as_str) {
-        Some(t @ ("boolean" | "integer" | "number")) => format!("type check ('{t}') failed - got '{value}'"),
-        _ if value.starts_with("nosuchkey") => "invalid key in comma-separated list property: nosuchkey".into(),
+        Some(t @ ("boolean" | "integer" | "number")) => {
+            format!("type check ('{t}') failed - got '{value}'")
+        }
+        _ if value.starts_with("nosuchkey") => {
+            "invalid key in comma-separated list property: nosuchkey".into()
+        }
         _ => "characters long".into(),
     }
 }
@@ -136,7 +140,12 @@ fn every_method_reports_all_bad_parameters() {
             let prop = pvesim::schema::lookup_prop(def, k).unwrap().1;
             let want = expected_fragment(prop, v);
             let got = errors[k].as_str().unwrap();
-            assert!(got.contains(&want), "{} {} {k}: {got:?} lacks {want:?}", def.method, def.path);
+            assert!(
+                got.contains(&want),
+                "{} {} {k}: {got:?} lacks {want:?}",
+                def.method,
+                def.path
+            );
         }
         checked += 1;
     }
@@ -156,7 +165,9 @@ fn missing_required_parameters_are_reported() {
             .props
             .iter()
             .filter(|(k, p)| {
-                !vars.contains(k) && !k.ends_with("[n]") && p.get("optional").and_then(Value::as_i64) != Some(1)
+                !vars.contains(k)
+                    && !k.ends_with("[n]")
+                    && p.get("optional").and_then(Value::as_i64) != Some(1)
             })
             .map(|(k, _)| k)
             .collect();
@@ -182,24 +193,50 @@ fn missing_required_parameters_are_reported() {
 fn every_method_accepts_a_valid_request() {
     let sim = start();
     let api = Api::root(&sim);
-    let upid = api
-        .post("/nodes/pve1/qemu/100/status/reboot", &[])
-        .upid();
+    let upid = api.post("/nodes/pve1/qemu/100/status/reboot", &[]).upid();
     let upid_e = enc(&upid);
     let cases: Vec<(&str, String, Vec<(&str, &str)>)> = vec![
         ("GET", "/version".into(), vec![]),
         ("GET", "/access/users".into(), vec![("full", "1")]),
         ("GET", "/access/users/ansible@pve/token".into(), vec![]),
         ("GET", "/access/users/ansible@pve/token/ci".into(), vec![]),
-        ("POST", "/access/users/ansible@pve/token/new".into(), vec![("privsep", "0"), ("comment", "x")]),
-        ("PUT", "/access/users/ansible@pve/token/new".into(), vec![("comment", "y")]),
-        ("DELETE", "/access/users/ansible@pve/token/new".into(), vec![]),
+        (
+            "POST",
+            "/access/users/ansible@pve/token/new".into(),
+            vec![("privsep", "0"), ("comment", "x")],
+        ),
+        (
+            "PUT",
+            "/access/users/ansible@pve/token/new".into(),
+            vec![("comment", "y")],
+        ),
+        (
+            "DELETE",
+            "/access/users/ansible@pve/token/new".into(),
+            vec![],
+        ),
         ("GET", "/access/roles".into(), vec![]),
-        ("POST", "/access/roles".into(), vec![("roleid", "Tmp"), ("privs", "VM.Audit")]),
+        (
+            "POST",
+            "/access/roles".into(),
+            vec![("roleid", "Tmp"), ("privs", "VM.Audit")],
+        ),
         ("GET", "/access/roles/Tmp".into(), vec![]),
-        ("PUT", "/access/roles/Tmp".into(), vec![("privs", "VM.PowerMgmt"), ("append", "1")]),
+        (
+            "PUT",
+            "/access/roles/Tmp".into(),
+            vec![("privs", "VM.PowerMgmt"), ("append", "1")],
+        ),
         ("GET", "/access/acl".into(), vec![]),
-        ("PUT", "/access/acl".into(), vec![("path", "/vms/100"), ("roles", "Tmp"), ("users", "auditor@pve")]),
+        (
+            "PUT",
+            "/access/acl".into(),
+            vec![
+                ("path", "/vms/100"),
+                ("roles", "Tmp"),
+                ("users", "auditor@pve"),
+            ],
+        ),
         ("DELETE", "/access/roles/Tmp".into(), vec![]),
         ("GET", "/access/permissions".into(), vec![("path", "/vms")]),
         ("GET", "/cluster/nextid".into(), vec![]),
@@ -207,33 +244,89 @@ fn every_method_accepts_a_valid_request() {
         ("GET", "/nodes".into(), vec![]),
         ("GET", "/nodes/pve1/status".into(), vec![]),
         ("GET", "/nodes/pve1/qemu".into(), vec![("full", "1")]),
-        ("POST", "/nodes/pve1/qemu".into(), vec![("vmid", "500"), ("scsi0", "local-lvm:4"), ("agent", "1")]),
+        (
+            "POST",
+            "/nodes/pve1/qemu".into(),
+            vec![("vmid", "500"), ("scsi0", "local-lvm:4"), ("agent", "1")],
+        ),
         ("GET", "/nodes/pve1/qemu/500".into(), vec![]),
-        ("GET", "/nodes/pve1/qemu/500/config".into(), vec![("current", "1")]),
-        ("POST", "/nodes/pve1/qemu/500/config".into(), vec![("cores", "2")]),
-        ("PUT", "/nodes/pve1/qemu/500/config".into(), vec![("description", "hello")]),
+        (
+            "GET",
+            "/nodes/pve1/qemu/500/config".into(),
+            vec![("current", "1")],
+        ),
+        (
+            "POST",
+            "/nodes/pve1/qemu/500/config".into(),
+            vec![("cores", "2")],
+        ),
+        (
+            "PUT",
+            "/nodes/pve1/qemu/500/config".into(),
+            vec![("description", "hello")],
+        ),
         ("GET", "/nodes/pve1/qemu/500/pending".into(), vec![]),
-        ("PUT", "/nodes/pve1/qemu/500/resize".into(), vec![("disk", "scsi0"), ("size", "8G")]),
-        ("POST", "/nodes/pve1/qemu/9000/clone".into(), vec![("newid", "501"), ("name", "c1")]),
+        (
+            "PUT",
+            "/nodes/pve1/qemu/500/resize".into(),
+            vec![("disk", "scsi0"), ("size", "8G")],
+        ),
+        (
+            "POST",
+            "/nodes/pve1/qemu/9000/clone".into(),
+            vec![("newid", "501"), ("name", "c1")],
+        ),
         ("POST", "/nodes/pve1/qemu/501/template".into(), vec![]),
         ("GET", "/nodes/pve1/qemu/500/status".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/start".into(), vec![]),
         ("GET", "/nodes/pve1/qemu/500/status/current".into(), vec![]),
-        ("GET", "/nodes/pve1/qemu/500/agent/network-get-interfaces".into(), vec![]),
+        (
+            "GET",
+            "/nodes/pve1/qemu/500/agent/network-get-interfaces".into(),
+            vec![],
+        ),
         ("POST", "/nodes/pve1/qemu/500/agent/ping".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/suspend".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/resume".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/reset".into(), vec![]),
-        ("POST", "/nodes/pve1/qemu/500/status/reboot".into(), vec![("timeout", "30")]),
-        ("POST", "/nodes/pve1/qemu/500/status/shutdown".into(), vec![("forceStop", "1")]),
+        (
+            "POST",
+            "/nodes/pve1/qemu/500/status/reboot".into(),
+            vec![("timeout", "30")],
+        ),
+        (
+            "POST",
+            "/nodes/pve1/qemu/500/status/shutdown".into(),
+            vec![("forceStop", "1")],
+        ),
         ("POST", "/nodes/pve1/qemu/500/status/stop".into(), vec![]),
-        ("DELETE", "/nodes/pve1/qemu/500".into(), vec![("purge", "1"), ("destroy-unreferenced-disks", "1")]),
-        ("GET", "/nodes/pve1/tasks".into(), vec![("vmid", "100"), ("source", "all")]),
+        (
+            "DELETE",
+            "/nodes/pve1/qemu/500".into(),
+            vec![("purge", "1"), ("destroy-unreferenced-disks", "1")],
+        ),
+        (
+            "GET",
+            "/nodes/pve1/tasks".into(),
+            vec![("vmid", "100"), ("source", "all")],
+        ),
         ("GET", format!("/nodes/pve1/tasks/{upid_e}/status"), vec![]),
-        ("GET", format!("/nodes/pve1/tasks/{upid_e}/log"), vec![("start", "0"), ("limit", "10")]),
+        (
+            "GET",
+            format!("/nodes/pve1/tasks/{upid_e}/log"),
+            vec![("start", "0"), ("limit", "10")],
+        ),
         ("DELETE", format!("/nodes/pve1/tasks/{upid_e}"), vec![]),
-        ("GET", "/nodes/pve1/storage".into(), vec![("format", "1"), ("content", "iso")]),
-        ("GET", "/nodes/pve1/storage/local/content".into(), vec![("content", "iso")]),
+        (
+            "GET",
+            "/nodes/pve1/storage".into(),
+            vec![("format", "1"), ("content", "iso")],
+        ),
+        (
+            "GET",
+            "/nodes/pve1/storage/local/content".into(),
+            vec![("content", "iso")],
+        ),
     ];
     let mut covered = std::collections::BTreeSet::new();
     for (m, path, params) in &cases {
@@ -254,12 +347,20 @@ fn every_method_accepts_a_valid_request() {
         covered.insert((m.to_string(), found.expect("known method").path.clone()));
     }
     // Upload is covered by its own multipart test (tests/behaviour_storage.rs).
-    covered.insert(("POST".into(), "/nodes/{node}/storage/{storage}/upload".into()));
+    covered.insert((
+        "POST".into(),
+        "/nodes/{node}/storage/{storage}/upload".into(),
+    ));
     covered.insert(("POST".into(), "/access/ticket".into()));
-    let all: std::collections::BTreeSet<(String, String)> =
-        methods().iter().map(|d| (d.method.clone(), d.path.clone())).collect();
+    let all: std::collections::BTreeSet<(String, String)> = methods()
+        .iter()
+        .map(|d| (d.method.clone(), d.path.clone()))
+        .collect();
     let missing: Vec<_> = all.difference(&covered).collect();
-    assert!(missing.is_empty(), "methods without a valid-request case: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "methods without a valid-request case: {missing:?}"
+    );
 }
 
 #[test]
@@ -268,7 +369,10 @@ fn unknown_paths_and_methods_are_501() {
     let api = Api::root(&sim);
     let r = api.get("/nodes/pve1/qemu/100/foo", &[]);
     assert_eq!(r.status, 501);
-    assert_eq!(r.message(), "Method 'GET /nodes/pve1/qemu/100/foo' not implemented\n");
+    assert_eq!(
+        r.message(),
+        "Method 'GET /nodes/pve1/qemu/100/foo' not implemented\n"
+    );
     let r = api.delete("/version", &[]);
     assert_eq!(r.status, 501);
 }

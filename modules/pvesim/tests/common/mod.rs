@@ -38,7 +38,10 @@ pub fn realtime() -> Options {
 pub enum Auth {
     None,
     Token(String),
-    Ticket { ticket: String, csrf: Option<String> },
+    Ticket {
+        ticket: String,
+        csrf: Option<String>,
+    },
 }
 
 #[derive(Clone)]
@@ -99,7 +102,10 @@ impl Api {
     /// Logs in with a password; `None` if it fails.
     pub fn login(sim: &SimHandle, user: &str, password: &str) -> Option<Api> {
         let anon = Api::new(sim, Auth::None);
-        let r = anon.post("/access/ticket", &[("username", user), ("password", password)]);
+        let r = anon.post(
+            "/access/ticket",
+            &[("username", user), ("password", password)],
+        );
         if r.status != 200 {
             return None;
         }
@@ -187,7 +193,9 @@ impl Api {
             .collect()
     }
     pub fn config(&self, node: &str, vmid: u32) -> Value {
-        self.get(&format!("/nodes/{node}/qemu/{vmid}/config"), &[]).ok().clone()
+        self.get(&format!("/nodes/{node}/qemu/{vmid}/config"), &[])
+            .ok()
+            .clone()
     }
 }
 
