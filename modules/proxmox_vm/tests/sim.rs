@@ -109,7 +109,11 @@ fn create_rerun_change_check_and_diff() {
     assert_eq!(r["changed_keys"], json!(["memory", "scsi0"]));
     assert_eq!(r["diff"]["before"]["memory"], json!("16384"));
     assert_eq!(r["diff"]["after"]["memory"], json!("32768"));
-    assert!(writes(&sim).is_empty(), "check mode wrote: {:?}", writes(&sim));
+    assert!(
+        writes(&sim).is_empty(),
+        "check mode wrote: {:?}",
+        writes(&sim)
+    );
 
     // Change one thing: only that is sent.
     let mut more_mem = sno();
@@ -120,7 +124,12 @@ fn create_rerun_change_check_and_diff() {
     let w = sim.writes();
     assert_eq!(w.len(), 1, "{w:?}");
     assert_eq!(w[0].path, "/nodes/pve1/qemu/4100/config");
-    let keys: Vec<&String> = w[0].params.keys().filter(|k| *k != "digest").collect();
+    // The log merges URI parameters (node, vmid) into the params, as PVE does.
+    let keys: Vec<&String> = w[0]
+        .params
+        .keys()
+        .filter(|k| !["digest", "node", "vmid"].contains(&k.as_str()))
+        .collect();
     assert_eq!(keys, vec!["memory"]);
 
     // Grow the disk: a resize, nothing else.
@@ -130,7 +139,10 @@ fn create_rerun_change_check_and_diff() {
     assert_eq!(r["changed_keys"], json!(["scsi0"]));
     assert_eq!(
         writes(&sim),
-        vec![("PUT".to_string(), "/nodes/pve1/qemu/4100/resize".to_string())]
+        vec![(
+            "PUT".to_string(),
+            "/nodes/pve1/qemu/4100/resize".to_string()
+        )]
     );
     assert!(sim.vm_config(4100).unwrap()["scsi0"].contains("size=150G"));
 
@@ -192,9 +204,15 @@ fn agent_iso_is_uploaded_once_and_attached() {
     ok(&r);
     assert_eq!(r["iso_uploaded"], json!(true));
     let volid = r["iso_volid"].as_str().unwrap().to_string();
-    assert!(volid.starts_with("local:iso/agent.x86_64-") && volid.ends_with(".iso"), "{volid}");
+    assert!(
+        volid.starts_with("local:iso/agent.x86_64-") && volid.ends_with(".iso"),
+        "{volid}"
+    );
     let id = r["vmid"].as_u64().unwrap() as u32;
-    assert_eq!(sim.vm_config(id).unwrap()["ide2"], format!("{volid},media=cdrom"));
+    assert_eq!(
+        sim.vm_config(id).unwrap()["ide2"],
+        format!("{volid},media=cdrom")
+    );
 
     sim.clear_requests();
     let r = run(&sim, &args);
@@ -209,7 +227,10 @@ fn agent_iso_is_uploaded_once_and_attached() {
     ok(&r);
     assert_eq!(r["iso_uploaded"], json!(true));
     assert_ne!(r["iso_volid"].as_str().unwrap(), volid);
-    assert!(r["changed_keys"].as_array().unwrap().contains(&json!("ide2")));
+    assert!(r["changed_keys"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("ide2")));
 
     // lvmthin cannot hold ISOs: a clear error before any upload.
     args["agent_iso"]["storage"] = json!("local-lvm");
@@ -225,7 +246,13 @@ fn pending_changes_on_a_running_vm() {
     ok(&r);
     let client = client_for(&sim);
     client
-        .vm_action("pve1", 4100, "start", &pve_client::Params::new(), std::time::Duration::from_secs(30))
+        .vm_action(
+            "pve1",
+            4100,
+            "start",
+            &pve_client::Params::new(),
+            std::time::Duration::from_secs(30),
+        )
         .unwrap();
     let mut more = sno();
     more["cores"] = json!(12);
@@ -277,13 +304,24 @@ fn vms_list_is_placed_deterministically_in_parallel() {
     let vms = r["vms"].as_array().unwrap();
     let placed: Vec<(&str, &str, u64)> = vms
         .iter()
-        .map(|v| (v["name"].as_str().unwrap(), v["node"].as_str().unwrap(), v["vmid"].as_u64().unwrap()))
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap(),
+                v["node"].as_str().unwrap(),
+                v["vmid"].as_u64().unwrap(),
+            )
+        })
         .collect();
     // No cluster VM anywhere yet: pve2 has the most reservable memory, then pve1, then pve3;
     // the fourth goes round again.
     assert_eq!(
         placed,
-        vec![("ha-m0", "pve2", 5000), ("ha-m1", "pve1", 5001), ("ha-m2", "pve3", 5002), ("ha-w0", "pve2", 5003)]
+        vec![
+            ("ha-m0", "pve2", 5000),
+            ("ha-m1", "pve1", 5001),
+            ("ha-m2", "pve3", 5002),
+            ("ha-w0", "pve2", 5003)
+        ]
     );
     assert_eq!(r["summary"], json!({"total": 4, "changed": 4, "failed": 0}));
     assert_eq!(sim.vm_config(5003).unwrap()["memory"], "8192");
@@ -307,23 +345,46 @@ fn absent_with_and_without_force_and_unowned_refusal() {
     ok(&run(&sim, &sno()));
     let client = client_for(&sim);
     client
-        .vm_action("pve1", 4100, "start", &pve_client::Params::new(), std::time::Duration::from_secs(30))
+        .vm_action(
+            "pve1",
+            4100,
+            "start",
+            &pve_client::Params::new(),
+            std::time::Duration::from_secs(30),
+        )
         .unwrap();
     let absent = json!({"name": "sno-0", "state": "absent", "owner_tag": "ocp-sno-owned"});
     sim.clear_requests();
     let msg = failed(&run(&sim, &absent));
     assert!(msg.contains("is running; set force: true"), "{msg}");
     assert!(writes(&sim).is_empty());
-    let r = run_mode(&sim, &json!({"name": "sno-0", "state": "absent", "force": true, "owner_tag": "ocp-sno-owned"}), true);
+    let r = run_mode(
+        &sim,
+        &json!({"name": "sno-0", "state": "absent", "force": true, "owner_tag": "ocp-sno-owned"}),
+        true,
+    );
     assert_eq!(ok(&r)["changed"], json!(true));
     assert!(writes(&sim).is_empty());
-    let r = run(&sim, &json!({"name": "sno-0", "state": "absent", "force": true, "owner_tag": "ocp-sno-owned"}));
+    let r = run(
+        &sim,
+        &json!({"name": "sno-0", "state": "absent", "force": true, "owner_tag": "ocp-sno-owned"}),
+    );
     ok(&r);
     assert_eq!(r["deleted"], json!(true));
     assert!(sim.vm_config(4100).is_none());
-    let destroy = sim.writes().into_iter().find(|w| w.method == "DELETE").unwrap();
+    let destroy = sim
+        .writes()
+        .into_iter()
+        .find(|w| w.method == "DELETE")
+        .unwrap();
     assert_eq!(destroy.params.get("purge").map(String::as_str), Some("1"));
-    assert_eq!(destroy.params.get("destroy-unreferenced-disks").map(String::as_str), Some("1"));
+    assert_eq!(
+        destroy
+            .params
+            .get("destroy-unreferenced-disks")
+            .map(String::as_str),
+        Some("1")
+    );
     // Gone already: no change.
     let r = run(&sim, &absent);
     assert_eq!(ok(&r)["changed"], json!(false));
@@ -331,8 +392,14 @@ fn absent_with_and_without_force_and_unowned_refusal() {
     // bastion (vmid 100) was not made by us.
     sim.clear_requests();
     let msg = failed(&run(&sim, &json!({"vmid": 100, "memory": 4096})));
-    assert!(msg.contains("does not carry the ownership tag 'proxshift'") && msg.contains("adopt: true"), "{msg}");
-    let msg = failed(&run(&sim, &json!({"vmid": 100, "state": "absent", "force": true})));
+    assert!(
+        msg.contains("does not carry the ownership tag 'proxshift'") && msg.contains("adopt: true"),
+        "{msg}"
+    );
+    let msg = failed(&run(
+        &sim,
+        &json!({"vmid": 100, "state": "absent", "force": true}),
+    ));
     assert!(msg.contains("refusing to delete"), "{msg}");
     assert!(writes(&sim).is_empty());
     let r = run(&sim, &json!({"vmid": 100, "memory": 4096, "adopt": true}));
@@ -347,19 +414,35 @@ fn identity_and_format_errors_are_clear_and_write_nothing() {
     a["disks"][0]["format"] = json!("qcow2");
     let msg = failed(&run(&sim, &a));
     assert!(
-        msg.contains("disk scsi0: format 'qcow2' is not supported on storage 'local-lvm' (type lvmthin"),
+        msg.contains(
+            "disk scsi0: format 'qcow2' is not supported on storage 'local-lvm' (type lvmthin"
+        ),
         "{msg}"
     );
     assert!(writes(&sim).is_empty());
     // Two VMs with one name.
-    ok(&run(&sim, &json!({"name": "dup", "vmid": 4300, "node": "pve1", "memory": 512})));
-    ok(&run(&sim, &json!({"name": "dup-x", "vmid": 4301, "node": "pve2", "memory": 512})));
+    ok(&run(
+        &sim,
+        &json!({"name": "dup", "vmid": 4300, "node": "pve1", "memory": 512}),
+    ));
+    ok(&run(
+        &sim,
+        &json!({"name": "dup-x", "vmid": 4301, "node": "pve2", "memory": 512}),
+    ));
     let client = client_for(&sim);
     client
-        .update_config("pve2", 4301, &pve_client::Params::new().set("name", "dup"), std::time::Duration::from_secs(10))
+        .update_config(
+            "pve2",
+            4301,
+            &pve_client::Params::new().set("name", "dup"),
+            std::time::Duration::from_secs(10),
+        )
         .unwrap();
     let msg = failed(&run(&sim, &json!({"name": "dup", "memory": 1024})));
-    assert!(msg.contains("matches 2 VMs: 4300 on pve1, 4301 on pve2"), "{msg}");
+    assert!(
+        msg.contains("matches 2 VMs: 4300 on pve1, 4301 on pve2"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -383,7 +466,9 @@ fn faults_give_clear_errors_and_reruns_converge() {
         path: "/nodes/pve1/qemu/4100/config".into(),
         method: Some("POST".into()),
         status: 500,
-        message: Some("can't lock file '/var/lock/qemu-server/lock-4100.conf' - got timeout".into()),
+        message: Some(
+            "can't lock file '/var/lock/qemu-server/lock-4100.conf' - got timeout".into(),
+        ),
         count: 1,
     })
     .unwrap();
@@ -402,31 +487,59 @@ fn faults_give_clear_errors_and_reruns_converge() {
     assert_eq!(sim.vm_config(4100).unwrap()["cores"], "10");
 
     // A stale lock that never clears: the wait times out naming the lock.
-    sim.inject(Fault::StaleLock { vmid: 4100, lock: "backup".into() }).unwrap();
+    sim.inject(Fault::StaleLock {
+        vmid: 4100,
+        lock: "backup".into(),
+    })
+    .unwrap();
     more["cores"] = json!(12);
     more["timeouts"] = json!({"lock": 1});
     let msg = failed(&run(&sim, &more));
     assert!(msg.contains("locked (backup)"), "{msg}");
 
     // An offline node: named as such, not "VM missing".
-    sim.inject(Fault::NodeOffline { node: "pve1".into(), offline: true }).unwrap();
+    sim.inject(Fault::NodeOffline {
+        node: "pve1".into(),
+        offline: true,
+    })
+    .unwrap();
     let msg = failed(&run(&sim, &more));
-    assert!(msg.contains("'pve1' is offline or unreachable") && msg.contains("595"), "{msg}");
-    let msg = failed(&run(&sim, &json!({"name": "new-on-pve1", "node": "pve1", "memory": 1024})));
+    assert!(
+        msg.contains("'pve1' is offline or unreachable") && msg.contains("595"),
+        "{msg}"
+    );
+    let msg = failed(&run(
+        &sim,
+        &json!({"name": "new-on-pve1", "node": "pve1", "memory": 1024}),
+    ));
     assert!(msg.contains("node 'pve1' is offline"), "{msg}");
 
     // A full storage: refused before allocating.
-    sim.inject(Fault::FillStorage { node: "pve2".into(), storage: "local-lvm".into(), free: 0 }).unwrap();
+    sim.inject(Fault::FillStorage {
+        node: "pve2".into(),
+        storage: "local-lvm".into(),
+        free: 0,
+    })
+    .unwrap();
     let mut full = sno();
     full["name"] = json!("sno-1");
     full["node"] = json!("pve2");
     full["nics"][0]["mac"] = json!("BC:24:11:00:41:01");
     let msg = failed(&run(&sim, &full));
-    assert!(msg.contains("storage 'local-lvm' on node 'pve2' has 0.0 GiB free"), "{msg}");
+    assert!(
+        msg.contains("storage 'local-lvm' on node 'pve2' has 0.0 GiB free"),
+        "{msg}"
+    );
     full["allow_overcommit"] = json!(true);
     let r = run_mode(&sim, &full, true);
     ok(&r);
-    assert!(r["warnings"][0].as_str().unwrap().contains("allowed by allow_overcommit"), "{r:#}");
+    assert!(
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("allowed by allow_overcommit"),
+        "{r:#}"
+    );
 }
 
 #[test]
@@ -436,7 +549,10 @@ fn check_mode_create_writes_nothing_and_predicts() {
     ok(&r);
     assert_eq!(r["changed"], json!(true));
     assert_eq!(r["vmid"], json!(4100));
-    assert!(r["changed_keys"].as_array().unwrap().contains(&json!("efidisk0")));
+    assert!(r["changed_keys"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("efidisk0")));
     assert!(writes(&sim).is_empty());
     assert!(sim.vm_config(4100).is_none());
 }

@@ -29,7 +29,12 @@ fn ticket_auth_reads_and_writes_with_csrf() {
     assert_eq!(cfg["name"], "spare");
     // A write with the ticket needs the CSRF header; the simulator enforces it like PVE.
     let t = c
-        .update_config("pve2", 101, &Params::new().set("cores", 2), Duration::from_secs(10))
+        .update_config(
+            "pve2",
+            101,
+            &Params::new().set("cores", 2),
+            Duration::from_secs(10),
+        )
         .unwrap();
     assert!(t.unwrap().upid.contains(":qmconfig:101:root@pam:"));
     assert_eq!(sim.vm_config(101).unwrap()["cores"], "2");
@@ -53,7 +58,10 @@ fn both_error_generations_and_unreachable_nodes() {
     assert!(e.to_string().contains("4242.conf"), "{e}");
 
     let e = c
-        .post("/nodes/pve1/qemu", &Params::new().set("vmid", 4300).set("memory", "lots"))
+        .post(
+            "/nodes/pve1/qemu",
+            &Params::new().set("vmid", 4300).set("memory", "lots"),
+        )
         .unwrap_err();
     let Error::Api(a) = &e else { panic!("{e}") };
     assert_eq!(a.status, 400);
@@ -65,8 +73,17 @@ fn both_error_generations_and_unreachable_nodes() {
     })
     .unwrap();
     let e = c.storages("pve3").unwrap_err();
-    assert!(matches!(&e, Error::NodeUnreachable { node, status: 595, .. } if node == "pve3"), "{e}");
-    assert!(!c.nodes().unwrap().iter().find(|n| n.node == "pve3").unwrap().online());
+    assert!(
+        matches!(&e, Error::NodeUnreachable { node, status: 595, .. } if node == "pve3"),
+        "{e}"
+    );
+    assert!(!c
+        .nodes()
+        .unwrap()
+        .iter()
+        .find(|n| n.node == "pve3")
+        .unwrap()
+        .online());
 }
 
 #[test]
@@ -107,7 +124,9 @@ fn tasks_locks_and_vmids() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("VM 101 is locked (backup)"), "{e}");
-    let cfg = c.wait_unlocked("pve1", 100, Duration::from_secs(1)).unwrap();
+    let cfg = c
+        .wait_unlocked("pve1", 100, Duration::from_secs(1))
+        .unwrap();
     assert_eq!(cfg["name"], "bastion");
 }
 
@@ -120,8 +139,15 @@ fn iso_upload_with_checksum() {
     let f = dir.join("x.iso");
     std::fs::write(&f, vec![1u8; 10_000]).unwrap();
     let sum = pve_client::sha256_file(&f).unwrap();
-    c.upload_iso("pve2", "local", &f, "agent-test.iso", Some(&sum), Duration::from_secs(30))
-        .unwrap();
+    c.upload_iso(
+        "pve2",
+        "local",
+        &f,
+        "agent-test.iso",
+        Some(&sum),
+        Duration::from_secs(30),
+    )
+    .unwrap();
     let content = c.storage_content("pve2", "local", Some("iso")).unwrap();
     let v = content
         .iter()
@@ -129,7 +155,14 @@ fn iso_upload_with_checksum() {
         .expect("uploaded");
     assert_eq!(v.size, 10_000);
     let e = c
-        .upload_iso("pve2", "local-lvm", &f, "agent-test.iso", None, Duration::from_secs(30))
+        .upload_iso(
+            "pve2",
+            "local-lvm",
+            &f,
+            "agent-test.iso",
+            None,
+            Duration::from_secs(30),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("lvmthin"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
