@@ -8,15 +8,23 @@ pub fn argument_spec() -> ArgSpec {
 }
 
 pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new("proxshift.openshift.acm_import is not implemented yet"))
+    Err(Failure::new(
+        "proxshift.openshift.acm_import is not implemented yet",
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!("../../../ansible_collections/proxshift/openshift/plugins/modules/acm_import.yml");
+        let yaml = include_str!(
+            "../../../ansible_collections/proxshift/openshift/plugins/modules/acm_import.yml"
+        );
         let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "acm_import");
-        assert!(problems.is_empty(), "sidecar drift:\n{}", problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "sidecar drift:\n{}",
+            problems.join("\n")
+        );
     }
 }

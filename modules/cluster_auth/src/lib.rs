@@ -8,15 +8,24 @@ pub fn argument_spec() -> ArgSpec {
 }
 
 pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new("proxshift.openshift.cluster_auth is not implemented yet"))
+    Err(Failure::new(
+        "proxshift.openshift.cluster_auth is not implemented yet",
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!("../../../ansible_collections/proxshift/openshift/plugins/modules/cluster_auth.yml");
-        let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "cluster_auth");
-        assert!(problems.is_empty(), "sidecar drift:\n{}", problems.join("\n"));
+        let yaml = include_str!(
+            "../../../ansible_collections/proxshift/openshift/plugins/modules/cluster_auth.yml"
+        );
+        let problems =
+            ansible_module::sidecar::check(&super::argument_spec(), yaml, "cluster_auth");
+        assert!(
+            problems.is_empty(),
+            "sidecar drift:\n{}",
+            problems.join("\n")
+        );
     }
 }

@@ -8,7 +8,9 @@ pub fn argument_spec() -> ArgSpec {
 }
 
 pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new("proxshift.hashi_vault.hashicorp_vault is not implemented yet"))
+    Err(Failure::new(
+        "proxshift.hashi_vault.hashicorp_vault is not implemented yet",
+    ))
 }
 
 #[cfg(test)]
@@ -16,7 +18,12 @@ mod tests {
     #[test]
     fn sidecar_matches_spec() {
         let yaml = include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/modules/hashicorp_vault.yml");
-        let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
-        assert!(problems.is_empty(), "sidecar drift:\n{}", problems.join("\n"));
+        let problems =
+            ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
+        assert!(
+            problems.is_empty(),
+            "sidecar drift:\n{}",
+            problems.join("\n")
+        );
     }
 }
