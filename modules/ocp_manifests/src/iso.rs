@@ -51,12 +51,11 @@ pub fn resolve_binary(name: &str) -> Result<PathBuf, String> {
         };
     }
     std::env::var_os("PATH")
-        .map(|path| {
+        .and_then(|path| {
             std::env::split_paths(&path)
                 .map(|d| d.join(name))
                 .find(|p| executable(p))
         })
-        .flatten()
         .ok_or_else(|| format!("openshift_install: '{name}' was not found on PATH"))
 }
 
@@ -186,17 +185,24 @@ mod tests {
         fs::write(&input, "x").unwrap();
         let a = Artifacts::in_dir(&d.join("agent"));
         let day = Duration::from_secs(86_400);
-        assert!(reusable(&a, &[input.clone()], day, SystemTime::now())
-            .unwrap_err()
-            .contains("does not exist"));
+        assert!(
+            reusable(&a, std::slice::from_ref(&input), day, SystemTime::now())
+                .unwrap_err()
+                .contains("does not exist")
+        );
         std::thread::sleep(Duration::from_millis(20));
         for p in [&a.iso, &a.kubeconfig, &a.kubeadmin_password] {
             fs::write(p, "x").unwrap();
         }
-        assert!(reusable(&a, &[input.clone()], day, SystemTime::now()).is_ok());
-        assert!(reusable(&a, &[input.clone()], day, SystemTime::now() + day)
-            .unwrap_err()
-            .contains("24 h old"));
+        assert!(reusable(&a, std::slice::from_ref(&input), day, SystemTime::now()).is_ok());
+        assert!(reusable(
+            &a,
+            std::slice::from_ref(&input),
+            day,
+            SystemTime::now() + day
+        )
+        .unwrap_err()
+        .contains("24 h old"));
         std::thread::sleep(Duration::from_millis(20));
         fs::write(&input, "y").unwrap();
         assert!(reusable(&a, &[input], day, SystemTime::now())

@@ -219,7 +219,7 @@ fn check_interface(
                     .get("vlan")
                     .and_then(|v| v.get("id"))
                     .and_then(Value::as_u64);
-                if !id.is_some_and(|id| id <= 4094)
+                if id.is_none_or(|id| id > 4094)
                     || iface
                         .pointer("/vlan/base-iface")
                         .and_then(Value::as_str)
@@ -309,10 +309,9 @@ fn check_interface(
                     "is missing or not an IP address".into(),
                 )),
             }
-            if !a
-                .get("prefix-length")
+            if a.get("prefix-length")
                 .and_then(Value::as_u64)
-                .is_some_and(|l| l <= max)
+                .is_none_or(|l| l > max)
             {
                 p.push((
                     format!("{aat}.prefix-length"),
