@@ -191,7 +191,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let Some(plan) = planned.plan else {
         return Err(problems_failure("validation errors", &planned.problems));
     };
-    let nmstate_validated =
+    let nmstatectl_checked =
         nmstatectl_check(&plan, &m.tmpdir()).map_err(|p| problems_failure("nmstate errors", &p))?;
     let (install_config, agent_config) =
         render::render(&plan, o.template_dir.as_deref()).map_err(Failure::new)?;
@@ -261,7 +261,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("rendezvous_ip", plan.rendezvous_ip.clone())
         .with("api_vips", json!(plan.api_vips))
         .with("ingress_vips", json!(plan.ingress_vips))
-        .with("nmstate_validated", nmstate_validated)
+        .with("nmstatectl_checked", nmstatectl_checked)
         .with(
             "nodes",
             Value::Array(

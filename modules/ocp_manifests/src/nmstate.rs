@@ -464,6 +464,22 @@ mod tests {
     }
 
     #[test]
+    fn library_generates_keyfiles_or_says_why_not() {
+        assert_eq!(gen_conf(&sample()).unwrap(), vec!["ens18.nmconnection"]);
+        let mut typo = sample();
+        typo["interfaces"][0]["ipv4"]["dhcpp"] = json!(true);
+        assert!(gen_conf(&typo).unwrap_err().contains("unknown field `dhcpp`"));
+        let bond = json!({"interfaces": [
+            {"name": "bond0", "type": "bond", "state": "up", "link-aggregation": {"mode": "lacp", "port": ["ens18"]}},
+            {"name": "ens18", "type": "ethernet", "state": "up"}]});
+        assert_eq!(check(&bond), vec![]);
+        assert_eq!(gen_conf(&bond).unwrap(), vec!["bond0.nmconnection", "ens18.nmconnection"]);
+        let mut bad_mode = bond.clone();
+        bad_mode["interfaces"][0]["link-aggregation"]["mode"] = json!("fastest");
+        assert!(gen_conf(&bad_mode).unwrap_err().contains("unknown variant `fastest`"));
+    }
+
+    #[test]
     fn structural_errors_are_found() {
         let mut d = sample();
         d["interfaces"][0]["type"] = json!("ethernett");
@@ -492,4 +508,15 @@ mod tests {
             "ipv4": {"enabled": true, "dhcp": true, "address": [{"ip": "10.0.0.1", "prefix-length": 24}]}}]});
         assert!(check(&dhcp_and_static)[0].1.contains("dhcp"));
     }
+}
+
+/// The nmstate library's verdict, as `nmstatectl gc` gives it: parse the document as a
+/// `NetworkState` and generate the NetworkManager keyfiles. Returns the keyfile names.
+pub fn gen_conf(doc: &Value) -> Result<Vec<String>, String> {
+    let state: ::nmstate::NetworkState =
+        serde_json::from_value(doc.clone()).map_err(|e| format!("nmstate cannot parse it: {e}"))?;
+    let conf = state.gen_conf().map_err(|e| format!("nmstate cannot generate NetworkManager keyfiles: {e}"))?;
+    let mut names: Vec<String> = conf.into_values().flatten().map(|(name, _)| name).collect();
+    names.sort();
+    Ok(names)
 }

@@ -881,7 +881,14 @@ pub fn plan(o: &Options) -> Planned {
             }
         };
         if !network_config.is_null() {
-            for (p, msg) in nmstate::check(&network_config) {
+            let structural = nmstate::check(&network_config);
+            if structural.is_empty() {
+                // The nmstate library itself: what `nmstatectl gc` does when the installer builds the ISO.
+                if let Err(e) = nmstate::gen_conf(&network_config) {
+                    c.err(format!("nodes[{i}].network_config"), "nmstate-gen-conf", e);
+                }
+            }
+            for (p, msg) in structural {
                 let path = if p.is_empty() {
                     format!("nodes[{i}].network_config")
                 } else {

@@ -804,6 +804,12 @@ fn rule_nmstate_network_config() {
         "nodes[0].network_config.interfaces[0].ipv4.address[0].prefix-length",
         "nmstate-structure",
     );
+    let typo = set(good.clone(), "/interfaces/0/ipv4/dhcpp", json!(false));
+    fails(
+        set(compact(), "/nodes/0/network_config", typo),
+        "nodes[0].network_config",
+        "nmstate-gen-conf",
+    );
     let other_mac = set(
         good.clone(),
         "/interfaces/0/mac-address",
