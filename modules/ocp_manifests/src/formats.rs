@@ -87,20 +87,30 @@ const SSH_TYPES: &[&str] = &[
     "ssh-dss",
 ];
 
-/// One authorized_keys line `TYPE BASE64 [comment]` whose blob names the same key type; with FIPS
-/// only RSA and ECDSA keys. Returns the key type.
-pub fn check_ssh_key(s: &str, fips: bool) -> Result<String, String> {
+/// authorized_keys lines `TYPE BASE64 [comment]` (one key, or several on separate lines), each blob
+/// naming the same key type as its line; with FIPS only RSA and ECDSA keys. Returns the key types.
+pub fn check_ssh_key(s: &str, fips: bool) -> Result<Vec<String>, String> {
     let lines: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let line = match lines.as_slice() {
-        [one] => *one,
-        [] => return Err("is empty".into()),
-        _ => {
-            return Err(format!(
-                "holds {} lines; give exactly one public key",
-                lines.len()
-            ))
-        }
-    };
+    if lines.is_empty() {
+        return Err("is empty".into());
+    }
+    let many = lines.len() > 1;
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            check_ssh_line(l, fips).map_err(|e| {
+                if many {
+                    format!("line {}: {e}", i + 1)
+                } else {
+                    e
+                }
+            })
+        })
+        .collect()
+}
+
+fn check_ssh_line(line: &str, fips: bool) -> Result<String, String> {
     let mut parts = line.split_whitespace();
     let ty = parts.next().unwrap_or_default();
     if !SSH_TYPES.contains(&ty) {
@@ -315,7 +325,7 @@ pub(crate) mod tests {
 
     #[test]
     fn ssh_keys() {
-        assert_eq!(check_ssh_key(TEST_SSH_KEY, false).unwrap(), "ssh-ed25519");
+        assert_eq!(check_ssh_key(TEST_SSH_KEY, false).unwrap(), ["ssh-ed25519"]);
         assert!(check_ssh_key(TEST_SSH_KEY, true)
             .unwrap_err()
             .contains("fips"));
@@ -327,11 +337,12 @@ pub(crate) mod tests {
         assert!(check_ssh_key("hello world", false)
             .unwrap_err()
             .contains("key type"));
-        assert!(
-            check_ssh_key(&format!("{TEST_SSH_KEY}\n{TEST_SSH_KEY}"), false)
-                .unwrap_err()
-                .contains("2 lines")
-        );
+        let two = format!("{TEST_SSH_KEY}\n{TEST_SSH_KEY}");
+        assert_eq!(check_ssh_key(&two, false).unwrap().len(), 2);
+        let second_bad = format!("{TEST_SSH_KEY}\nssh-rsa AAAA");
+        assert!(check_ssh_key(&second_bad, false)
+            .unwrap_err()
+            .starts_with("line 2:"));
     }
 
     #[test]

@@ -183,9 +183,18 @@ pub struct PlanHost {
     /// Lowercase `aa:bb:cc:dd:ee:ff`.
     pub mac: String,
     pub interface: String,
+    /// agent-config `interfaces[]`: the NIC above, or every interface with a MAC in the user's
+    /// own networkConfig.
+    pub interfaces: Vec<PlanInterface>,
     pub prefix_length: u8,
     /// Installer field names (`deviceName`, `serialNumber`, …); `null` when no hint was given.
     pub root_device_hints: Option<Value>,
     /// The nmstate document for this host (generated, or the user's own).
     pub network_config: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanInterface {
+    pub name: String,
+    pub mac: String,
 }

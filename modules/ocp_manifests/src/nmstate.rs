@@ -468,15 +468,22 @@ mod tests {
         assert_eq!(gen_conf(&sample()).unwrap(), vec!["ens18.nmconnection"]);
         let mut typo = sample();
         typo["interfaces"][0]["ipv4"]["dhcpp"] = json!(true);
-        assert!(gen_conf(&typo).unwrap_err().contains("unknown field `dhcpp`"));
+        assert!(gen_conf(&typo)
+            .unwrap_err()
+            .contains("unknown field `dhcpp`"));
         let bond = json!({"interfaces": [
             {"name": "bond0", "type": "bond", "state": "up", "link-aggregation": {"mode": "lacp", "port": ["ens18"]}},
             {"name": "ens18", "type": "ethernet", "state": "up"}]});
         assert_eq!(check(&bond), vec![]);
-        assert_eq!(gen_conf(&bond).unwrap(), vec!["bond0.nmconnection", "ens18.nmconnection"]);
+        assert_eq!(
+            gen_conf(&bond).unwrap(),
+            vec!["bond0.nmconnection", "ens18.nmconnection"]
+        );
         let mut bad_mode = bond.clone();
         bad_mode["interfaces"][0]["link-aggregation"]["mode"] = json!("fastest");
-        assert!(gen_conf(&bad_mode).unwrap_err().contains("unknown variant `fastest`"));
+        assert!(gen_conf(&bad_mode)
+            .unwrap_err()
+            .contains("unknown variant `fastest`"));
     }
 
     #[test]
@@ -515,7 +522,9 @@ mod tests {
 pub fn gen_conf(doc: &Value) -> Result<Vec<String>, String> {
     let state: ::nmstate::NetworkState =
         serde_json::from_value(doc.clone()).map_err(|e| format!("nmstate cannot parse it: {e}"))?;
-    let conf = state.gen_conf().map_err(|e| format!("nmstate cannot generate NetworkManager keyfiles: {e}"))?;
+    let conf = state
+        .gen_conf()
+        .map_err(|e| format!("nmstate cannot generate NetworkManager keyfiles: {e}"))?;
     let mut names: Vec<String> = conf.into_values().flatten().map(|(name, _)| name).collect();
     names.sort();
     Ok(names)

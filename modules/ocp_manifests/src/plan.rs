@@ -362,11 +362,9 @@ pub fn plan(o: &Options) -> Planned {
                           format!("{cidr} split into /{hp} gives {subnets} node subnets for {node_count} nodes"));
                 }
                 if hp > 28 {
-                    c.err(
-                        &path,
-                        "host-prefix-range",
-                        format!("hostPrefix {hp} leaves fewer than 16 pod addresses per node"),
-                    );
+                    c.warnings.push(format!(
+                        "{path}: hostPrefix {hp} leaves fewer than 16 pod addresses per node"
+                    ));
                 }
             }
         } else if hp != 64 {
@@ -813,6 +811,9 @@ pub fn plan(o: &Options) -> Planned {
 
     // --- hosts: root device hints and networkConfig ------------------------------------------
     let mut hosts = Vec::new();
+    // Every MAC of every host's interfaces (the installer requires them unique across hosts).
+    let mut all_macs: BTreeMap<String, usize> = macs.clone();
+    let (mut reported_gateway, mut reported_dns) = (false, false);
     for (i, n) in o.nodes.iter().enumerate() {
         let hints = n
             .root_device_hints
@@ -825,10 +826,22 @@ pub fn plan(o: &Options) -> Planned {
         let ip = ips[i];
         let prefix_length = ip.and_then(in_machine).map(|m| m.prefix).unwrap_or(0);
         let mac = node_macs.get(i).cloned().unwrap_or_default();
-        let (network_config, interface) = match &n.network_config {
+        let (network_config, interface, interfaces) = match &n.network_config {
             Some(doc) => {
                 // The user's own nmstate: it must carry this node's MAC and IP.
                 let ifaces = nmstate::mac_interfaces(doc);
+                for (name, m) in &ifaces {
+                    match all_macs.get(m) {
+                        Some(j) if *j != i => c.err(
+                            format!("nodes[{i}].network_config"),
+                            "mac-unique",
+                            format!("interface {name} has MAC {m}, which nodes[{j}] also uses"),
+                        ),
+                        _ => {
+                            all_macs.insert(m.clone(), i);
+                        }
+                    }
+                }
                 let name = match ifaces.iter().find(|(_, m)| *m == mac) {
                     Some((name, _)) => name.clone(),
                     None => {
@@ -849,17 +862,23 @@ pub fn plan(o: &Options) -> Planned {
                         );
                     }
                 }
-                (doc.clone(), name)
+                let interfaces = ifaces
+                    .into_iter()
+                    .map(|(name, mac)| PlanInterface { name, mac })
+                    .collect();
+                (doc.clone(), name, interfaces)
             }
             None => {
-                if gateway.is_none() && i == 0 {
+                if gateway.is_none() && !reported_gateway {
+                    reported_gateway = true;
                     c.err(
                         "gateway",
                         "gateway-required",
                         "static node networking needs a gateway for the default route",
                     );
                 }
-                if dns_servers.is_empty() && i == 0 {
+                if dns_servers.is_empty() && !reported_dns {
+                    reported_dns = true;
                     c.err(
                         "dns_servers",
                         "dns-servers-required",
@@ -877,7 +896,11 @@ pub fn plan(o: &Options) -> Planned {
                     }),
                     None => Value::Null,
                 };
-                (doc, interface)
+                let interfaces = vec![PlanInterface {
+                    name: interface.clone(),
+                    mac: mac.clone(),
+                }];
+                (doc, interface, interfaces)
             }
         };
         if !network_config.is_null() {
@@ -903,6 +926,7 @@ pub fn plan(o: &Options) -> Planned {
             ip: ip.map(|x| x.to_string()).unwrap_or_default(),
             mac,
             interface,
+            interfaces,
             prefix_length,
             root_device_hints: hints,
             network_config,

@@ -233,7 +233,11 @@ fn all_errors_are_reported_at_once() {
     let rules: Vec<&str> = problems(&v).iter().map(|p| p.rule).collect();
     assert_eq!(
         rules,
-        ["cluster-name-dns-label", "base-domain-dns-subdomain", "pull-secret-format"]
+        [
+            "cluster-name-dns-label",
+            "base-domain-dns-subdomain",
+            "pull-secret-format"
+        ]
     );
 }
 
@@ -517,11 +521,19 @@ fn rule_host_prefix() {
         with(
             compact(),
             "cluster_networks",
-            json!([{"cidr": "10.128.0.0/14", "host_prefix": 30}]),
+            json!([{"cidr": "10.128.0.0/14", "host_prefix": 33}]),
         ),
         "cluster_networks[0].host_prefix",
         "host-prefix-range",
     );
+    let tiny = with(
+        compact(),
+        "cluster_networks",
+        json!([{"cidr": "10.128.0.0/14", "host_prefix": 30}]),
+    );
+    let planned = plan(&options(&tiny));
+    assert!(planned.problems.is_empty());
+    assert!(planned.warnings.iter().any(|w| w.contains("fewer than 16")));
     fails(
         with(
             compact(),
@@ -809,6 +821,35 @@ fn rule_nmstate_network_config() {
         set(compact(), "/nodes/0/network_config", typo),
         "nodes[0].network_config",
         "nmstate-gen-conf",
+    );
+    // A bond of two NICs: both are listed in agent-config, and their MACs count for uniqueness.
+    let bond = json!({"interfaces": [
+        {"name": "bond0", "type": "bond", "state": "up", "link-aggregation": {"mode": "active-backup", "port": ["ens18", "ens19"]},
+         "ipv4": {"enabled": true, "dhcp": false, "address": [{"ip": "192.168.50.10", "prefix-length": 24}]}},
+        {"name": "ens18", "type": "ethernet", "state": "up", "mac-address": "BC:24:11:00:00:01"},
+        {"name": "ens19", "type": "ethernet", "state": "up", "mac-address": "BC:24:11:00:01:01"}]});
+    let p = ok_plan(&set(compact(), "/nodes/0/network_config", bond.clone()));
+    let names: Vec<&str> = p.hosts[0]
+        .interfaces
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(names, ["ens18", "ens19"]);
+    let (_, ac) = crate::render::render(&p, None).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&ac).unwrap();
+    assert_eq!(
+        doc["hosts"][0]["interfaces"][1]["macAddress"],
+        json!("bc:24:11:00:01:01")
+    );
+    let clash = set(
+        bond,
+        "/interfaces/2/mac-address",
+        json!("bc:24:11:00:00:02"),
+    );
+    fails(
+        set(compact(), "/nodes/0/network_config", clash),
+        "nodes[0].network_config",
+        "mac-unique",
     );
     let other_mac = set(
         good.clone(),
