@@ -122,8 +122,12 @@ fn problems_failure(what: &str, problems: &[Problem]) -> Failure {
 
 /// `nmstatectl gc` on each host's networkConfig, when nmstatectl is installed (the installer runs
 /// the same conversion on the build host). Returns whether the check ran.
-fn nmstatectl_check(plan: &Plan, tmp: &Path) -> Result<bool, Vec<Problem>> {
-    let Ok(bin) = iso::resolve_binary("nmstatectl") else {
+pub(crate) fn nmstatectl_check(
+    bin: Option<&Path>,
+    plan: &Plan,
+    tmp: &Path,
+) -> Result<bool, Vec<Problem>> {
+    let Some(bin) = bin else {
         return Ok(false);
     };
     let mut problems = Vec::new();
@@ -141,7 +145,7 @@ fn nmstatectl_check(plan: &Plan, tmp: &Path) -> Result<bool, Vec<Problem>> {
             });
             continue;
         }
-        let out = Command::new(&bin).arg("gc").arg(&file).output();
+        let out = Command::new(bin).arg("gc").arg(&file).output();
         let _ = std::fs::remove_file(&file);
         match out {
             Ok(o) if o.status.success() => {}
@@ -191,8 +195,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let Some(plan) = planned.plan else {
         return Err(problems_failure("validation errors", &planned.problems));
     };
-    let nmstatectl_checked =
-        nmstatectl_check(&plan, &m.tmpdir()).map_err(|p| problems_failure("nmstate errors", &p))?;
+    let nmstatectl = iso::resolve_binary("nmstatectl").ok();
+    let nmstatectl_checked = nmstatectl_check(nmstatectl.as_deref(), &plan, &m.tmpdir())
+        .map_err(|p| problems_failure("nmstate errors", &p))?;
     let (install_config, agent_config) =
         render::render(&plan, o.template_dir.as_deref()).map_err(Failure::new)?;
     let problems = verify::verify(&plan, &install_config, &agent_config);

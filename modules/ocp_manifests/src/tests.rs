@@ -1391,6 +1391,52 @@ mod module {
 }
 
 #[test]
+fn nmstatectl_gc_runs_per_host_and_reports_its_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ocp-nmstatectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Stand-ins for nmstatectl: one accepts (and records its arguments), one fails like nmstatectl.
+    let log = dir.join("calls");
+    let ok = dir.join("ok");
+    let bad = dir.join("bad");
+    std::fs::write(
+        &ok,
+        format!(
+            "#!/bin/sh\necho \"$1 $(grep -c mac-address \"$2\")\" >> {}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &bad,
+        "#!/bin/sh\necho 'NmstateError: InvalidArgument: Invalid YAML string' >&2\nexit 1\n",
+    )
+    .unwrap();
+    for f in [&ok, &bad] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let plan = ok_plan(&ha());
+    assert_eq!(crate::nmstatectl_check(None, &plan, &dir), Ok(false));
+    assert_eq!(crate::nmstatectl_check(Some(&ok), &plan, &dir), Ok(true));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "gc 1\n".repeat(5));
+    let problems = crate::nmstatectl_check(Some(&bad), &plan, &dir).unwrap_err();
+    assert_eq!(problems.len(), 5);
+    assert_eq!(problems[4].path, "nodes[4].network_config");
+    assert!(
+        problems[0].msg.contains("Invalid YAML string"),
+        "{problems:?}"
+    );
+    // The temporary per-host files are gone.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn sidecar_matches_spec() {
     let yaml = include_str!(
         "../../../ansible_collections/proxshift/openshift/plugins/modules/ocp_manifests.yml"
