@@ -417,6 +417,19 @@ pub fn addresses(doc: &Value) -> Vec<IpAddr> {
     out
 }
 
+/// The nmstate library's verdict, as `nmstatectl gc` gives it: parse the document as a
+/// `NetworkState` and generate the NetworkManager keyfiles. Returns the keyfile names.
+pub fn gen_conf(doc: &Value) -> Result<Vec<String>, String> {
+    let state: ::nmstate::NetworkState =
+        serde_json::from_value(doc.clone()).map_err(|e| format!("nmstate cannot parse it: {e}"))?;
+    let conf = state
+        .gen_conf()
+        .map_err(|e| format!("nmstate cannot generate NetworkManager keyfiles: {e}"))?;
+    let mut names: Vec<String> = conf.into_values().flatten().map(|(name, _)| name).collect();
+    names.sort();
+    Ok(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,17 +528,4 @@ mod tests {
             "ipv4": {"enabled": true, "dhcp": true, "address": [{"ip": "10.0.0.1", "prefix-length": 24}]}}]});
         assert!(check(&dhcp_and_static)[0].1.contains("dhcp"));
     }
-}
-
-/// The nmstate library's verdict, as `nmstatectl gc` gives it: parse the document as a
-/// `NetworkState` and generate the NetworkManager keyfiles. Returns the keyfile names.
-pub fn gen_conf(doc: &Value) -> Result<Vec<String>, String> {
-    let state: ::nmstate::NetworkState =
-        serde_json::from_value(doc.clone()).map_err(|e| format!("nmstate cannot parse it: {e}"))?;
-    let conf = state
-        .gen_conf()
-        .map_err(|e| format!("nmstate cannot generate NetworkManager keyfiles: {e}"))?;
-    let mut names: Vec<String> = conf.into_values().flatten().map(|(name, _)| name).collect();
-    names.sort();
-    Ok(names)
 }
