@@ -312,26 +312,19 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 SystemTime::now(),
             )
         };
-        match reuse {
-            Ok(why) => {
-                outcome = outcome
-                    .with("iso_built", false)
-                    .with("iso_reason", format!("kept: {why}"));
-                for (k, v) in current.to_json().as_object().into_iter().flatten() {
-                    outcome = outcome.with(k, v.clone());
-                }
-                msg.push_str("; agent ISO up to date");
-            }
-            Err(why) if m.check_mode => {
-                outcome.changed = true;
-                outcome = outcome
-                    .with("iso_built", false)
-                    .with("iso_reason", format!("would build: {why}"));
-                for (k, v) in current.to_json().as_object().into_iter().flatten() {
-                    outcome = outcome.with(k, v.clone());
-                }
-                msg.push_str("; would build the agent ISO");
-            }
+        let (artifacts, built, needed, reason, note) = match reuse {
+            Ok(why) => (
+                current,
+                false,
+                format!("kept: {why}"),
+                "agent ISO up to date",
+            ),
+            Err(why) if m.check_mode => (
+                current,
+                false,
+                format!("would build: {why}"),
+                "would build the agent ISO",
+            ),
             Err(why) => {
                 let built = iso::build(&bin, out_dir, &[ic_path.clone(), ac_path.clone()])
                     .map_err(|e| {
@@ -340,16 +333,22 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                             .with("installer_log_tail", json!(e.log_tail))
                             .with("installer_dir", json!(e.work_dir))
                     })?;
-                outcome.changed = true;
-                outcome = outcome
-                    .with("iso_built", true)
-                    .with("iso_reason", format!("built: {why}"));
-                for (k, v) in built.to_json().as_object().into_iter().flatten() {
-                    outcome = outcome.with(k, v.clone());
-                }
-                msg.push_str("; built the agent ISO");
+                (
+                    built,
+                    true,
+                    true,
+                    format!("built: {why}"),
+                    "built the agent ISO",
+                )
             }
+        };
+        // Building (or, in check mode, needing to build) the ISO is a change.
+        outcome.changed |= needed;
+        outcome = outcome.with("iso_built", built).with("iso_reason", reason);
+        for (k, v) in artifacts.to_json().as_object().into_iter().flatten() {
+            outcome = outcome.with(k, v.clone());
         }
+        msg.push_str(&format!("; {note}"));
     }
     Ok(outcome.msg(msg))
 }
