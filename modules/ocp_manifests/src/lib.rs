@@ -316,12 +316,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             Ok(why) => (
                 current,
                 false,
+                false,
                 format!("kept: {why}"),
                 "agent ISO up to date",
             ),
             Err(why) if m.check_mode => (
                 current,
                 false,
+                true,
                 format!("would build: {why}"),
                 "would build the agent ISO",
             ),
