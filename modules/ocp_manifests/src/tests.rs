@@ -480,6 +480,25 @@ fn rule_ovn_internal_subnets() {
 }
 
 #[test]
+fn rule_networks_and_nodes_required() {
+    fails(
+        with(compact(), "service_networks", json!([])),
+        "service_networks",
+        "service-network-required",
+    );
+    fails(
+        with(compact(), "cluster_networks", json!([])),
+        "cluster_networks",
+        "cluster-network-required",
+    );
+    fails(
+        with(compact(), "nodes", json!([])),
+        "nodes",
+        "nodes-required",
+    );
+}
+
+#[test]
 fn rule_service_network_size_and_count() {
     fails(
         with(compact(), "service_networks", json!(["172.0.0.0/11"])),
@@ -1130,6 +1149,14 @@ fn parse_back_catches_bad_user_templates() {
         .collect::<Vec<_>>();
     assert!(rules.contains(&"rendered-known-fields"), "{rules:?}");
     assert!(rules.contains(&"agent-config-strict-keys"), "{rules:?}");
+    let old_api = include_str!("../templates/agent-config.yaml.j2").replace("v1beta1", "v1beta9");
+    std::fs::write(dir.join("agent-config.yaml.j2"), old_api).unwrap();
+    let (ic, ac) = crate::render::render(&plan, Some(&dir)).unwrap();
+    let rules: Vec<&str> = crate::verify::verify(&plan, &ic, &ac)
+        .iter()
+        .map(|x| x.rule)
+        .collect();
+    assert!(rules.contains(&"agent-config-api-version"), "{rules:?}");
     // A template referring to an undefined variable fails instead of rendering an empty value.
     std::fs::write(
         dir.join("agent-config.yaml.j2"),
@@ -1422,6 +1449,7 @@ fn nmstatectl_gc_runs_per_host_and_reports_its_error() {
     let problems = crate::nmstatectl_check(Some(&bad), &plan, &dir).unwrap_err();
     assert_eq!(problems.len(), 5);
     assert_eq!(problems[4].path, "nodes[4].network_config");
+    assert_eq!(problems[4].rule, "nmstatectl-gc");
     assert!(
         problems[0].msg.contains("Invalid YAML string"),
         "{problems:?}"
