@@ -201,6 +201,17 @@ pub fn plan(o: &Options) -> Planned {
             format!("the pull secret {e}"),
         ),
     }
+    if o.fips {
+        c.warnings.push(
+            "fips: openshift-install must run on a host in FIPS mode (or with OPENSHIFT_INSTALL_SKIP_HOSTCRYPT_VALIDATION set)"
+                .into(),
+        );
+    }
+    if o.ssh_key.is_none() {
+        c.warnings.push(
+            "no ssh_key: you will not be able to log in to the nodes to debug the install".into(),
+        );
+    }
     if let Some(k) = &o.ssh_key {
         if let Err(e) = check_ssh_key(k, o.fips) {
             c.err(
