@@ -167,3 +167,48 @@ def test_agent_iso_with_installer_double(ocp, tmp_path):
     assert "test double failure marker" in r["msg"]
     assert any("level=fatal" in line for line in r["installer_log_tail"])
     assert_no_secret(failing)
+
+
+def test_user_templates_extend_and_are_verified(ocp, tmp_path):
+    builtin = (REPO / "modules/ocp_manifests/templates/agent-config.yaml.j2").read_text()
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    # The extension point: a user template adds a field the built-in one does not render.
+    (templates / "agent-config.yaml.j2").write_text(
+        builtin.replace("hosts:\n", "bootArtifactsBaseURL: {{ 'http://pxe.example.com/ocp' | yaml }}\nhosts:\n", 1)
+    )
+    out = tmp_path / "out"
+    run = ocp(cluster(out, template_dir=str(templates)))
+    assert run.rc == 0, run.output
+    agent = yaml.safe_load((out / "agent-config.yaml").read_text())
+    assert agent["bootArtifactsBaseURL"] == "http://pxe.example.com/ocp"
+
+    # A template that drops a host is refused before anything is written.
+    (templates / "agent-config.yaml.j2").write_text(builtin.replace("{% for h in hosts %}", "{% for h in hosts[:2] %}"))
+    out2 = tmp_path / "out2"
+    bad = ocp(cluster(out2, template_dir=str(templates)))
+    assert bad.rc != 0
+    assert "agent-config.yaml /hosts" in bad.task("manifests")["msg"], bad.task("manifests")["msg"]
+    assert not out2.exists()
+
+
+def test_custom_network_config_is_checked_by_nmstate(ocp, tmp_path):
+    nodes = cluster(tmp_path)["nodes"]
+    nodes[0]["ip"] = "192.168.50.10"
+    nodes[0]["network_config"] = {
+        "interfaces": [
+            {
+                "name": "ens18",
+                "type": "ethernet",
+                "state": "up",
+                "mac-address": "BC:24:11:00:00:01",
+                "ipv4": {"enabled": True, "dhcp": False, "dhcp-typo": True,
+                         "address": [{"ip": "192.168.50.10", "prefix-length": 24}]},
+            }
+        ]
+    }
+    run = ocp(cluster(tmp_path / "out", nodes=nodes))
+    assert run.rc != 0
+    problems = run.task("manifests")["problems"]
+    assert [(p["path"], p["rule"]) for p in problems] == [("nodes[0].network_config", "nmstate-gen-conf")]
+    assert "dhcp-typo" in problems[0]["msg"]
