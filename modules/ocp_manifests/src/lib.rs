@@ -33,13 +33,13 @@ use crate::plan::Problem;
 /// The module's options; the sidecar `plugins/modules/ocp_manifests.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     let hints = ArgSpec::new(vec![
-        Opt::str("device_name"),
+        Opt::str("device_name").aliases(&["deviceName"]),
         Opt::str("wwn"),
-        Opt::str("serial_number"),
+        Opt::str("serial_number").aliases(&["serial", "serialNumber"]),
         Opt::str("hctl"),
         Opt::str("model"),
         Opt::str("vendor"),
-        Opt::int("min_size_gigabytes"),
+        Opt::int("min_size_gigabytes").aliases(&["minSizeGigabytes"]),
         Opt::bool("rotational"),
     ]);
     let node = ArgSpec::new(vec![
@@ -55,7 +55,9 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("cluster_name").required(),
         Opt::str("base_domain").required(),
         Opt::str("version").required(),
-        Opt::list("machine_networks", Type::Str).required(),
+        Opt::list("machine_networks", Type::Str)
+            .required()
+            .aliases(&["machine_network"]),
         Opt::list("cluster_networks", Type::Dict)
             .default(json!([{"cidr": "10.128.0.0/14", "host_prefix": 23}]))
             .options(ArgSpec::new(vec![

@@ -1050,7 +1050,8 @@ fn golden_cases() -> Vec<(&'static str, Value)> {
     ha["image_digest_sources"] = json!([{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["mirror.lab.example.com:5000/ocp4/release"]}]);
     ha["capabilities"] = json!({"baseline_capability_set": "vCurrent", "additional_enabled_capabilities": ["baremetal"]});
     ha["cluster_networks"] = json!([{"cidr": "10.128.0.0/14", "host_prefix": 23}]);
-    ha["nodes"][3]["root_device_hints"] = json!({"serial_number": "drive-scsi0"});
+    // The inventory's spelling (`serial`) is an alias of serial_number.
+    ha["nodes"][3]["root_device_hints"] = json!({"serial": "drive-scsi0"});
     vec![("sno", sno), ("compact", compact), ("ha", ha)]
 }
 
