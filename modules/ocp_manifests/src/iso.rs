@@ -190,9 +190,20 @@ mod tests {
                 .unwrap_err()
                 .contains("does not exist")
         );
-        std::thread::sleep(Duration::from_millis(20));
+        // Explicit mtimes, so the test does not depend on the file system's timestamp granularity.
+        let set_mtime = |p: &Path, t: SystemTime| {
+            fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        };
+        let now = SystemTime::now();
+        set_mtime(&input, now - Duration::from_secs(60));
         for p in [&a.iso, &a.kubeconfig, &a.kubeadmin_password] {
             fs::write(p, "x").unwrap();
+            set_mtime(p, now - Duration::from_secs(30));
         }
         assert!(reusable(&a, std::slice::from_ref(&input), day, SystemTime::now()).is_ok());
         assert!(reusable(
@@ -203,8 +214,7 @@ mod tests {
         )
         .unwrap_err()
         .contains("24 h old"));
-        std::thread::sleep(Duration::from_millis(20));
-        fs::write(&input, "y").unwrap();
+        set_mtime(&input, now);
         assert!(reusable(&a, &[input], day, SystemTime::now())
             .unwrap_err()
             .contains("newer than the ISO"));
