@@ -17,4 +17,4 @@ pub use client::{Client, PatchType};
 pub use error::KubeError;
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig};
 pub use objects::{known, Condition, Resource};
-pub use proxshift_http::{Poll, WaitError};
+pub use proxshift_http::{wait_for, Poll, WaitError};
