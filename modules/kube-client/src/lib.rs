@@ -6,6 +6,7 @@
 //! `proxshift_http` layer (TLS options, retry with backoff, waiting).
 
 pub mod client;
+pub mod ensure;
 pub mod error;
 pub mod kubeconfig;
 pub mod oauth;
@@ -14,6 +15,7 @@ pub mod objects;
 pub mod testenv;
 
 pub use client::{Client, PatchType};
+pub use ensure::{Action, Ensured, Method};
 pub use error::KubeError;
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig};
 pub use objects::{known, Condition, Resource};
