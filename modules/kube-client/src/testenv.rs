@@ -308,3 +308,22 @@ impl TestEnv {
         &self.pids
     }
 }
+
+/// The CRDs the repository carries for tests (`tests/fixtures/crds/*.yaml`, upstream copies).
+pub fn fixture_crds() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/crds");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A name unique within this test process (tests share one API server).
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::SeqCst))
+}
