@@ -118,7 +118,8 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
     let body = resp.bytes().map_err(|e| transport("reading the OAuth discovery document", &e))?;
     if status != 200 {
         let mut e = KubeError::from_response("GET", "/.well-known/oauth-authorization-server", status, &body);
-        if status == 404 {
+        // 404 (or 403 for anonymous on plain Kubernetes): no OpenShift OAuth behind this API.
+        if status == 404 || status == 403 {
             e = KubeError::Other(format!("{e} (the server offers no OpenShift OAuth login; use api_key or kubeconfig)"));
         }
         return Err(e);

@@ -327,3 +327,46 @@ pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     format!("{prefix}-{}", N.fetch_add(1, Ordering::SeqCst))
 }
+
+/// The repository's fake OpenShift OAuth/API endpoint (`tests/fixtures/fake_openshift_oauth.py`),
+/// served over HTTPS with the test CA's 127.0.0.1 certificate. Stopped when dropped.
+pub struct FakeOAuth {
+    pub url: String,
+    child: Child,
+}
+
+impl FakeOAuth {
+    /// Start it with one `user:password` login; `challenge=false` makes it refuse to offer Basic login.
+    pub fn start(env: &TestEnv, user: &str, password: &str, challenge: bool) -> FakeOAuth {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fake_openshift_oauth.py");
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script)
+            .arg("--cert")
+            .arg(&env.server_cert)
+            .arg("--key")
+            .arg(&env.server_key)
+            .arg("--user")
+            .arg(format!("{user}:{password}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if !challenge {
+            cmd.arg("--no-challenge");
+        }
+        let mut child = cmd.spawn().expect("python3 for the fake OAuth server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("fake OAuth server output");
+        let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("fake OAuth server said {line:?}"));
+        FakeOAuth { url: format!("https://127.0.0.1:{port}"), child }
+    }
+}
+
+impl Drop for FakeOAuth {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
