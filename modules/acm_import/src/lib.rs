@@ -18,7 +18,10 @@ use resources::{Addons, SpokeCredentials};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-const JOINED: [(&str, &str); 2] = [("ManagedClusterJoined", "True"), ("ManagedClusterConditionAvailable", "True")];
+const JOINED: [(&str, &str); 2] = [
+    ("ManagedClusterJoined", "True"),
+    ("ManagedClusterConditionAvailable", "True"),
+];
 
 fn connection_opts(prefix: &'static str) -> Vec<Opt> {
     // The option names are static strings; pick them per side.
@@ -36,9 +39,13 @@ fn connection_opts(prefix: &'static str) -> Vec<Opt> {
 /// The module's options; the sidecar `plugins/modules/acm_import.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
-        Opt::str("state").choices(&["present", "absent"]).default("present"),
+        Opt::str("state")
+            .choices(&["present", "absent"])
+            .default("present"),
         Opt::str("cluster_name").required().aliases(&["name"]),
-        Opt::str("mode").choices(&["auto", "manual"]).default("auto"),
+        Opt::str("mode")
+            .choices(&["auto", "manual"])
+            .default("auto"),
         Opt::dict("labels").default(json!({})),
         Opt::str("clusterset").default("default"),
         Opt::bool("klusterlet_addon_config").default(true),
@@ -126,23 +133,36 @@ struct Report {
 impl Report {
     fn record(&mut self, m: &mut Module, side: &str, e: &Ensured) {
         self.changed |= e.action.changed();
-        self.actions.push(json!({"side": side, "object": e.description, "action": e.action.as_str()}));
+        self.actions
+            .push(json!({"side": side, "object": e.description, "action": e.action.as_str()}));
         if e.action.changed() {
-            m.add_diff(e.before.clone(), e.after.clone(), &format!("{side}: {} (before)", e.description), &format!("{side}: {} (after)", e.description));
+            m.add_diff(
+                e.before.clone(),
+                e.after.clone(),
+                &format!("{side}: {} (before)", e.description),
+                &format!("{side}: {} (after)", e.description),
+            );
         }
     }
     fn fail(&self, msg: impl Into<String>) -> Failure {
-        Failure::new(msg).changed(self.changed).with("actions", json!(self.actions))
+        Failure::new(msg)
+            .changed(self.changed)
+            .with("actions", json!(self.actions))
     }
 }
 
 fn client(what: &str, p: &ConnectionParams, m: &mut Module) -> Result<Client, Failure> {
-    let conn = p.resolve().map_err(|e| Failure::new(format!("{what} connection: {e}")))?;
+    let conn = p
+        .resolve()
+        .map_err(|e| Failure::new(format!("{what} connection: {e}")))?;
     if let Some(t) = &conn.token {
         m.add_secret(t.clone());
     }
     if !conn.tls.validate_certs {
-        m.warn(format!("{what}: validate_certs is off, the certificate of {} is not checked", conn.server));
+        m.warn(format!(
+            "{what}: validate_certs is off, the certificate of {} is not checked",
+            conn.server
+        ));
     }
     Client::new(&conn).map_err(|e| Failure::new(format!("{what} connection: {e}")))
 }
@@ -150,21 +170,35 @@ fn client(what: &str, p: &ConnectionParams, m: &mut Module) -> Result<Client, Fa
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let o: Opts = m.options()?;
     if o.wait_timeout < 0 || o.poll_interval < 1 {
-        return Err(Failure::new("wait_timeout must be >= 0 and poll_interval >= 1 (seconds)"));
+        return Err(Failure::new(
+            "wait_timeout must be >= 0 and poll_interval >= 1 (seconds)",
+        ));
     }
     let name = o.cluster_name.as_str();
-    if name.is_empty() || name.len() > 63 || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') || name.starts_with('-') || name.ends_with('-') {
+    if name.is_empty()
+        || name.len() > 63
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || name.starts_with('-')
+        || name.ends_with('-')
+    {
         return Err(Failure::new(format!(
             "cluster_name {name:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)"
         )));
     }
     for (k, v) in &o.labels {
         if !v.is_string() {
-            return Err(Failure::new(format!("labels: the value of {k:?} must be a string (quote it), not {v}")));
+            return Err(Failure::new(format!(
+                "labels: the value of {k:?} must be a string (quote it), not {v}"
+            )));
         }
     }
     let hub = client("hub", &o.hub(), m)?;
-    let mut report = Report { actions: Vec::new(), changed: false };
+    let mut report = Report {
+        actions: Vec::new(),
+        changed: false,
+    };
     let timeout = Duration::from_secs(o.wait_timeout as u64);
     let interval = Duration::from_secs(o.poll_interval as u64);
     if o.state == "absent" {
@@ -179,15 +213,30 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         return Err(Failure::new("mode=manual applies the import manifests to the spoke: give spoke_kubeconfig or spoke_host (with spoke_api_key)"));
     }
     let mc_res = known::managed_clusters();
-    let existing = hub.get(&mc_res, None, name).map_err(|e| report_fail(&report, e))?;
-    let already_imported = existing
-        .as_ref()
-        .is_some_and(|mc| unmet(mc, &[("ManagedClusterImportSucceeded", "True")]).is_empty() || unmet(mc, &[("ManagedClusterJoined", "True")]).is_empty());
+    let existing = hub
+        .get(&mc_res, None, name)
+        .map_err(|e| report_fail(&report, e))?;
+    let already_imported = existing.as_ref().is_some_and(|mc| {
+        unmet(mc, &[("ManagedClusterImportSucceeded", "True")]).is_empty()
+            || unmet(mc, &[("ManagedClusterJoined", "True")]).is_empty()
+    });
 
     // 1. Namespace.
-    let e = hub.ensure(&known::namespaces(), &resources::namespace(name), Method::Merge, m.check_mode).map_err(|e| report_fail(&report, e))?;
+    let e = hub
+        .ensure(
+            &known::namespaces(),
+            &resources::namespace(name),
+            Method::Merge,
+            m.check_mode,
+        )
+        .map_err(|e| report_fail(&report, e))?;
     report.record(m, "hub", &e);
-    if let Some(phase) = e.object.as_ref().and_then(|n| n.pointer("/status/phase")).and_then(Value::as_str) {
+    if let Some(phase) = e
+        .object
+        .as_ref()
+        .and_then(|n| n.pointer("/status/phase"))
+        .and_then(Value::as_str)
+    {
         if phase == "Terminating" {
             return Err(report.fail(format!(
                 "namespace {name} on the hub is being deleted (a previous detach is still finishing); try again once it is gone"
@@ -204,13 +253,22 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 m.add_secret(token.clone());
             }
             let secret = resources::auto_import_secret(name, &creds, o.keep_auto_import_secret);
-            let e = hub.ensure(&known::secrets(), &secret, Method::Merge, m.check_mode).map_err(|e| report_fail(&report, e))?;
+            let e = hub
+                .ensure(&known::secrets(), &secret, Method::Merge, m.check_mode)
+                .map_err(|e| report_fail(&report, e))?;
             report.record(m, "hub", &e);
         }
     }
     // 3. ManagedCluster, labels merged into whatever the hub already has.
-    let mc = resources::managed_cluster(name, &o.labels, o.clusterset.as_deref().filter(|s| !s.is_empty()), existing.as_ref());
-    let e = hub.ensure(&mc_res, &mc, Method::Merge, m.check_mode).map_err(|e| report_fail(&report, e))?;
+    let mc = resources::managed_cluster(
+        name,
+        &o.labels,
+        o.clusterset.as_deref().filter(|s| !s.is_empty()),
+        existing.as_ref(),
+    );
+    let e = hub
+        .ensure(&mc_res, &mc, Method::Merge, m.check_mode)
+        .map_err(|e| report_fail(&report, e))?;
     report.record(m, "hub", &e);
     let mut mc_now = e.object.clone();
     // 4. KlusterletAddonConfig (ACM only; MCE hubs lack the CRD).
@@ -244,8 +302,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             Err(WaitError::Timeout { waited, pending }) => {
                 let now = hub.get(&mc_res, None, name).ok().flatten();
                 return Err(report
-                    .fail(format!("timed out after {}s waiting for {name} to join the hub: {pending}", waited.as_secs()))
-                    .with("conditions", json!(now.as_ref().map(conditions).unwrap_or_default())));
+                    .fail(format!(
+                        "timed out after {}s waiting for {name} to join the hub: {pending}",
+                        waited.as_secs()
+                    ))
+                    .with(
+                        "conditions",
+                        json!(now.as_ref().map(conditions).unwrap_or_default()),
+                    ));
             }
             Err(WaitError::Failed(e)) => return Err(report_fail(&report, e)),
         }
@@ -265,7 +329,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("mode", o.mode.as_str())
         .with("actions", json!(report.actions))
         .with("spoke_objects", json!(spoke_applied))
-        .with("labels", mc_now.as_ref().and_then(|v| v.pointer("/metadata/labels")).cloned().unwrap_or(Value::Null))
+        .with(
+            "labels",
+            mc_now
+                .as_ref()
+                .and_then(|v| v.pointer("/metadata/labels"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        )
         .with("conditions", json!(conds))
         .with("joined", joined)
         .with("available", available))
@@ -280,7 +351,8 @@ fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, Failure> {
         let text = if kube_client::kubeconfig::looks_like_content(k) {
             k.clone()
         } else {
-            std::fs::read_to_string(k).map_err(|e| Failure::new(format!("cannot read spoke_kubeconfig {k}: {e}")))?
+            std::fs::read_to_string(k)
+                .map_err(|e| Failure::new(format!("cannot read spoke_kubeconfig {k}: {e}")))?
         };
         // Catch a broken kubeconfig here rather than as a failed import on the hub later.
         kube_client::Kubeconfig::parse(&text)
@@ -289,8 +361,13 @@ fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, Failure> {
         return Ok(SpokeCredentials::Kubeconfig(text));
     }
     match (&o.spoke_host, &o.spoke_api_key) {
-        (Some(h), Some(t)) => Ok(SpokeCredentials::Token { server: h.trim_end_matches('/').to_string(), token: t.clone() }),
-        _ => Err(Failure::new("mode=auto needs spoke_kubeconfig, or spoke_host together with spoke_api_key")),
+        (Some(h), Some(t)) => Ok(SpokeCredentials::Token {
+            server: h.trim_end_matches('/').to_string(),
+            token: t.clone(),
+        }),
+        _ => Err(Failure::new(
+            "mode=auto needs spoke_kubeconfig, or spoke_host together with spoke_api_key",
+        )),
     }
 }
 
@@ -309,51 +386,92 @@ fn manual_import(
     let secrets = known::secrets();
     let waited = kube_client::wait_for(timeout, interval, || {
         Ok(match hub.get(&secrets, Some(name), &secret_name)? {
-            None => Poll::Pending(format!("Secret {name}/{secret_name} to be rendered by the hub's import controller")),
+            None => Poll::Pending(format!(
+                "Secret {name}/{secret_name} to be rendered by the hub's import controller"
+            )),
             Some(s) => match resources::import_manifests(&s).map_err(KubeError::Other)? {
                 Some(x) => Poll::Ready(x),
-                None => Poll::Pending(format!("Secret {name}/{secret_name} to hold both crds.yaml and import.yaml")),
+                None => Poll::Pending(format!(
+                    "Secret {name}/{secret_name} to hold both crds.yaml and import.yaml"
+                )),
             },
         })
     });
     let (crds, import) = match waited {
         Ok(x) => x,
         Err(WaitError::Timeout { waited, pending }) => {
-            return Err(report.fail(format!("timed out after {}s waiting for {pending}", waited.as_secs())))
+            return Err(report.fail(format!(
+                "timed out after {}s waiting for {pending}",
+                waited.as_secs()
+            )))
         }
         Err(WaitError::Failed(e)) => return Err(report_fail(report, e)),
     };
     let mut applied = Vec::new();
     for (file, text) in [("crds.yaml", &crds), ("import.yaml", &import)] {
-        let docs = parse_documents(text).map_err(|e| report.fail(format!("{secret_name} {file}: {e}")))?;
+        let docs =
+            parse_documents(text).map_err(|e| report.fail(format!("{secret_name} {file}: {e}")))?;
         for doc in docs {
-            let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-            let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+            let api_version = doc
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let kind = doc
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             // Kinds from crds.yaml appear in discovery a moment after their CRD is Established.
-            let res = kube_client::wait_for(Duration::from_secs(60).min(timeout.max(Duration::from_secs(5))), Duration::from_millis(500), || match spoke.resolve(&api_version, &kind) {
-                Ok(r) => Ok(Poll::Ready(r)),
-                Err(KubeError::Other(msg)) => {
-                    spoke.forget_discovery();
-                    Ok(Poll::Pending(msg))
-                }
-                Err(e) => Err(e),
-            })
-            .map_err(|e| report.fail(format!("{file}: {kind} {}: {e}", name_of(&doc).0.unwrap_or_default())))?;
+            let res = kube_client::wait_for(
+                Duration::from_secs(60).min(timeout.max(Duration::from_secs(5))),
+                Duration::from_millis(500),
+                || match spoke.resolve(&api_version, &kind) {
+                    Ok(r) => Ok(Poll::Ready(r)),
+                    Err(KubeError::Other(msg)) => {
+                        spoke.forget_discovery();
+                        Ok(Poll::Pending(msg))
+                    }
+                    Err(e) => Err(e),
+                },
+            )
+            .map_err(|e| {
+                report.fail(format!(
+                    "{file}: {kind} {}: {e}",
+                    name_of(&doc).0.unwrap_or_default()
+                ))
+            })?;
             let e = spoke
-                .ensure(&res, &doc, Method::Apply { force: o.force_conflicts }, m.check_mode)
+                .ensure(
+                    &res,
+                    &doc,
+                    Method::Apply {
+                        force: o.force_conflicts,
+                    },
+                    m.check_mode,
+                )
                 .map_err(|e| {
                     let mut f = report_fail(report, e);
                     if f.msg.contains("HTTP 409") && !o.force_conflicts {
-                        f.msg.push_str(" (set force_conflicts: true to take these fields over)");
+                        f.msg
+                            .push_str(" (set force_conflicts: true to take these fields over)");
                     }
                     f
                 })?;
             report.record(m, "spoke", &e);
-            applied.push(json!({"object": e.description, "action": e.action.as_str(), "from": file}));
+            applied
+                .push(json!({"object": e.description, "action": e.action.as_str(), "from": file}));
             if res.kind == "CustomResourceDefinition" && !m.check_mode {
                 let crd_name = name_of(&doc).0.unwrap_or_default();
                 spoke
-                    .wait_for_conditions(&res, None, &crd_name, &[("Established", "True")], timeout, interval.min(Duration::from_secs(1)))
+                    .wait_for_conditions(
+                        &res,
+                        None,
+                        &crd_name,
+                        &[("Established", "True")],
+                        timeout,
+                        interval.min(Duration::from_secs(1)),
+                    )
                     .map_err(|e| report.fail(format!("CRD {crd_name} on the spoke: {e}")))?;
             }
         }
@@ -362,20 +480,40 @@ fn manual_import(
 }
 
 /// `state: absent`: delete the ManagedCluster, wait for it, then for the cluster namespace.
-fn detach(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report, timeout: Duration, interval: Duration) -> Result<Outcome, Failure> {
+fn detach(
+    m: &mut Module,
+    o: &Opts,
+    hub: &Client,
+    report: &mut Report,
+    timeout: Duration,
+    interval: Duration,
+) -> Result<Outcome, Failure> {
     let name = o.cluster_name.as_str();
-    let steps: Vec<(Resource, bool)> = vec![(known::managed_clusters(), true), (known::namespaces(), o.delete_namespace)];
+    let steps: Vec<(Resource, bool)> = vec![
+        (known::managed_clusters(), true),
+        (known::namespaces(), o.delete_namespace),
+    ];
     let start = std::time::Instant::now();
     for (res, delete) in steps {
-        let current = hub.get(&res, None, name).map_err(|e| report_fail(report, e))?;
+        let current = hub
+            .get(&res, None, name)
+            .map_err(|e| report_fail(report, e))?;
         let Some(obj) = current else { continue };
         let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
         if delete && !terminating {
-            m.add_diff(json!({"kind": res.kind, "name": name, "state": "present"}), json!({"kind": res.kind, "name": name, "state": "absent"}), &format!("hub: {}", res.describe(None, name)), "");
+            m.add_diff(
+                json!({"kind": res.kind, "name": name, "state": "present"}),
+                json!({"kind": res.kind, "name": name, "state": "absent"}),
+                &format!("hub: {}", res.describe(None, name)),
+                "",
+            );
             report.changed = true;
-            report.actions.push(json!({"side": "hub", "object": res.describe(None, name), "action": "deleted"}));
+            report.actions.push(
+                json!({"side": "hub", "object": res.describe(None, name), "action": "deleted"}),
+            );
             if !m.check_mode {
-                hub.delete(&res, None, name).map_err(|e| report_fail(report, e))?;
+                hub.delete(&res, None, name)
+                    .map_err(|e| report_fail(report, e))?;
             }
         } else if !delete {
             // The hub removes the namespace itself once the cluster is gone; wait only if it is on its way.
@@ -388,7 +526,10 @@ fn detach(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report, timeout: 
             match hub.wait_deleted(&res, None, name, left, interval) {
                 Ok(()) => {}
                 Err(WaitError::Timeout { waited, pending }) => {
-                    return Err(report.fail(format!("timed out after {}s waiting for {pending}", waited.as_secs())));
+                    return Err(report.fail(format!(
+                        "timed out after {}s waiting for {pending}",
+                        waited.as_secs()
+                    )));
                 }
                 Err(WaitError::Failed(e)) => return Err(report_fail(report, e)),
             }
@@ -399,7 +540,10 @@ fn detach(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report, timeout: 
         (true, true) => format!("{name} would be detached from the hub"),
         (true, false) => format!("{name} detached from the hub"),
     };
-    Ok(Outcome::new(report.changed).msg(msg).with("cluster_name", name).with("actions", json!(report.actions)))
+    Ok(Outcome::new(report.changed)
+        .msg(msg)
+        .with("cluster_name", name)
+        .with("actions", json!(report.actions)))
 }
 
 #[cfg(test)]

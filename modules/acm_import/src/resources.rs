@@ -28,11 +28,18 @@ pub fn namespace(cluster: &str) -> Value {
 
 /// The ManagedCluster. `existing` is the object on the hub, if any: labels the hub detects are then
 /// left alone unless the user set them, and other labels are merged (never removed).
-pub fn managed_cluster(cluster: &str, user_labels: &Map<String, Value>, clusterset: Option<&str>, existing: Option<&Value>) -> Value {
+pub fn managed_cluster(
+    cluster: &str,
+    user_labels: &Map<String, Value>,
+    clusterset: Option<&str>,
+    existing: Option<&Value>,
+) -> Value {
     let mut labels = Map::new();
     labels.insert("name".into(), json!(cluster));
     for l in DETECTED_LABELS {
-        let present = existing.and_then(|e| e.pointer(&format!("/metadata/labels/{l}"))).is_some();
+        let present = existing
+            .and_then(|e| e.pointer(&format!("/metadata/labels/{l}")))
+            .is_some();
         if !present {
             labels.insert(l.into(), json!("auto-detect"));
         }
@@ -83,7 +90,9 @@ pub fn auto_import_secret(cluster: &str, creds: &SpokeCredentials, keep: bool) -
     let b = |s: &str| json!(base64::engine::general_purpose::STANDARD.encode(s));
     let data = match creds {
         SpokeCredentials::Kubeconfig(k) => json!({"kubeconfig": b(k)}),
-        SpokeCredentials::Token { server, token } => json!({"server": b(server), "token": b(token)}),
+        SpokeCredentials::Token { server, token } => {
+            json!({"server": b(server), "token": b(token)})
+        }
     };
     let mut meta = json!({"name": AUTO_IMPORT_SECRET, "namespace": cluster});
     if keep {
@@ -95,12 +104,18 @@ pub fn auto_import_secret(cluster: &str, creds: &SpokeCredentials, keep: bool) -
 /// The `<cluster>-import` secret's manifests, once both keys are there: `(crds.yaml, import.yaml)`.
 pub fn import_manifests(secret: &Value) -> Result<Option<(String, String)>, String> {
     let get = |k: &str| -> Result<Option<String>, String> {
-        match secret.pointer(&format!("/data/{}", k.replace('/', "~1"))).and_then(Value::as_str) {
+        match secret
+            .pointer(&format!("/data/{}", k.replace('/', "~1")))
+            .and_then(Value::as_str)
+        {
             None | Some("") => Ok(None),
             Some(b) => base64::engine::general_purpose::STANDARD
                 .decode(b)
                 .map_err(|e| format!("key {k} of the import secret is not base64: {e}"))
-                .and_then(|d| String::from_utf8(d).map_err(|e| format!("key {k} of the import secret is not UTF-8: {e}")))
+                .and_then(|d| {
+                    String::from_utf8(d)
+                        .map_err(|e| format!("key {k} of the import secret is not UTF-8: {e}"))
+                })
                 .map(Some),
         }
     };
@@ -137,11 +152,23 @@ mod tests {
     #[test]
     fn addon_config_defaults_and_switches() {
         let k = klusterlet_addon_config("c", &Addons::default());
-        for f in ["applicationManager", "policyController", "searchCollector", "certPolicyController"] {
+        for f in [
+            "applicationManager",
+            "policyController",
+            "searchCollector",
+            "certPolicyController",
+        ] {
             assert_eq!(k["spec"][f]["enabled"], json!(true), "{f}");
         }
         assert!(k["spec"].get("iamPolicyController").is_none());
-        let k = klusterlet_addon_config("c", &Addons { search_collector: Some(false), iam_policy_controller: Some(true), ..Default::default() });
+        let k = klusterlet_addon_config(
+            "c",
+            &Addons {
+                search_collector: Some(false),
+                iam_policy_controller: Some(true),
+                ..Default::default()
+            },
+        );
         assert_eq!(k["spec"]["searchCollector"]["enabled"], json!(false));
         assert_eq!(k["spec"]["iamPolicyController"]["enabled"], json!(true));
         assert_eq!(k["metadata"]["namespace"], json!("c"));
@@ -149,10 +176,20 @@ mod tests {
 
     #[test]
     fn auto_import_secret_variants() {
-        let s = auto_import_secret("c", &SpokeCredentials::Token { server: "https://api:6443".into(), token: "t".into() }, true);
+        let s = auto_import_secret(
+            "c",
+            &SpokeCredentials::Token {
+                server: "https://api:6443".into(),
+                token: "t".into(),
+            },
+            true,
+        );
         assert_eq!(s["data"]["server"], json!("aHR0cHM6Ly9hcGk6NjQ0Mw=="));
         assert_eq!(s["data"]["token"], json!("dA=="));
-        assert_eq!(s["metadata"]["annotations"][KEEP_SECRET_ANNOTATION], json!(""));
+        assert_eq!(
+            s["metadata"]["annotations"][KEEP_SECRET_ANNOTATION],
+            json!("")
+        );
         let s = auto_import_secret("c", &SpokeCredentials::Kubeconfig("kc".into()), false);
         assert_eq!(s["data"]["kubeconfig"], json!("a2M="));
         assert!(s["metadata"].get("annotations").is_none());
@@ -161,8 +198,17 @@ mod tests {
     #[test]
     fn import_manifests_need_both_keys() {
         let s = json!({"data": {"crds.yaml": "Y3Jkcw==", "import.yaml": "aW1wb3J0"}});
-        assert_eq!(import_manifests(&s).unwrap(), Some(("crds".into(), "import".into())));
-        assert_eq!(import_manifests(&json!({"data": {"crds.yaml": "Y3Jkcw=="}})).unwrap(), None);
-        assert!(import_manifests(&json!({"data": {"crds.yaml": "!!", "import.yaml": "aW1wb3J0"}})).is_err());
+        assert_eq!(
+            import_manifests(&s).unwrap(),
+            Some(("crds".into(), "import".into()))
+        );
+        assert_eq!(
+            import_manifests(&json!({"data": {"crds.yaml": "Y3Jkcw=="}})).unwrap(),
+            None
+        );
+        assert!(
+            import_manifests(&json!({"data": {"crds.yaml": "!!", "import.yaml": "aW1wb3J0"}}))
+                .is_err()
+        );
     }
 }

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
-use kube_client::objects::known;
 use kube_client::oauth;
+use kube_client::objects::known;
 use kube_client::{Client, ConnectionParams, KubeError, Poll, WaitError};
 use readiness::TargetState;
 use serde::Deserialize;
@@ -23,16 +23,26 @@ const TARGETS: [&str; 4] = ["api", "clusterversion", "operators", "nodes"];
 /// The module's options; the sidecar `plugins/modules/cluster_auth.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
-        Opt::str("state").choices(&["present", "absent"]).default("present"),
-        Opt::str("api_url").aliases(&["host"]).env(&["K8S_AUTH_HOST"]),
+        Opt::str("state")
+            .choices(&["present", "absent"])
+            .default("present"),
+        Opt::str("api_url")
+            .aliases(&["host"])
+            .env(&["K8S_AUTH_HOST"]),
         Opt::str("kubeconfig").env(&["K8S_AUTH_KUBECONFIG"]),
         Opt::str("context").env(&["K8S_AUTH_CONTEXT"]),
         Opt::str("username").env(&["K8S_AUTH_USERNAME"]),
         Opt::str("password").no_log().env(&["K8S_AUTH_PASSWORD"]),
         Opt::str("api_key").no_log().env(&["K8S_AUTH_API_KEY"]),
-        Opt::path("ca_cert").aliases(&["ssl_ca_cert"]).env(&["K8S_AUTH_SSL_CA_CERT"]),
-        Opt::bool("validate_certs").aliases(&["verify_ssl"]).default(true),
-        Opt::list("wait_for", Type::Str).choices(&TARGETS).default(json!([])),
+        Opt::path("ca_cert")
+            .aliases(&["ssl_ca_cert"])
+            .env(&["K8S_AUTH_SSL_CA_CERT"]),
+        Opt::bool("validate_certs")
+            .aliases(&["verify_ssl"])
+            .default(true),
+        Opt::list("wait_for", Type::Str)
+            .choices(&TARGETS)
+            .default(json!([])),
         Opt::int("timeout").default(1800),
         Opt::int("poll_interval").default(10),
         Opt::int("expected_nodes"),
@@ -67,7 +77,9 @@ fn kube_fail(what: &str, e: KubeError) -> Failure {
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let o: Opts = m.options()?;
     if o.timeout < 0 || o.poll_interval < 1 {
-        return Err(Failure::new("timeout must be >= 0 and poll_interval >= 1 (seconds)"));
+        return Err(Failure::new(
+            "timeout must be >= 0 and poll_interval >= 1 (seconds)",
+        ));
     }
     if let Some(n) = o.expected_nodes {
         if n < 1 {
@@ -90,7 +102,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         m.add_secret(t.clone());
     }
     if !conn.tls.validate_certs {
-        m.warn(format!("validate_certs is off: the certificate of {} is not checked", conn.server));
+        m.warn(format!(
+            "validate_certs is off: the certificate of {} is not checked",
+            conn.server
+        ));
     }
     if o.state == "absent" {
         return revoke(m, &conn);
@@ -108,10 +123,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let mut expiry: (Option<u64>, Option<String>) = (None, None);
     if let Some(pw) = &o.password {
         let user = o.username.clone().unwrap_or_else(|| "kubeadmin".into());
-        let tok = oauth::login(&conn, &user, pw).map_err(|e| kube_fail(&format!("OAuth login to {}", conn.server), e))?;
+        let tok = oauth::login(&conn, &user, pw)
+            .map_err(|e| kube_fail(&format!("OAuth login to {}", conn.server), e))?;
         m.add_secret(tok.access_token.clone());
         if let Some(secs) = tok.expires_in {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
             expiry = (Some(secs), Some(oauth::rfc3339(now + secs)));
         }
         conn.token = Some(tok.access_token);
@@ -123,7 +142,12 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let client = Client::new(&conn).map_err(|e| kube_fail("setting up the client", e))?;
 
     // Check the credentials now: a bad token should fail here, not as a timeout later.
-    let username = if method == "none" { None } else { whoami(&client)? }.or_else(|| conn.user_name.clone());
+    let username = if method == "none" {
+        None
+    } else {
+        whoami(&client)?
+    }
+    .or_else(|| conn.user_name.clone());
 
     let mut out = Outcome::new(false);
     let ca = conn.ca_path.as_ref().map(|p| p.display().to_string());
@@ -144,18 +168,39 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.wait_for.is_empty() {
         return Ok(out.msg(format!("authenticated to {} ({method})", conn.server)));
     }
-    let mut targets: Vec<&str> = TARGETS.iter().copied().filter(|t| o.wait_for.iter().any(|w| w == t)).collect();
+    let mut targets: Vec<&str> = TARGETS
+        .iter()
+        .copied()
+        .filter(|t| o.wait_for.iter().any(|w| w == t))
+        .collect();
     targets.dedup();
     let expected = o.expected_nodes.map(|n| n as u64);
     let mut last: Map<String, Value> = Map::new();
-    let waited = proxshift_wait(&client, &targets, expected, &mut last, o.timeout as u64, o.poll_interval as u64);
-    let version = last.get("clusterversion").and_then(|c| c.get("version")).cloned().unwrap_or(Value::Null);
-    out = out.with("readiness", Value::Object(last.clone())).with("version", version);
+    let waited = proxshift_wait(
+        &client,
+        &targets,
+        expected,
+        &mut last,
+        o.timeout as u64,
+        o.poll_interval as u64,
+    );
+    let version = last
+        .get("clusterversion")
+        .and_then(|c| c.get("version"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    out = out
+        .with("readiness", Value::Object(last.clone()))
+        .with("version", version);
     match waited {
         Ok(()) => Ok(out.msg(format!("{} is ready ({})", conn.server, targets.join(", ")))),
         Err(WaitError::Timeout { waited, pending }) => {
             let list: Vec<String> = pending.split(" | ").map(str::to_string).collect();
-            let mut f = Failure::new(format!("timed out after {}s waiting for {}: still pending: {pending}", waited.as_secs(), conn.server));
+            let mut f = Failure::new(format!(
+                "timed out after {}s waiting for {}: still pending: {pending}",
+                waited.as_secs(),
+                conn.server
+            ));
             for (k, v) in out.data {
                 f = f.with(&k, v);
             }
@@ -168,10 +213,15 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 /// Who the server says we are: OpenShift's `users/~`, else only proof that the credentials work.
 fn whoami(client: &Client) -> Result<Option<String>, Failure> {
     match client.get_path("/apis/user.openshift.io/v1/users/~") {
-        Ok(u) => Ok(u.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string)),
+        Ok(u) => Ok(u
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string)),
         Err(e) if matches!(e.status(), Some(404) | Some(403)) => {
             // Plain Kubernetes: discovery is open to every authenticated user, so 401 = bad credentials.
-            client.get_path("/api").map_err(|e| kube_fail("checking the credentials", e))?;
+            client
+                .get_path("/api")
+                .map_err(|e| kube_fail("checking the credentials", e))?;
             Ok(None)
         }
         Err(e) => Err(kube_fail("checking the credentials", e)),
@@ -198,9 +248,20 @@ fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetSt
         }
         "clusterversion" => client
             .get(&known::cluster_versions(), None, "version")
-            .map(|v| v.map(|cv| readiness::clusterversion(&cv)).unwrap_or_else(|| TargetState::pending("clusterversion: ClusterVersion 'version' does not exist yet"))),
-        "operators" => client.list(&known::cluster_operators(), None, None).map(|l| readiness::operators(&l)),
-        _ => client.list(&known::nodes(), None, None).map(|l| readiness::nodes(&l, expected)),
+            .map(|v| {
+                v.map(|cv| readiness::clusterversion(&cv))
+                    .unwrap_or_else(|| {
+                        TargetState::pending(
+                            "clusterversion: ClusterVersion 'version' does not exist yet",
+                        )
+                    })
+            }),
+        "operators" => client
+            .list(&known::cluster_operators(), None, None)
+            .map(|l| readiness::operators(&l)),
+        _ => client
+            .list(&known::nodes(), None, None)
+            .map(|l| readiness::nodes(&l, expected)),
     };
     match res {
         Ok(s) => Ok(s),
@@ -217,15 +278,23 @@ fn proxshift_wait(
     timeout: u64,
     interval: u64,
 ) -> Result<(), WaitError<KubeError>> {
-    kube_client::wait_for(Duration::from_secs(timeout), Duration::from_secs(interval), || {
-        let mut pending = Vec::new();
-        for t in targets {
-            let s = look(client, t, expected)?;
-            pending.extend(s.pending.iter().cloned());
-            last.insert(t.to_string(), s.to_json());
-        }
-        Ok(if pending.is_empty() { Poll::Ready(()) } else { Poll::Pending(pending.join(" | ")) })
-    })
+    kube_client::wait_for(
+        Duration::from_secs(timeout),
+        Duration::from_secs(interval),
+        || {
+            let mut pending = Vec::new();
+            for t in targets {
+                let s = look(client, t, expected)?;
+                pending.extend(s.pending.iter().cloned());
+                last.insert(t.to_string(), s.to_json());
+            }
+            Ok(if pending.is_empty() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending(pending.join(" | "))
+            })
+        },
+    )
 }
 
 /// `state: absent`: revoke the OAuth token in use (the token authorises its own deletion).
@@ -240,13 +309,31 @@ fn revoke(m: &mut Module, conn: &kube_client::Connection) -> Result<Outcome, Fai
         format!("/apis/oauth.openshift.io/v1/useroauthaccesstokens/{name}"),
         format!("/apis/oauth.openshift.io/v1/oauthaccesstokens/{name}"),
     ];
-    let gone = |why: &str| Ok(Outcome::new(false).msg(format!("the token is not valid any more ({why}); nothing to revoke")).with("revoked", false).with("host", conn.server.clone()));
+    let gone = |why: &str| {
+        Ok(Outcome::new(false)
+            .msg(format!(
+                "the token is not valid any more ({why}); nothing to revoke"
+            ))
+            .with("revoked", false)
+            .with("host", conn.server.clone()))
+    };
     for (i, path) in paths.iter().enumerate() {
-        let r = if m.check_mode { client.get_path(path).map(|_| ()) } else { client.send("DELETE", path, None).map(|_| ()) };
+        let r = if m.check_mode {
+            client.get_path(path).map(|_| ())
+        } else {
+            client.send("DELETE", path, None).map(|_| ())
+        };
         match r {
             Ok(()) => {
-                let msg = if m.check_mode { "the token would be revoked" } else { "the token was revoked" };
-                return Ok(Outcome::new(true).msg(msg).with("revoked", !m.check_mode).with("host", conn.server.clone()));
+                let msg = if m.check_mode {
+                    "the token would be revoked"
+                } else {
+                    "the token was revoked"
+                };
+                return Ok(Outcome::new(true)
+                    .msg(msg)
+                    .with("revoked", !m.check_mode)
+                    .with("host", conn.server.clone()));
             }
             // A revoked token cannot authenticate any more.
             Err(e) if e.status() == Some(401) => return gone("the server rejects it"),

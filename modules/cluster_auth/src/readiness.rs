@@ -42,7 +42,11 @@ pub fn api(readyz: Result<&str, &str>) -> TargetState {
         },
         Ok(t) | Err(t) => {
             let failed: Vec<&str> = t.lines().filter(|l| l.contains("failed")).collect();
-            let detail = if failed.is_empty() { t.trim().lines().next().unwrap_or("no answer").to_string() } else { failed.join("; ") };
+            let detail = if failed.is_empty() {
+                t.trim().lines().next().unwrap_or("no answer").to_string()
+            } else {
+                failed.join("; ")
+            };
             TargetState::pending(format!("api /readyz: {detail}"))
         }
     }
@@ -58,10 +62,17 @@ pub fn clusterversion(obj: &Value) -> TargetState {
         .pointer("/status/history/0/state")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let pending: Vec<String> = unmet(obj, &[("Available", "True"), ("Progressing", "False"), ("Failing", "False")])
-        .into_iter()
-        .map(|u| format!("clusterversion: {u}"))
-        .collect();
+    let pending: Vec<String> = unmet(
+        obj,
+        &[
+            ("Available", "True"),
+            ("Progressing", "False"),
+            ("Failing", "False"),
+        ],
+    )
+    .into_iter()
+    .map(|u| format!("clusterversion: {u}"))
+    .collect();
     TargetState {
         ready: pending.is_empty(),
         pending,
@@ -77,10 +88,16 @@ pub fn operators(items: &[Value]) -> TargetState {
     let mut pending = Vec::new();
     let mut not_ready = Vec::new();
     for o in items {
-        let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?");
+        let name = o
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
         // Degraded may be absent (fine) but not True.
         let mut bad = unmet(o, &[("Available", "True")]);
-        if let Some(d) = conditions(o).into_iter().find(|c| c.type_ == "Degraded" && c.status == "True") {
+        if let Some(d) = conditions(o)
+            .into_iter()
+            .find(|c| c.type_ == "Degraded" && c.status == "True")
+        {
             let mut why = "Degraded=True".to_string();
             if let Some(m) = d.message.filter(|m| !m.is_empty()) {
                 why.push_str(&format!(" ({m})"));
@@ -104,7 +121,10 @@ pub fn nodes(items: &[Value], expected: Option<u64>) -> TargetState {
     let mut pending = Vec::new();
     let mut not_ready = Vec::new();
     for n in items {
-        let name = n.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?");
+        let name = n
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
         let bad = unmet(n, &[("Ready", "True")]);
         if !bad.is_empty() {
             pending.push(format!("node {name}: {}", bad.join(", ")));
@@ -114,7 +134,9 @@ pub fn nodes(items: &[Value], expected: Option<u64>) -> TargetState {
     let total = items.len() as u64;
     if let Some(want) = expected {
         if total < want {
-            pending.push(format!("nodes: {total} of {want} expected nodes registered"));
+            pending.push(format!(
+                "nodes: {total} of {want} expected nodes registered"
+            ));
         }
     } else if total == 0 {
         pending.push("nodes: no nodes registered yet".into());
@@ -137,9 +159,15 @@ mod tests {
     #[test]
     fn readyz() {
         assert!(api(Ok("ok")).ready);
-        let s = api(Ok("[+]ping ok\n[-]poststarthook/x failed: reason withheld\nreadyz check failed"));
+        let s = api(Ok(
+            "[+]ping ok\n[-]poststarthook/x failed: reason withheld\nreadyz check failed",
+        ));
         assert!(!s.ready);
-        assert!(s.pending[0].contains("poststarthook/x failed"), "{:?}", s.pending);
+        assert!(
+            s.pending[0].contains("poststarthook/x failed"),
+            "{:?}",
+            s.pending
+        );
         assert!(api(Err("connection refused")).pending[0].contains("connection refused"));
     }
 
@@ -153,7 +181,10 @@ mod tests {
         cv["status"]["conditions"][1] = cond("Progressing", "True");
         let s = clusterversion(&cv);
         assert!(!s.ready);
-        assert_eq!(s.pending, vec!["clusterversion: Progressing=False (now True, R: Progressing is True)"]);
+        assert_eq!(
+            s.pending,
+            vec!["clusterversion: Progressing=False (now True, R: Progressing is True)"]
+        );
     }
 
     #[test]
@@ -164,7 +195,11 @@ mod tests {
         let s = operators(&[ok.clone(), degraded, missing]);
         assert!(!s.ready);
         assert_eq!(s.facts["not_ready"], json!(["ingress", "console"]));
-        assert!(s.pending[0].contains("ingress: Degraded=True (Degraded is True)"), "{:?}", s.pending);
+        assert!(
+            s.pending[0].contains("ingress: Degraded=True (Degraded is True)"),
+            "{:?}",
+            s.pending
+        );
         assert!(s.pending[1].contains("console: Available=True (not reported yet)"));
         assert!(operators(&[ok]).ready);
         assert!(!operators(&[]).ready);

@@ -16,7 +16,12 @@ fn env() -> &'static TestEnv {
 
 /// Run the module with these args; returns (result, exit code).
 fn module(args: Value) -> (Value, i32) {
-    ansible_module::execute(&args.to_string(), "cluster_auth", &cluster_auth::argument_spec(), cluster_auth::run)
+    ansible_module::execute(
+        &args.to_string(),
+        "cluster_auth",
+        &cluster_auth::argument_spec(),
+        cluster_auth::run,
+    )
 }
 
 fn ok(args: Value) -> Value {
@@ -39,7 +44,9 @@ fn ca(env: &TestEnv) -> String {
 #[test]
 fn api_key_and_kubeconfigs() {
     let env = env();
-    let r = ok(json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "ca_cert": ca(env), "wait_for": ["api"], "timeout": 30, "poll_interval": 1}));
+    let r = ok(
+        json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "ca_cert": ca(env), "wait_for": ["api"], "timeout": 30, "poll_interval": 1}),
+    );
     assert_eq!(r["changed"], json!(false));
     assert_eq!(r["host"], json!(env.url));
     assert_eq!(r["auth_method"], json!("api_key"));
@@ -54,7 +61,9 @@ fn api_key_and_kubeconfigs() {
     assert!(!r.to_string().contains(ADMIN_TOKEN), "{r}");
 
     // Installer-style kubeconfig file with a client certificate.
-    let r = ok(json!({"kubeconfig": env.admin_cert_kubeconfig.display().to_string(), "wait_for": ["api"], "timeout": 10}));
+    let r = ok(
+        json!({"kubeconfig": env.admin_cert_kubeconfig.display().to_string(), "wait_for": ["api"], "timeout": 10}),
+    );
     assert_eq!(r["api_key"], Value::Null);
     assert_eq!(r["username"], json!("admin"));
 }
@@ -62,24 +71,45 @@ fn api_key_and_kubeconfigs() {
 #[test]
 fn bad_credentials_and_tls() {
     let env = env();
-    let r = failed(json!({"api_url": env.url, "api_key": "wrong-token-canary", "ca_cert": ca(env)}));
+    let r =
+        failed(json!({"api_url": env.url, "api_key": "wrong-token-canary", "ca_cert": ca(env)}));
     let msg = r["msg"].as_str().unwrap();
-    assert!(msg.contains("401") && msg.contains("credentials were rejected"), "{msg}");
+    assert!(
+        msg.contains("401") && msg.contains("credentials were rejected"),
+        "{msg}"
+    );
     assert!(!r.to_string().contains("wrong-token-canary"));
 
-    let r = failed(json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "ca_cert": env.wrong_ca_path.display().to_string(), "validate_certs": true}));
+    let r = failed(
+        json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "ca_cert": env.wrong_ca_path.display().to_string(), "validate_certs": true}),
+    );
     let msg = r["msg"].as_str().unwrap();
-    assert!(msg.contains("certificate") || msg.contains("UnknownIssuer"), "{msg}");
+    assert!(
+        msg.contains("certificate") || msg.contains("UnknownIssuer"),
+        "{msg}"
+    );
 
     // Without a CA the OS store does not know the test CA either.
     let r = failed(json!({"api_url": env.url, "api_key": ADMIN_TOKEN}));
-    assert!(r["msg"].as_str().unwrap().contains("UnknownIssuer") || r["msg"].as_str().unwrap().contains("certificate"), "{r}");
+    assert!(
+        r["msg"].as_str().unwrap().contains("UnknownIssuer")
+            || r["msg"].as_str().unwrap().contains("certificate"),
+        "{r}"
+    );
 
     let r = ok(json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "validate_certs": false}));
-    assert!(r["warnings"][0].as_str().unwrap().contains("validate_certs is off"));
+    assert!(r["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("validate_certs is off"));
 
-    let r = failed(json!({"api_url": env.url, "password": "pw-canary-77", "kubeconfig": "/nonexistent/kubeconfig"}));
-    assert!(r["msg"].as_str().unwrap().contains("mutually exclusive"), "{r}");
+    let r = failed(
+        json!({"api_url": env.url, "password": "pw-canary-77", "kubeconfig": "/nonexistent/kubeconfig"}),
+    );
+    assert!(
+        r["msg"].as_str().unwrap().contains("mutually exclusive"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -97,20 +127,34 @@ fn password_login_and_revocation_via_oauth() {
     assert!(!r.to_string().contains(PASSWORD));
 
     // Get a real token to revoke: call the login directly.
-    let conn = kube_client::ConnectionParams { host: Some(oauth.url.clone()), ca_cert: Some(env.ca_path.clone()), validate_certs: true, ..Default::default() }
-        .resolve()
-        .unwrap();
-    let tok = kube_client::oauth::login(&conn, "kubeadmin", PASSWORD).unwrap().access_token;
+    let conn = kube_client::ConnectionParams {
+        host: Some(oauth.url.clone()),
+        ca_cert: Some(env.ca_path.clone()),
+        validate_certs: true,
+        ..Default::default()
+    }
+    .resolve()
+    .unwrap();
+    let tok = kube_client::oauth::login(&conn, "kubeadmin", PASSWORD)
+        .unwrap()
+        .access_token;
     assert!(tok.starts_with("sha256~"));
-    let revoke = json!({"state": "absent", "api_url": oauth.url, "api_key": tok, "ca_cert": ca(env)});
+    let revoke =
+        json!({"state": "absent", "api_url": oauth.url, "api_key": tok, "ca_cert": ca(env)});
     // Check mode: reported, not done.
     let mut check = revoke.clone();
     check["_ansible_check_mode"] = json!(true);
     let r = ok(check);
-    assert_eq!((r["changed"].clone(), r["revoked"].clone()), (json!(true), json!(false)));
+    assert_eq!(
+        (r["changed"].clone(), r["revoked"].clone()),
+        (json!(true), json!(false))
+    );
     ok(json!({"api_url": oauth.url, "api_key": tok, "ca_cert": ca(env)}));
     let r = ok(revoke.clone());
-    assert_eq!((r["changed"].clone(), r["revoked"].clone()), (json!(true), json!(true)));
+    assert_eq!(
+        (r["changed"].clone(), r["revoked"].clone()),
+        (json!(true), json!(true))
+    );
     // The token is dead now, and a second revoke changes nothing.
     let r = failed(json!({"api_url": oauth.url, "api_key": tok, "ca_cert": ca(env)}));
     assert!(r["msg"].as_str().unwrap().contains("401"), "{r}");
@@ -121,12 +165,24 @@ fn password_login_and_revocation_via_oauth() {
     let mut wrong = base.clone();
     wrong["password"] = json!("not-the-password");
     let r = failed(wrong);
-    assert!(r["msg"].as_str().unwrap().contains("wrong username or password"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("wrong username or password"),
+        "{r}"
+    );
     // OAuth host with a wrong CA.
     let mut bad_ca = base.clone();
     bad_ca["ca_cert"] = json!(env.wrong_ca_path.display().to_string());
     let r = failed(bad_ca);
-    assert!(r["msg"].as_str().unwrap().contains("oauth-authorization-server"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("oauth-authorization-server"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -134,10 +190,22 @@ fn password_login_without_challenge_or_oauth() {
     let env = env();
     let oauth = FakeOAuth::start(env, "kubeadmin", PASSWORD, false);
     let r = failed(json!({"api_url": oauth.url, "password": PASSWORD, "ca_cert": ca(env)}));
-    assert!(r["msg"].as_str().unwrap().contains("without a Basic challenge"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("without a Basic challenge"),
+        "{r}"
+    );
     // Plain Kubernetes has no OAuth server.
     let r = failed(json!({"api_url": env.url, "password": PASSWORD, "ca_cert": ca(env)}));
-    assert!(r["msg"].as_str().unwrap().contains("no OpenShift OAuth login"), "{r}");
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("no OpenShift OAuth login"),
+        "{r}"
+    );
 }
 
 fn cond(t: &str, s: &str, msg: &str) -> Value {
@@ -161,24 +229,45 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     };
 
     // Nothing there yet.
-    let r = failed(with(json!(["clusterversion", "operators", "nodes"]), json!({})));
+    let r = failed(with(
+        json!(["clusterversion", "operators", "nodes"]),
+        json!({}),
+    ));
     let pending: Vec<String> = serde_json::from_value(r["pending"].clone()).unwrap();
-    assert!(pending.iter().any(|p| p.contains("ClusterVersion 'version' does not exist")), "{pending:?}");
-    assert!(pending.iter().any(|p| p.contains("no ClusterOperators")), "{pending:?}");
-    assert!(pending.iter().any(|p| p.contains("no nodes registered")), "{pending:?}");
-    assert!(r["msg"].as_str().unwrap().contains("timed out after"), "{r}");
+    assert!(
+        pending
+            .iter()
+            .any(|p| p.contains("ClusterVersion 'version' does not exist")),
+        "{pending:?}"
+    );
+    assert!(
+        pending.iter().any(|p| p.contains("no ClusterOperators")),
+        "{pending:?}"
+    );
+    assert!(
+        pending.iter().any(|p| p.contains("no nodes registered")),
+        "{pending:?}"
+    );
+    assert!(
+        r["msg"].as_str().unwrap().contains("timed out after"),
+        "{r}"
+    );
 
     // Play the cluster: a ClusterVersion still progressing, one degraded operator, one NotReady node.
     let cv = known::cluster_versions();
     admin.create(&cv, None, &json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
         "spec": {"clusterID": "6c1f5a2e-0000-4000-8000-000000000001"}})).unwrap();
-    let cv_status = |progressing: &str| json!({"status": {
+    let cv_status = |progressing: &str| {
+        json!({"status": {
         "desired": {"version": "4.19.3", "image": "quay.io/openshift-release-dev/ocp-release@sha256:0000"},
         "history": [{"state": if progressing == "True" {"Partial"} else {"Completed"}, "version": "4.19.3", "image": "x",
             "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T01:00:00Z", "verified": false}],
         "observedGeneration": 1, "versionHash": "x", "availableUpdates": [],
-        "conditions": [cond("Available", "True", "Done"), cond("Progressing", progressing, "Working towards 4.19.3: 500 of 900 done"), cond("Failing", "False", "no failure")]}});
-    admin.patch_status(&cv, None, "version", &cv_status("True")).unwrap();
+        "conditions": [cond("Available", "True", "Done"), cond("Progressing", progressing, "Working towards 4.19.3: 500 of 900 done"), cond("Failing", "False", "no failure")]}})
+    };
+    admin
+        .patch_status(&cv, None, "version", &cv_status("True"))
+        .unwrap();
     let co = known::cluster_operators();
     for name in ["dns", "ingress"] {
         admin.create(&co, None, &json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": name}, "spec": {}})).unwrap();
@@ -187,7 +276,13 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     admin.patch_status(&co, None, "ingress", &json!({"status": {"conditions": [cond("Available", "True", "up"), cond("Degraded", "True", "router pods crash")]}})).unwrap();
     let nodes = known::nodes();
     for n in ["master-0", "worker-0"] {
-        admin.create(&nodes, None, &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}})).unwrap();
+        admin
+            .create(
+                &nodes,
+                None,
+                &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
+            )
+            .unwrap();
     }
     let node_ready = |n: &str, s: &str| {
         admin.patch_status(&nodes, None, n, &json!({"status": {"conditions": [
@@ -196,7 +291,10 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     node_ready("master-0", "True");
     node_ready("worker-0", "False");
 
-    let r = failed(with(json!(["clusterversion", "operators", "nodes"]), json!({"expected_nodes": 3})));
+    let r = failed(with(
+        json!(["clusterversion", "operators", "nodes"]),
+        json!({"expected_nodes": 3}),
+    ));
     let pending: Vec<String> = serde_json::from_value(r["pending"].clone()).unwrap();
     assert_eq!(pending, vec![
         "clusterversion: Progressing=False (now True, Test: Working towards 4.19.3: 500 of 900 done)".to_string(),
@@ -215,7 +313,10 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     let r = failed(v);
     assert!(started.elapsed().as_secs() < 30);
     assert!(r["msg"].as_str().unwrap().contains("403 forbidden"), "{r}");
-    assert!(r["msg"].as_str().unwrap().contains("clusteroperators"), "{r}");
+    assert!(
+        r["msg"].as_str().unwrap().contains("clusteroperators"),
+        "{r}"
+    );
 
     // The cluster settles while the module waits.
     let t = std::thread::spawn(|| {
@@ -228,7 +329,10 @@ fn wait_targets_time_out_with_pending_then_succeed() {
         admin.patch_status(&known::nodes(), None, "worker-0", &json!({"status": {"conditions": [
             {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok", "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})).unwrap();
     });
-    let r = ok(with(json!(["api", "clusterversion", "operators", "nodes"]), json!({"timeout": 60, "expected_nodes": 2})));
+    let r = ok(with(
+        json!(["api", "clusterversion", "operators", "nodes"]),
+        json!({"timeout": 60, "expected_nodes": 2}),
+    ));
     t.join().unwrap();
     assert_eq!(r["version"], json!("4.19.3"));
     for t in ["api", "clusterversion", "operators", "nodes"] {

@@ -4,7 +4,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use proxshift_http::{describe, is_transient_status, is_transient_transport, Backoff, ClientOptions, Poll, WaitError};
+use proxshift_http::{
+    describe, is_transient_status, is_transient_transport, Backoff, ClientOptions, Poll, WaitError,
+};
 use serde_json::Value;
 
 use crate::error::KubeError;
@@ -83,42 +85,64 @@ impl Client {
             .parse()
             .map_err(|_| KubeError::Other(format!("bad HTTP method {method}")))?;
         let path = path_and_query.split('?').next().unwrap_or_default();
-        self.backoff.retry(
-            |_| {
-                let mut rb = self.http.request(m.clone(), &url).header("Accept", "application/json");
-                if let Some(t) = &self.conn.token {
-                    rb = rb.bearer_auth(t);
-                } else if let Some((u, p)) = &self.conn.basic {
-                    rb = rb.basic_auth(u, Some(p));
-                }
-                if let Some((ct, b)) = &body {
-                    rb = rb.header("Content-Type", *ct).body(b.clone());
-                }
-                let resp = rb.send().map_err(|e| {
-                    let retry = is_transient_transport(&e);
-                    (KubeError::Transport(format!("{method} {}: {}", url, describe(&e))), retry)
-                })?;
-                let status = resp.status().as_u16();
-                let bytes = resp
-                    .bytes()
-                    .map_err(|e| (KubeError::Transport(format!("{method} {url}: reading the answer: {}", describe(&e))), false))?;
-                if (200..300).contains(&status) {
-                    Ok(bytes.to_vec())
-                } else {
-                    Err((KubeError::from_response(method, path, status, &bytes), is_transient_status(status)))
-                }
-            },
-            |(_, retry)| *retry,
-        )
-        .map_err(|(e, _)| e)
+        self.backoff
+            .retry(
+                |_| {
+                    let mut rb = self
+                        .http
+                        .request(m.clone(), &url)
+                        .header("Accept", "application/json");
+                    if let Some(t) = &self.conn.token {
+                        rb = rb.bearer_auth(t);
+                    } else if let Some((u, p)) = &self.conn.basic {
+                        rb = rb.basic_auth(u, Some(p));
+                    }
+                    if let Some((ct, b)) = &body {
+                        rb = rb.header("Content-Type", *ct).body(b.clone());
+                    }
+                    let resp = rb.send().map_err(|e| {
+                        let retry = is_transient_transport(&e);
+                        (
+                            KubeError::Transport(format!("{method} {}: {}", url, describe(&e))),
+                            retry,
+                        )
+                    })?;
+                    let status = resp.status().as_u16();
+                    let bytes = resp.bytes().map_err(|e| {
+                        (
+                            KubeError::Transport(format!(
+                                "{method} {url}: reading the answer: {}",
+                                describe(&e)
+                            )),
+                            false,
+                        )
+                    })?;
+                    if (200..300).contains(&status) {
+                        Ok(bytes.to_vec())
+                    } else {
+                        Err((
+                            KubeError::from_response(method, path, status, &bytes),
+                            is_transient_status(status),
+                        ))
+                    }
+                },
+                |(_, retry)| *retry,
+            )
+            .map_err(|(e, _)| e)
     }
 
-    fn json(&self, method: &str, path: &str, body: Option<(&str, Vec<u8>)>) -> Result<Value, KubeError> {
+    fn json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, Vec<u8>)>,
+    ) -> Result<Value, KubeError> {
         let bytes = self.send(method, path, body)?;
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&bytes).map_err(|e| KubeError::Other(format!("{method} {path}: the answer is not JSON: {e}")))
+        serde_json::from_slice(&bytes)
+            .map_err(|e| KubeError::Other(format!("{method} {path}: the answer is not JSON: {e}")))
     }
 
     /// GET any path as JSON.
@@ -132,7 +156,12 @@ impl Client {
     }
 
     /// The object, or `None` when it does not exist.
-    pub fn get(&self, r: &Resource, ns: Option<&str>, name: &str) -> Result<Option<Value>, KubeError> {
+    pub fn get(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Value>, KubeError> {
         match self.json("GET", &r.item(ns, name), None) {
             Ok(v) => Ok(Some(v)),
             Err(e) if e.is_not_found() => Ok(None),
@@ -141,7 +170,12 @@ impl Client {
     }
 
     /// Every item of a collection, optionally filtered by a label selector (follows `continue`).
-    pub fn list(&self, r: &Resource, ns: Option<&str>, label_selector: Option<&str>) -> Result<Vec<Value>, KubeError> {
+    pub fn list(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        label_selector: Option<&str>,
+    ) -> Result<Vec<Value>, KubeError> {
         let mut items = Vec::new();
         let mut cont: Option<String> = None;
         loop {
@@ -168,29 +202,71 @@ impl Client {
     }
 
     pub fn create(&self, r: &Resource, ns: Option<&str>, obj: &Value) -> Result<Value, KubeError> {
-        self.json("POST", &r.collection(ns), Some(("application/json", obj.to_string().into_bytes())))
+        self.json(
+            "POST",
+            &r.collection(ns),
+            Some(("application/json", obj.to_string().into_bytes())),
+        )
     }
 
-    pub fn replace(&self, r: &Resource, ns: Option<&str>, name: &str, obj: &Value) -> Result<Value, KubeError> {
-        self.json("PUT", &r.item(ns, name), Some(("application/json", obj.to_string().into_bytes())))
+    pub fn replace(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        obj: &Value,
+    ) -> Result<Value, KubeError> {
+        self.json(
+            "PUT",
+            &r.item(ns, name),
+            Some(("application/json", obj.to_string().into_bytes())),
+        )
     }
 
-    pub fn patch(&self, r: &Resource, ns: Option<&str>, name: &str, patch: &Value, pt: PatchType) -> Result<Value, KubeError> {
-        self.json("PATCH", &r.item(ns, name), Some((pt.content_type(), patch.to_string().into_bytes())))
+    pub fn patch(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        patch: &Value,
+        pt: PatchType,
+    ) -> Result<Value, KubeError> {
+        self.json(
+            "PATCH",
+            &r.item(ns, name),
+            Some((pt.content_type(), patch.to_string().into_bytes())),
+        )
     }
 
     /// Patch the `status` subresource (what controllers, and the tests playing them, do).
-    pub fn patch_status(&self, r: &Resource, ns: Option<&str>, name: &str, patch: &Value) -> Result<Value, KubeError> {
+    pub fn patch_status(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, KubeError> {
         self.json(
             "PATCH",
             &format!("{}/status", r.item(ns, name)),
-            Some((PatchType::Merge.content_type(), patch.to_string().into_bytes())),
+            Some((
+                PatchType::Merge.content_type(),
+                patch.to_string().into_bytes(),
+            )),
         )
     }
 
     /// Server-side apply (JSON is YAML). `force` takes over fields other managers own; without it a
     /// clash is a 409 naming the fields and their manager.
-    pub fn apply(&self, r: &Resource, ns: Option<&str>, name: &str, obj: &Value, force: bool, dry_run: bool) -> Result<Value, KubeError> {
+    pub fn apply(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        obj: &Value,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<Value, KubeError> {
         let mut q = vec![("fieldManager".to_string(), FIELD_MANAGER.to_string())];
         if force {
             q.push(("force".into(), "true".into()));
@@ -208,7 +284,11 @@ impl Client {
     /// Delete; `Ok(false)` when it was already gone.
     pub fn delete(&self, r: &Resource, ns: Option<&str>, name: &str) -> Result<bool, KubeError> {
         let body = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
-        match self.json("DELETE", &r.item(ns, name), Some(("application/json", body.to_string().into_bytes()))) {
+        match self.json(
+            "DELETE",
+            &r.item(ns, name),
+            Some(("application/json", body.to_string().into_bytes())),
+        ) {
             Ok(_) => Ok(true),
             Err(e) if e.is_not_found() => Ok(false),
             Err(e) => Err(e),
@@ -244,7 +324,9 @@ impl Client {
                                 api_version,
                                 x.get("kind").and_then(Value::as_str).unwrap_or_default(),
                                 name,
-                                x.get("namespaced").and_then(Value::as_bool).unwrap_or(false),
+                                x.get("namespaced")
+                                    .and_then(Value::as_bool)
+                                    .unwrap_or(false),
                             )
                         })
                     })
@@ -252,8 +334,14 @@ impl Client {
             })
             .unwrap_or_default();
         let found = rs.iter().find(|r| r.kind == kind).cloned();
-        self.discovered.borrow_mut().insert(api_version.to_string(), rs);
-        found.ok_or_else(|| KubeError::Other(format!("the API server serves {api_version} but has no kind {kind}")))
+        self.discovered
+            .borrow_mut()
+            .insert(api_version.to_string(), rs);
+        found.ok_or_else(|| {
+            KubeError::Other(format!(
+                "the API server serves {api_version} but has no kind {kind}"
+            ))
+        })
     }
 
     /// Forget discovery results (after installing CRDs).
@@ -287,7 +375,14 @@ impl Client {
     }
 
     /// Wait until the object is gone.
-    pub fn wait_deleted(&self, r: &Resource, ns: Option<&str>, name: &str, timeout: Duration, interval: Duration) -> Result<(), WaitError<KubeError>> {
+    pub fn wait_deleted(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        timeout: Duration,
+        interval: Duration,
+    ) -> Result<(), WaitError<KubeError>> {
         proxshift_http::wait_for(timeout, interval, || {
             Ok(match self.get(r, ns, name)? {
                 None => Poll::Ready(()),

@@ -57,7 +57,11 @@ pub fn plan(current: Option<&Value>, desired: &Value) -> (Action, Value, Value) 
         Some(cur) => {
             let before = project(cur, desired);
             if contains(cur, desired) {
-                (Action::Unchanged, mask_secret(&before), mask_secret(&before))
+                (
+                    Action::Unchanged,
+                    mask_secret(&before),
+                    mask_secret(&before),
+                )
             } else {
                 let mut after = before.clone();
                 merge_patch(&mut after, desired);
@@ -69,10 +73,21 @@ pub fn plan(current: Option<&Value>, desired: &Value) -> (Action, Value, Value) 
 
 impl Client {
     /// Ensure `desired` (which names its own `metadata.name`/`namespace`) exists as described.
-    pub fn ensure(&self, r: &Resource, desired: &Value, method: Method, check_mode: bool) -> Result<Ensured, KubeError> {
+    pub fn ensure(
+        &self,
+        r: &Resource,
+        desired: &Value,
+        method: Method,
+        check_mode: bool,
+    ) -> Result<Ensured, KubeError> {
         let (name, ns) = name_of(desired);
-        let name = name.ok_or_else(|| KubeError::Other(format!("a {} without metadata.name", r.kind)))?;
-        let ns = if r.namespaced { ns.or_else(|| Some("default".into())) } else { None };
+        let name =
+            name.ok_or_else(|| KubeError::Other(format!("a {} without metadata.name", r.kind)))?;
+        let ns = if r.namespaced {
+            ns.or_else(|| Some("default".into()))
+        } else {
+            None
+        };
         let ns = ns.as_deref();
         let description = r.describe(ns, &name);
         let current = self.get(r, ns, &name).map_err(|e| ctx(&description, e))?;
@@ -89,7 +104,13 @@ impl Client {
                 .map_err(|e| ctx(&description, e))?,
             )
         };
-        Ok(Ensured { action, description, before, after, object })
+        Ok(Ensured {
+            action,
+            description,
+            before,
+            after,
+            object,
+        })
     }
 }
 
@@ -121,14 +142,21 @@ mod tests {
         let (a, before, after) = plan(Some(&cur), &desired2);
         assert_eq!(a, Action::Updated);
         // Only the fields we manage appear in the diff.
-        assert_eq!(before, json!({"metadata": {"name": "a", "labels": {"x": "1"}}}));
-        assert_eq!(after, json!({"metadata": {"name": "a", "labels": {"x": "3"}}}));
+        assert_eq!(
+            before,
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}}})
+        );
+        assert_eq!(
+            after,
+            json!({"metadata": {"name": "a", "labels": {"x": "3"}}})
+        );
     }
 
     #[test]
     fn secret_diffs_are_masked() {
         let cur = json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "b2xk"}});
-        let desired = json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "bmV3"}});
+        let desired =
+            json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "bmV3"}});
         let (a, before, after) = plan(Some(&cur), &desired);
         assert_eq!(a, Action::Updated);
         assert_eq!(before["data"]["token"], json!("<hidden>"));

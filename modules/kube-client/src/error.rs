@@ -37,10 +37,16 @@ impl KubeError {
     /// Build from an error response body (a `Status` object, or anything else).
     pub fn from_response(method: &str, path: &str, status: u16, body: &[u8]) -> Self {
         let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-        let (reason, message) = match parsed.as_ref().filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status")) {
+        let (reason, message) = match parsed
+            .as_ref()
+            .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"))
+        {
             Some(s) => (
                 s.get("reason").and_then(|r| r.as_str()).map(str::to_string),
-                s.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
+                s.get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
             ),
             None => {
                 let text = String::from_utf8_lossy(body);
@@ -108,7 +114,10 @@ mod tests {
         let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"secrets is forbidden: User \"viewer\" cannot list resource \"secrets\"","reason":"Forbidden","code":403}"#;
         let e = KubeError::from_response("GET", "/api/v1/secrets", 403, body);
         let s = e.to_string();
-        assert!(s.starts_with("GET /api/v1/secrets: HTTP 403 forbidden"), "{s}");
+        assert!(
+            s.starts_with("GET /api/v1/secrets: HTTP 403 forbidden"),
+            "{s}"
+        );
         assert!(s.contains("User \"viewer\" cannot list"), "{s}");
         assert!(matches!(e, KubeError::Api { reason: Some(ref r), .. } if r == "Forbidden"));
     }
@@ -118,8 +127,12 @@ mod tests {
         let body = "x".repeat(1000);
         let e = KubeError::from_response("GET", "/", 502, body.as_bytes());
         assert!(e.to_string().len() < 400);
-        assert!(KubeError::from_response("GET", "/", 401, b"").to_string().contains("credentials were rejected"));
+        assert!(KubeError::from_response("GET", "/", 401, b"")
+            .to_string()
+            .contains("credentials were rejected"));
         assert!(KubeError::from_response("PUT", "/", 409, b"").is_conflict());
-        assert!(KubeError::from_response("GET", "/", 422, b"").to_string().contains("invalid"));
+        assert!(KubeError::from_response("GET", "/", 422, b"")
+            .to_string()
+            .contains("invalid"));
     }
 }

@@ -123,7 +123,11 @@ impl Kubeconfig {
 
     /// Resolve `context` (or the current context) to a connection. `base` is the kubeconfig's folder,
     /// for relative file references.
-    pub fn connection(&self, context: Option<&str>, base: Option<&Path>) -> Result<Connection, String> {
+    pub fn connection(
+        &self,
+        context: Option<&str>,
+        base: Option<&Path>,
+    ) -> Result<Connection, String> {
         let ctx_name = match context.or(self.current_context.as_deref()) {
             Some(c) if !c.is_empty() => c.to_string(),
             _ if self.contexts.len() == 1 => self.contexts[0].name.clone(),
@@ -135,13 +139,21 @@ impl Kubeconfig {
             .find(|c| c.name == ctx_name)
             .ok_or_else(|| {
                 let known: Vec<&str> = self.contexts.iter().map(|c| c.name.as_str()).collect();
-                format!("context {ctx_name:?} is not in the kubeconfig (it has: {})", known.join(", "))
+                format!(
+                    "context {ctx_name:?} is not in the kubeconfig (it has: {})",
+                    known.join(", ")
+                )
             })?;
         let cluster = self
             .clusters
             .iter()
             .find(|c| c.name == ctx.item.cluster)
-            .ok_or_else(|| format!("context {ctx_name:?} names cluster {:?}, which the kubeconfig does not define", ctx.item.cluster))?;
+            .ok_or_else(|| {
+                format!(
+                    "context {ctx_name:?} names cluster {:?}, which the kubeconfig does not define",
+                    ctx.item.cluster
+                )
+            })?;
         let user = if ctx.item.user.is_empty() {
             None
         } else {
@@ -163,7 +175,10 @@ impl Kubeconfig {
             ..Default::default()
         };
         if conn.server.is_empty() {
-            return Err(format!("cluster {:?} in the kubeconfig has no server", cluster.name));
+            return Err(format!(
+                "cluster {:?} in the kubeconfig has no server",
+                cluster.name
+            ));
         }
         if let Some(d) = &c.certificate_authority_data {
             conn.tls.ca_pem = Some(b64("certificate-authority-data", d)?);
@@ -282,7 +297,13 @@ impl ConnectionParams {
 }
 
 /// A kubeconfig with one cluster, one token user and one context (what `auto-import-secret` and tests use).
-pub fn render_token_kubeconfig(server: &str, ca_pem: Option<&[u8]>, insecure: bool, token: &str, name: &str) -> String {
+pub fn render_token_kubeconfig(
+    server: &str,
+    ca_pem: Option<&[u8]>,
+    insecure: bool,
+    token: &str,
+    name: &str,
+) -> String {
     let mut cluster = serde_json::json!({"server": server});
     if let Some(ca) = ca_pem {
         cluster["certificate-authority-data"] =
@@ -338,10 +359,15 @@ preferences: {}
 
     #[test]
     fn current_context_with_client_cert() {
-        let c = Kubeconfig::parse(KC).unwrap().connection(None, None).unwrap();
+        let c = Kubeconfig::parse(KC)
+            .unwrap()
+            .connection(None, None)
+            .unwrap();
         assert_eq!(c.server, "https://api.sno.example.com:6443");
         assert!(c.tls.validate_certs);
-        assert!(String::from_utf8(c.tls.ca_pem.unwrap()).unwrap().contains("BEGIN CERTIFICATE"));
+        assert!(String::from_utf8(c.tls.ca_pem.unwrap())
+            .unwrap()
+            .contains("BEGIN CERTIFICATE"));
         assert_eq!(c.tls.identity_pem.unwrap(), b"cert\nkey");
         assert!(c.token.is_none());
         assert_eq!(c.user_name.as_deref(), Some("admin"));
@@ -349,7 +375,10 @@ preferences: {}
 
     #[test]
     fn named_context_with_token_and_insecure() {
-        let c = Kubeconfig::parse(KC).unwrap().connection(Some("dev"), None).unwrap();
+        let c = Kubeconfig::parse(KC)
+            .unwrap()
+            .connection(Some("dev"), None)
+            .unwrap();
         assert_eq!(c.server, "https://lab:6443");
         assert!(!c.tls.validate_certs);
         assert_eq!(c.token.as_deref(), Some("sha256~abc"));
@@ -358,7 +387,10 @@ preferences: {}
 
     #[test]
     fn unknown_context_lists_known_ones() {
-        let e = Kubeconfig::parse(KC).unwrap().connection(Some("nope"), None).unwrap_err();
+        let e = Kubeconfig::parse(KC)
+            .unwrap()
+            .connection(Some("nope"), None)
+            .unwrap_err();
         assert!(e.contains("\"nope\"") && e.contains("admin, dev"), "{e}");
     }
 
@@ -410,7 +442,10 @@ preferences: {}
         .resolve()
         .unwrap();
         assert_eq!(c.server, "https://h:6443");
-        assert!(ConnectionParams::default().resolve().unwrap_err().contains("API URL"));
+        assert!(ConnectionParams::default()
+            .resolve()
+            .unwrap_err()
+            .contains("API URL"));
         let e = ConnectionParams {
             host: Some("h:6443".into()),
             ..Default::default()
@@ -423,15 +458,26 @@ preferences: {}
     #[test]
     fn exec_plugins_and_half_identities_are_refused() {
         let k = "clusters: [{name: c, cluster: {server: 'https://h'}}]\nusers: [{name: u, user: {exec: {command: x}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
-        assert!(Kubeconfig::parse(k).unwrap().connection(None, None).unwrap_err().contains("exec"));
+        assert!(Kubeconfig::parse(k)
+            .unwrap()
+            .connection(None, None)
+            .unwrap_err()
+            .contains("exec"));
         let k = "clusters: [{name: c, cluster: {server: 'https://h'}}]\nusers: [{name: u, user: {client-certificate-data: Y2VydA==}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
-        assert!(Kubeconfig::parse(k).unwrap().connection(None, None).unwrap_err().contains("without a key"));
+        assert!(Kubeconfig::parse(k)
+            .unwrap()
+            .connection(None, None)
+            .unwrap_err()
+            .contains("without a key"));
     }
 
     #[test]
     fn rendered_kubeconfig_round_trips() {
         let text = render_token_kubeconfig("https://h:6443", Some(b"PEM"), false, "tok", "spoke");
-        let c = Kubeconfig::parse(&text).unwrap().connection(None, None).unwrap();
+        let c = Kubeconfig::parse(&text)
+            .unwrap()
+            .connection(None, None)
+            .unwrap();
         assert_eq!(c.server, "https://h:6443");
         assert_eq!(c.token.as_deref(), Some("tok"));
         assert_eq!(c.tls.ca_pem.as_deref(), Some(&b"PEM"[..]));

@@ -65,7 +65,11 @@ pub fn token_from_location(location: &str) -> Result<Token, String> {
     let get = |k: &str| all.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     if let Some(err) = get("error") {
         let desc = get("error_description").unwrap_or_default();
-        return Err(if desc.is_empty() { format!("the OAuth server refused the login: {err}") } else { format!("the OAuth server refused the login: {err}: {desc}") });
+        return Err(if desc.is_empty() {
+            format!("the OAuth server refused the login: {err}")
+        } else {
+            format!("the OAuth server refused the login: {err}: {desc}")
+        });
     }
     match get("access_token").filter(|t| !t.is_empty()) {
         Some(t) => Ok(Token {
@@ -73,7 +77,9 @@ pub fn token_from_location(location: &str) -> Result<Token, String> {
             expires_in: get("expires_in").and_then(|e| e.parse().ok()),
             scope: get("scope"),
         }),
-        None => Err("the OAuth server redirected without an access_token in the URL fragment".into()),
+        None => {
+            Err("the OAuth server redirected without an access_token in the URL fragment".into())
+        }
     }
 }
 
@@ -82,7 +88,10 @@ pub fn token_from_location(location: &str) -> Result<Token, String> {
 pub fn token_object_name(token: &str) -> String {
     let raw = token.strip_prefix("sha256~").unwrap_or(token);
     let digest = Sha256::digest(raw.as_bytes());
-    format!("sha256~{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest))
+    format!(
+        "sha256~{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    )
 }
 
 /// `secs` since the Unix epoch as RFC 3339 UTC (`2026-12-02T13:20:38Z`).
@@ -99,7 +108,12 @@ pub fn rfc3339(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Log in with username and password against the cluster behind `api` (its TLS settings are used
@@ -112,15 +126,29 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
     };
     let http = proxshift_http::client(&opts).map_err(|e| KubeError::Other(e.to_string()))?;
     let discovery_url = format!("{}/.well-known/oauth-authorization-server", api.server);
-    let transport = |what: &str, e: &proxshift_http::reqwest::Error| KubeError::Transport(format!("{what}: {}", describe(e)));
-    let resp = http.get(&discovery_url).send().map_err(|e| transport(&format!("GET {discovery_url}"), &e))?;
+    let transport = |what: &str, e: &proxshift_http::reqwest::Error| {
+        KubeError::Transport(format!("{what}: {}", describe(e)))
+    };
+    let resp = http
+        .get(&discovery_url)
+        .send()
+        .map_err(|e| transport(&format!("GET {discovery_url}"), &e))?;
     let status = resp.status().as_u16();
-    let body = resp.bytes().map_err(|e| transport("reading the OAuth discovery document", &e))?;
+    let body = resp
+        .bytes()
+        .map_err(|e| transport("reading the OAuth discovery document", &e))?;
     if status != 200 {
-        let mut e = KubeError::from_response("GET", "/.well-known/oauth-authorization-server", status, &body);
+        let mut e = KubeError::from_response(
+            "GET",
+            "/.well-known/oauth-authorization-server",
+            status,
+            &body,
+        );
         // 404 (or 403 for anonymous on plain Kubernetes): no OpenShift OAuth behind this API.
         if status == 404 || status == 403 {
-            e = KubeError::Other(format!("{e} (the server offers no OpenShift OAuth login; use api_key or kubeconfig)"));
+            e = KubeError::Other(format!(
+                "{e} (the server offers no OpenShift OAuth login; use api_key or kubeconfig)"
+            ));
         }
         return Err(e);
     }
@@ -129,21 +157,22 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
     let authorize = meta
         .get("authorization_endpoint")
         .and_then(Value::as_str)
-        .ok_or_else(|| KubeError::Other("the OAuth discovery document has no authorization_endpoint".into()))?;
-    let url = format!(
-        "{authorize}?client_id={CHALLENGING_CLIENT}&response_type=token"
-    );
+        .ok_or_else(|| {
+            KubeError::Other("the OAuth discovery document has no authorization_endpoint".into())
+        })?;
+    let url = format!("{authorize}?client_id={CHALLENGING_CLIENT}&response_type=token");
     // First without credentials, as oc does: the server must offer a Basic challenge.
     let first = http
         .get(&url)
         .header("X-CSRF-Token", "1")
         .send()
         .map_err(|e| transport(&format!("GET {authorize}"), &e))?;
-    let offers_basic = first
-        .headers()
-        .get_all("WWW-Authenticate")
-        .iter()
-        .any(|h| h.to_str().unwrap_or_default().to_ascii_lowercase().starts_with("basic"));
+    let offers_basic = first.headers().get_all("WWW-Authenticate").iter().any(|h| {
+        h.to_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+            .starts_with("basic")
+    });
     let status = first.status().as_u16();
     if status == 302 {
         // Already authenticated (e.g. by a client certificate); take what it gives.
@@ -173,7 +202,10 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
 impl std::fmt::Debug for Token {
     // Never print the token itself.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Token").field("expires_in", &self.expires_in).field("scope", &self.scope).finish()
+        f.debug_struct("Token")
+            .field("expires_in", &self.expires_in)
+            .field("scope", &self.scope)
+            .finish()
     }
 }
 
@@ -200,15 +232,23 @@ mod tests {
 
     #[test]
     fn errors_and_missing_tokens() {
-        let e = token_from_location("https://oauth/x?error=access_denied&error_description=scope+not+allowed").unwrap_err();
+        let e = token_from_location(
+            "https://oauth/x?error=access_denied&error_description=scope+not+allowed",
+        )
+        .unwrap_err();
         assert!(e.contains("access_denied: scope not allowed"), "{e}");
-        assert!(token_from_location("https://oauth/x#token_type=Bearer").unwrap_err().contains("without an access_token"));
+        assert!(token_from_location("https://oauth/x#token_type=Bearer")
+            .unwrap_err()
+            .contains("without an access_token"));
     }
 
     #[test]
     fn object_name_matches_openshift() {
         // sha256("abc") = ba7816bf…; URL-safe base64 without padding.
-        assert_eq!(token_object_name("sha256~abc"), "sha256~ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
+        assert_eq!(
+            token_object_name("sha256~abc"),
+            "sha256~ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0"
+        );
         assert_eq!(token_object_name("abc"), token_object_name("sha256~abc"));
     }
 

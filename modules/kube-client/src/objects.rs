@@ -66,16 +66,36 @@ pub mod known {
         Resource::new("v1", "Node", "nodes", false)
     }
     pub fn managed_clusters() -> Resource {
-        Resource::new("cluster.open-cluster-management.io/v1", "ManagedCluster", "managedclusters", false)
+        Resource::new(
+            "cluster.open-cluster-management.io/v1",
+            "ManagedCluster",
+            "managedclusters",
+            false,
+        )
     }
     pub fn klusterlet_addon_configs() -> Resource {
-        Resource::new("agent.open-cluster-management.io/v1", "KlusterletAddonConfig", "klusterletaddonconfigs", true)
+        Resource::new(
+            "agent.open-cluster-management.io/v1",
+            "KlusterletAddonConfig",
+            "klusterletaddonconfigs",
+            true,
+        )
     }
     pub fn cluster_versions() -> Resource {
-        Resource::new("config.openshift.io/v1", "ClusterVersion", "clusterversions", false)
+        Resource::new(
+            "config.openshift.io/v1",
+            "ClusterVersion",
+            "clusterversions",
+            false,
+        )
     }
     pub fn cluster_operators() -> Resource {
-        Resource::new("config.openshift.io/v1", "ClusterOperator", "clusteroperators", false)
+        Resource::new(
+            "config.openshift.io/v1",
+            "ClusterOperator",
+            "clusteroperators",
+            false,
+        )
     }
 }
 
@@ -203,8 +223,12 @@ pub fn mask_secret(obj: &Value) -> Value {
 /// `metadata.name` and `metadata.namespace`.
 pub fn name_of(obj: &Value) -> (Option<String>, Option<String>) {
     (
-        obj.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string),
-        obj.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_string),
+        obj.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        obj.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     )
 }
 
@@ -213,16 +237,26 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
     use serde::Deserialize;
     let mut out = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(doc).map_err(|e| format!("YAML document {} is not valid: {e}", i + 1))?;
+        let v = Value::deserialize(doc)
+            .map_err(|e| format!("YAML document {} is not valid: {e}", i + 1))?;
         match v {
             Value::Null => {}
-            Value::Object(ref m) if m.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
+            Value::Object(ref m)
+                if m.get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List")) =>
+            {
                 if let Some(items) = m.get("items").and_then(Value::as_array) {
                     out.extend(items.iter().cloned());
                 }
             }
             Value::Object(_) => out.push(v),
-            other => return Err(format!("YAML document {} is not an object but {other}", i + 1)),
+            other => {
+                return Err(format!(
+                    "YAML document {} is not an object but {other}",
+                    i + 1
+                ))
+            }
         }
     }
     Ok(out)
@@ -238,7 +272,10 @@ mod tests {
         let s = known::secrets();
         assert_eq!(s.item(Some("ns"), "a"), "/api/v1/namespaces/ns/secrets/a");
         let m = known::managed_clusters();
-        assert_eq!(m.item(Some("ignored"), "c1"), "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1");
+        assert_eq!(
+            m.item(Some("ignored"), "c1"),
+            "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1"
+        );
         assert_eq!(s.describe(Some("ns"), "a"), "Secret ns/a");
     }
 
@@ -247,11 +284,22 @@ mod tests {
         let o = json!({"status": {"conditions": [
             {"type": "ManagedClusterJoined", "status": "True"},
             {"type": "ManagedClusterConditionAvailable", "status": "Unknown", "reason": "LeaseExpired", "message": "no lease"}]}});
-        let u = unmet(&o, &[("ManagedClusterJoined", "True"), ("ManagedClusterConditionAvailable", "True"), ("HubAcceptedManagedCluster", "True")]);
-        assert_eq!(u, vec![
-            "ManagedClusterConditionAvailable=True (now Unknown, LeaseExpired: no lease)".to_string(),
-            "HubAcceptedManagedCluster=True (not reported yet)".to_string(),
-        ]);
+        let u = unmet(
+            &o,
+            &[
+                ("ManagedClusterJoined", "True"),
+                ("ManagedClusterConditionAvailable", "True"),
+                ("HubAcceptedManagedCluster", "True"),
+            ],
+        );
+        assert_eq!(
+            u,
+            vec![
+                "ManagedClusterConditionAvailable=True (now Unknown, LeaseExpired: no lease)"
+                    .to_string(),
+                "HubAcceptedManagedCluster=True (not reported yet)".to_string(),
+            ]
+        );
         assert!(unmet(&o, &[("ManagedClusterJoined", "True")]).is_empty());
         assert_eq!(unmet(&json!({}), &[("A", "True")]).len(), 1);
     }
@@ -259,25 +307,46 @@ mod tests {
     #[test]
     fn contains_ignores_extra_keys_but_not_changed_values() {
         let cur = json!({"metadata": {"labels": {"a": "1", "b": "2"}, "uid": "x"}, "spec": {"hubAcceptsClient": true, "leaseDurationSeconds": 60}});
-        assert!(contains(&cur, &json!({"metadata": {"labels": {"a": "1"}}, "spec": {"hubAcceptsClient": true}})));
-        assert!(!contains(&cur, &json!({"metadata": {"labels": {"a": "9"}}})));
-        assert!(!contains(&cur, &json!({"metadata": {"labels": {"c": "3"}}})));
-        assert!(contains(&cur, &json!({"metadata": {"labels": {"c": null}}})));
+        assert!(contains(
+            &cur,
+            &json!({"metadata": {"labels": {"a": "1"}}, "spec": {"hubAcceptsClient": true}})
+        ));
+        assert!(!contains(
+            &cur,
+            &json!({"metadata": {"labels": {"a": "9"}}})
+        ));
+        assert!(!contains(
+            &cur,
+            &json!({"metadata": {"labels": {"c": "3"}}})
+        ));
+        assert!(contains(
+            &cur,
+            &json!({"metadata": {"labels": {"c": null}}})
+        ));
         assert!(!contains(&json!({"l": [1, 2]}), &json!({"l": [1]})));
     }
 
     #[test]
     fn merge_patch_follows_rfc7386() {
         let mut t = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1]});
-        merge_patch(&mut t, &json!({"a": "z", "c": {"f": null, "h": 1}, "l": [2, 3]}));
+        merge_patch(
+            &mut t,
+            &json!({"a": "z", "c": {"f": null, "h": 1}, "l": [2, 3]}),
+        );
         assert_eq!(t, json!({"a": "z", "c": {"d": "e", "h": 1}, "l": [2, 3]}));
     }
 
     #[test]
     fn project_and_mask() {
         let cur = json!({"kind": "Secret", "metadata": {"name": "s", "uid": "u"}, "data": {"token": "c2VjcmV0"}});
-        let p = project(&cur, &json!({"metadata": {"name": "s"}, "data": {"token": "bmV3"}}));
-        assert_eq!(p, json!({"metadata": {"name": "s"}, "data": {"token": "c2VjcmV0"}}));
+        let p = project(
+            &cur,
+            &json!({"metadata": {"name": "s"}, "data": {"token": "bmV3"}}),
+        );
+        assert_eq!(
+            p,
+            json!({"metadata": {"name": "s"}, "data": {"token": "c2VjcmV0"}})
+        );
         assert_eq!(mask_secret(&cur)["data"]["token"], json!("<hidden>"));
     }
 
@@ -286,6 +355,8 @@ mod tests {
         let docs = parse_documents("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n---\nkind: List\nitems:\n- {kind: Secret, metadata: {name: b}}\n").unwrap();
         assert_eq!(docs.len(), 2);
         assert_eq!(name_of(&docs[1]).0.as_deref(), Some("b"));
-        assert!(parse_documents("- 1\n").unwrap_err().contains("not an object"));
+        assert!(parse_documents("- 1\n")
+            .unwrap_err()
+            .contains("not an object"));
     }
 }

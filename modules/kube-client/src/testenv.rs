@@ -108,7 +108,10 @@ fn wait_until(what: &str, dir: &Path, log: &str, timeout: Duration, mut ok: impl
     }
     let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(30).collect();
-    panic!("{what} did not become ready within {timeout:?}; last log lines:\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+    panic!(
+        "{what} did not become ready within {timeout:?}; last log lines:\n{}",
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
 }
 
 impl TestEnv {
@@ -118,6 +121,8 @@ impl TestEnv {
         ENV.get_or_init(TestEnv::start)
     }
 
+    // The servers outlive every test of the binary; the watchdog, not `wait()`, ends and reaps them.
+    #[allow(clippy::zombie_processes)]
     fn start() -> TestEnv {
         let assets = assets_dir();
         let apiserver = assets.join("kube-apiserver");
@@ -131,7 +136,11 @@ impl TestEnv {
                 b.display()
             );
         }
-        let dir = std::env::temp_dir().join(format!("proxshift-kube-{}-{}", std::process::id(), free_port()));
+        let dir = std::env::temp_dir().join(format!(
+            "proxshift-kube-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
         std::fs::create_dir_all(&dir).expect("scratch dir");
         make_pki(&dir);
         std::fs::write(
@@ -139,7 +148,8 @@ impl TestEnv {
             format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n"),
         )
         .expect("tokens");
-        let (client_port, peer_port, port, kcm_port) = (free_port(), free_port(), free_port(), free_port());
+        let (client_port, peer_port, port, kcm_port) =
+            (free_port(), free_port(), free_port(), free_port());
         let d = |p: &str| dir.join(p).display().to_string();
         let mut pids = Vec::new();
         let etcd_child = spawn(
@@ -182,7 +192,11 @@ impl TestEnv {
         // The watchdog: stop the servers by PID once this test process is gone.
         let me = std::process::id();
         let watchdog = |pids: &[u32]| {
-            let list = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+            let list = pids
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" ");
             Command::new("bash")
                 .arg("-c")
                 .arg(format!(
@@ -209,13 +223,24 @@ impl TestEnv {
             pids,
         };
         let admin = env.client(ADMIN_TOKEN);
-        wait_until("kube-apiserver", &dir, "kube-apiserver.log", Duration::from_secs(90), || {
-            admin.get_text("/readyz").map(|t| t.trim() == "ok").unwrap_or(false)
-        });
-        std::fs::write(dir.join("admin.kubeconfig"), env.kubeconfig(ADMIN_TOKEN)).expect("kubeconfig");
+        wait_until(
+            "kube-apiserver",
+            &dir,
+            "kube-apiserver.log",
+            Duration::from_secs(90),
+            || {
+                admin
+                    .get_text("/readyz")
+                    .map(|t| t.trim() == "ok")
+                    .unwrap_or(false)
+            },
+        );
+        std::fs::write(dir.join("admin.kubeconfig"), env.kubeconfig(ADMIN_TOKEN))
+            .expect("kubeconfig");
         let b64 = |p: &str| {
             use base64::Engine;
-            base64::engine::general_purpose::STANDARD.encode(std::fs::read(dir.join(p)).expect("pem"))
+            base64::engine::general_purpose::STANDARD
+                .encode(std::fs::read(dir.join(p)).expect("pem"))
         };
         let cert_kc = json!({
             "apiVersion": "v1", "kind": "Config",
@@ -224,7 +249,11 @@ impl TestEnv {
             "contexts": [{"name": "admin", "context": {"cluster": "test", "user": "admin"}}],
             "current-context": "admin",
         });
-        std::fs::write(&env.admin_cert_kubeconfig, serde_yaml_ng::to_string(&cert_kc).expect("yaml")).expect("kubeconfig");
+        std::fs::write(
+            &env.admin_cert_kubeconfig,
+            serde_yaml_ng::to_string(&cert_kc).expect("yaml"),
+        )
+        .expect("kubeconfig");
 
         let kcm = assets.join("kube-controller-manager");
         if kcm.is_file() {
@@ -283,11 +312,21 @@ impl TestEnv {
     /// Create (or replace) CRDs from YAML files and wait until they are Established.
     pub fn install_crds(&self, files: &[PathBuf]) {
         let admin = self.admin();
-        let crd = Resource::new("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false);
+        let crd = Resource::new(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+        );
         for f in files {
-            let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let text =
+                std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
             for doc in crate::objects::parse_documents(&text).expect("CRD yaml") {
-                let name = doc.pointer("/metadata/name").and_then(Value::as_str).expect("CRD name").to_string();
+                let name = doc
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .expect("CRD name")
+                    .to_string();
                 if admin.get(&crd, None, &name).expect("get CRD").is_none() {
                     if let Err(e) = admin.create(&crd, None, &doc) {
                         if !e.is_conflict() {
@@ -296,7 +335,14 @@ impl TestEnv {
                     }
                 }
                 admin
-                    .wait_for_conditions(&crd, None, &name, &[("Established", "True")], Duration::from_secs(30), Duration::from_millis(200))
+                    .wait_for_conditions(
+                        &crd,
+                        None,
+                        &name,
+                        &[("Established", "True")],
+                        Duration::from_secs(30),
+                        Duration::from_millis(200),
+                    )
                     .unwrap_or_else(|e| panic!("CRD {name}: {e}"));
             }
         }
@@ -339,7 +385,8 @@ impl FakeOAuth {
     /// Start it with one `user:password` login; `challenge=false` makes it refuse to offer Basic login.
     pub fn start(env: &TestEnv, user: &str, password: &str, challenge: bool) -> FakeOAuth {
         use std::io::BufRead;
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fake_openshift_oauth.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/fake_openshift_oauth.py");
         let mut cmd = Command::new("python3");
         cmd.arg(&script)
             .arg("--cert")
@@ -359,8 +406,14 @@ impl FakeOAuth {
         std::io::BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
             .expect("fake OAuth server output");
-        let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("fake OAuth server said {line:?}"));
-        FakeOAuth { url: format!("https://127.0.0.1:{port}"), child }
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .unwrap_or_else(|| panic!("fake OAuth server said {line:?}"));
+        FakeOAuth {
+            url: format!("https://127.0.0.1:{port}"),
+            child,
+        }
     }
 }
 
