@@ -27,7 +27,8 @@ fn connection_opts(prefix: &'static str) -> Vec<Opt> {
     // The option names are static strings; pick them per side.
     let n = |hub: &'static str, spoke: &'static str| if prefix == "hub" { hub } else { spoke };
     vec![
-        Opt::str(n("hub_kubeconfig", "spoke_kubeconfig")),
+        // A kubeconfig given as text holds credentials.
+        Opt::str(n("hub_kubeconfig", "spoke_kubeconfig")).no_log(),
         Opt::str(n("hub_context", "spoke_context")),
         Opt::str(n("hub_host", "spoke_host")),
         Opt::str(n("hub_api_key", "spoke_api_key")).no_log(),

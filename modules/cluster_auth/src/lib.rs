@@ -29,7 +29,9 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("api_url")
             .aliases(&["host"])
             .env(&["K8S_AUTH_HOST"]),
-        Opt::str("kubeconfig").env(&["K8S_AUTH_KUBECONFIG"]),
+        Opt::str("kubeconfig")
+            .no_log()
+            .env(&["K8S_AUTH_KUBECONFIG"]),
         Opt::str("context").env(&["K8S_AUTH_CONTEXT"]),
         Opt::str("username").env(&["K8S_AUTH_USERNAME"]),
         Opt::str("password").no_log().env(&["K8S_AUTH_PASSWORD"]),
@@ -98,9 +100,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         validate_certs: o.validate_certs,
     };
     let mut conn = params.resolve().map_err(Failure::new)?;
-    if let Some(t) = &conn.token {
-        m.add_secret(t.clone());
-    }
+    // Tokens learnt at run time (kubeconfig, OAuth) are returned as `api_key` on success — that is
+    // the module's purpose, and masking them would hand later tasks a useless placeholder (use
+    // `no_log: true` on the task). Every failure masks them (see `present`).
     if !conn.tls.validate_certs {
         m.warn(format!(
             "validate_certs is off: the certificate of {} is not checked",
@@ -108,9 +110,28 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         ));
     }
     if o.state == "absent" {
+        if let Some(t) = &conn.token {
+            m.add_secret(t.clone());
+        }
         return revoke(m, &conn);
     }
+    let mut learnt = conn.token.clone();
+    let r = present(m, &o, conn, &mut learnt);
+    if r.is_err() {
+        if let Some(t) = learnt {
+            m.add_secret(t);
+        }
+    }
+    r
+}
 
+/// `state: present`; `learnt` receives any token obtained, so that failures can mask it.
+fn present(
+    m: &mut Module,
+    o: &Opts,
+    mut conn: kube_client::Connection,
+    learnt: &mut Option<String>,
+) -> Result<Outcome, Failure> {
     let mut method = if o.password.is_some() {
         "password"
     } else if o.api_key.is_some() {
@@ -125,7 +146,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         let user = o.username.clone().unwrap_or_else(|| "kubeadmin".into());
         let tok = oauth::login(&conn, &user, pw)
             .map_err(|e| kube_fail(&format!("OAuth login to {}", conn.server), e))?;
-        m.add_secret(tok.access_token.clone());
+        *learnt = Some(tok.access_token.clone());
         if let Some(secs) = tok.expires_in {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)

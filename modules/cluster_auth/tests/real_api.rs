@@ -2,7 +2,9 @@
 //! kube-apiserver v1.20.2 + etcd, and against the repository's fake OpenShift OAuth endpoint.
 
 use kube_client::objects::known;
-use kube_client::testenv::{fixture_crds, FakeOAuth, TestEnv, ADMIN_TOKEN, VIEWER_TOKEN};
+use kube_client::testenv::{
+    fixture_crds, FakeOAuth, TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN,
+};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "Canary-Pass-12345-abcde";
@@ -55,10 +57,15 @@ fn api_key_and_kubeconfigs() {
     assert!(!r.to_string().contains(ADMIN_TOKEN), "{r}");
 
     // Token kubeconfig given as text.
-    let r = ok(json!({"kubeconfig": env.kubeconfig(ADMIN_TOKEN)}));
+    let r = ok(json!({"kubeconfig": env.kubeconfig(KUBECONFIG_TOKEN)}));
     assert_eq!(r["auth_method"], json!("kubeconfig"));
     assert_eq!(r["username"], json!("test"));
-    assert!(!r.to_string().contains(ADMIN_TOKEN), "{r}");
+    // The kubeconfig's token is returned for later tasks; the kubeconfig text itself is no_log.
+    assert_eq!(r["api_key"], json!(KUBECONFIG_TOKEN));
+    assert_eq!(
+        r["invocation"]["module_args"]["kubeconfig"],
+        json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER")
+    );
 
     // Installer-style kubeconfig file with a client certificate.
     let r = ok(
@@ -122,9 +129,24 @@ fn password_login_and_revocation_via_oauth() {
     assert_eq!(r["username"], json!("kube:admin"));
     assert_eq!(r["token_expires_in"], json!(86400));
     assert!(r["token_expiry"].as_str().unwrap().ends_with('Z'));
-    // The obtained token is a run-time secret: masked in the output.
-    assert_eq!(r["api_key"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+    // The obtained token is returned for later tasks (and works); the password never shows.
+    let tok = r["api_key"].as_str().unwrap().to_string();
+    assert!(tok.starts_with("sha256~"), "{r}");
+    assert_eq!(r["k8s_auth"]["api_key"], json!(tok));
     assert!(!r.to_string().contains(PASSWORD));
+    let r = ok(json!({"api_url": oauth.url, "api_key": tok, "ca_cert": ca(env)}));
+    assert_eq!(r["username"], json!("kube:admin"));
+    // A failure after the login (here: the wait times out) masks the token.
+    let mut slow = base.clone();
+    slow["wait_for"] = json!(["nodes"]);
+    slow["timeout"] = json!(0);
+    let r = failed(slow);
+    assert!(r["msg"].as_str().unwrap().contains("timed out"), "{r}");
+    assert_eq!(
+        r["api_key"],
+        json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"),
+        "{r}"
+    );
 
     // Get a real token to revoke: call the login directly.
     let conn = kube_client::ConnectionParams {

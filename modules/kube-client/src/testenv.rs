@@ -21,6 +21,8 @@ use crate::objects::Resource;
 pub const DEFAULT_ASSETS: &str = "/var/cache/proxshift/kube-v1.20.2/bin";
 pub const ADMIN_TOKEN: &str = "admin-token-canary-5f1e";
 pub const VIEWER_TOKEN: &str = "viewer-token-canary-9c2a";
+/// A second cluster-admin token, for kubeconfigs (tests keep it out of no_log options).
+pub const KUBECONFIG_TOKEN: &str = "kubeconfig-token-canary-41b7";
 
 pub struct TestEnv {
     pub dir: PathBuf,
@@ -145,7 +147,7 @@ impl TestEnv {
         make_pki(&dir);
         std::fs::write(
             dir.join("tokens.csv"),
-            format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n"),
+            format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n{KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n"),
         )
         .expect("tokens");
         let (client_port, peer_port, port, kcm_port) =
