@@ -99,7 +99,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         ca_cert: o.ca_cert.clone(),
         validate_certs: o.validate_certs,
     };
-    let mut conn = params.resolve().map_err(Failure::new)?;
+    let conn = params.resolve().map_err(Failure::new)?;
     // Tokens learnt at run time (kubeconfig, OAuth) are returned as `api_key` on success — that is
     // the module's purpose, and masking them would hand later tasks a useless placeholder (use
     // `no_log: true` on the task). Every failure masks them (see `present`).
@@ -116,7 +116,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         return revoke(m, &conn);
     }
     let mut learnt = conn.token.clone();
-    let r = present(m, &o, conn, &mut learnt);
+    let r = present(&o, conn, &mut learnt);
     if r.is_err() {
         if let Some(t) = learnt {
             m.add_secret(t);
@@ -127,7 +127,6 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 
 /// `state: present`; `learnt` receives any token obtained, so that failures can mask it.
 fn present(
-    m: &mut Module,
     o: &Opts,
     mut conn: kube_client::Connection,
     learnt: &mut Option<String>,
