@@ -7,16 +7,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use kube_client::objects::{known, Resource};
-use kube_client::testenv::{fixture_crds, unique, TestEnv, ADMIN_TOKEN, VIEWER_TOKEN};
+use kube_client::testenv::{unique, TestEnv, ADMIN_TOKEN, VIEWER_TOKEN};
 use serde_json::{json, Value};
 
 const SPOKE_TOKEN: &str = "spoke-token-canary-3e8d";
 
 fn env() -> &'static TestEnv {
-    let e = TestEnv::shared();
-    static CRDS: std::sync::Once = std::sync::Once::new();
-    CRDS.call_once(|| e.install_crds(&fixture_crds()));
-    e
+    TestEnv::with_crds()
 }
 
 fn module(args: Value) -> (Value, i32) {
@@ -304,6 +301,38 @@ fn import_secret(c: &str, agent_ns: &str, bootstrap: &str) -> Value {
                  "expiration": b64("2027-11-27T00:00:00Z"), "creation": b64("2026-12-02T00:00:00Z")}})
 }
 
+/// The hub rotates the import manifests (a new bootstrap kubeconfig).
+fn rerender_import(c: &str, agent_ns: &str, bootstrap: &str) {
+    let hub = TestEnv::shared().admin();
+    let sec = known::secrets();
+    let name = format!("{c}-import");
+    let mut s = import_secret(c, agent_ns, bootstrap);
+    s["metadata"]["resourceVersion"] =
+        hub.get(&sec, Some(c), &name).unwrap().unwrap()["metadata"]["resourceVersion"].clone();
+    hub.replace(&sec, Some(c), &name, &s).unwrap();
+}
+
+/// Someone edits the bootstrap secret by hand with server-side apply (field manager `kubectl-edit`).
+fn hand_edit(agent_ns: &str, force: bool) -> Result<Vec<u8>, kube_client::KubeError> {
+    let sec = known::secrets();
+    let body = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
+        "data": {"kubeconfig": b64("edited-by-hand")}});
+    let path = format!(
+        "{}?fieldManager=kubectl-edit{}",
+        sec.item(Some(agent_ns), "bootstrap-hub-kubeconfig"),
+        if force { "&force=true" } else { "" }
+    );
+    TestEnv::shared().admin().send(
+        "PATCH",
+        &path,
+        Some((
+            "application/apply-patch+yaml",
+            body.to_string().into_bytes(),
+        )),
+    )
+}
+
 #[test]
 fn manual_import_waits_for_the_import_secret_and_applies_it() {
     let env = env();
@@ -384,23 +413,10 @@ fn manual_import_waits_for_the_import_secret_and_applies_it() {
 
     // Someone else owns a field of the bootstrap secret now; a new bootstrap from the hub conflicts.
     let sec = known::secrets();
-    hub.send("PATCH", &format!("{}?fieldManager=kubectl-edit", sec.item(Some(&agent_ns), "bootstrap-hub-kubeconfig")),
-        Some(("application/apply-patch+yaml", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
-            "data": {"kubeconfig": b64("edited-by-hand")}}).to_string().into_bytes()))).unwrap_err();
-    // (a plain apply by another manager over our field is itself a conflict; force it as a human would)
-    hub.send("PATCH", &format!("{}?fieldManager=kubectl-edit&force=true", sec.item(Some(&agent_ns), "bootstrap-hub-kubeconfig")),
-        Some(("application/apply-patch+yaml", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
-            "data": {"kubeconfig": b64("edited-by-hand")}}).to_string().into_bytes()))).unwrap();
-    hub.replace(&sec, Some(&c), &format!("{c}-import"), &{
-        let mut s = import_secret(&c, &agent_ns, "bootstrap-v2");
-        s["metadata"]["resourceVersion"] = hub
-            .get(&sec, Some(&c), &format!("{c}-import"))
-            .unwrap()
-            .unwrap()["metadata"]["resourceVersion"]
-            .clone();
-        s
-    })
-    .unwrap();
+    // A plain apply by another manager over our field is itself a conflict; force it, as a human would.
+    assert!(hand_edit(&agent_ns, false).unwrap_err().is_conflict());
+    hand_edit(&agent_ns, true).unwrap();
+    rerender_import(&c, &agent_ns, "bootstrap-v2");
     let r = failed(args.clone());
     let msg = r["msg"].as_str().unwrap();
     assert!(
@@ -419,16 +435,7 @@ fn manual_import_waits_for_the_import_secret_and_applies_it() {
 
     // Once joined, the (rotating) import manifests are not reapplied.
     hub.patch_status(&known::managed_clusters(), None, &c, &json!({"status": {"conditions": [cond("ManagedClusterJoined", "True"), cond("ManagedClusterConditionAvailable", "True")]}})).unwrap();
-    hub.replace(&sec, Some(&c), &format!("{c}-import"), &{
-        let mut s = import_secret(&c, &agent_ns, "bootstrap-v3");
-        s["metadata"]["resourceVersion"] = hub
-            .get(&sec, Some(&c), &format!("{c}-import"))
-            .unwrap()
-            .unwrap()["metadata"]["resourceVersion"]
-            .clone();
-        s
-    })
-    .unwrap();
+    rerender_import(&c, &agent_ns, "bootstrap-v3");
     let r = ok(merged(args, json!({"wait": true})));
     assert_eq!(r["changed"], json!(false), "{r:#}");
     assert_eq!(r["joined"], json!(true));

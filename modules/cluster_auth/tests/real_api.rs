@@ -2,18 +2,13 @@
 //! kube-apiserver v1.20.2 + etcd, and against the repository's fake OpenShift OAuth endpoint.
 
 use kube_client::objects::known;
-use kube_client::testenv::{
-    fixture_crds, FakeOAuth, TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN,
-};
+use kube_client::testenv::{FakeOAuth, TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "Canary-Pass-12345-abcde";
 
 fn env() -> &'static TestEnv {
-    let e = TestEnv::shared();
-    static CRDS: std::sync::Once = std::sync::Once::new();
-    CRDS.call_once(|| e.install_crds(&fixture_crds()));
-    e
+    TestEnv::with_crds()
 }
 
 /// Run the module with these args; returns (result, exit code).

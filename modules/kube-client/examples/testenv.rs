@@ -6,11 +6,10 @@
 
 use std::io::Read;
 
-use kube_client::testenv::{fixture_crds, TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN};
+use kube_client::testenv::{TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN};
 
 fn main() {
-    let env = TestEnv::shared();
-    env.install_crds(&fixture_crds());
+    let env = TestEnv::with_crds();
     let info = serde_json::json!({
         "url": env.url,
         "ca_cert": env.ca_path,

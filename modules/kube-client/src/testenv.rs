@@ -123,6 +123,14 @@ impl TestEnv {
         ENV.get_or_init(TestEnv::start)
     }
 
+    /// [`TestEnv::shared`] with the repository's fixture CRDs installed (once).
+    pub fn with_crds() -> &'static TestEnv {
+        static CRDS: std::sync::Once = std::sync::Once::new();
+        let env = TestEnv::shared();
+        CRDS.call_once(|| env.install_crds(&fixture_crds()));
+        env
+    }
+
     // The servers outlive every test of the binary; the watchdog, not `wait()`, ends and reaps them.
     #[allow(clippy::zombie_processes)]
     fn start() -> TestEnv {

@@ -3,15 +3,12 @@
 use std::time::Duration;
 
 use kube_client::objects::{known, Resource};
-use kube_client::testenv::{fixture_crds, unique, TestEnv, VIEWER_TOKEN};
+use kube_client::testenv::{unique, TestEnv, VIEWER_TOKEN};
 use kube_client::{Client, ConnectionParams, KubeError, Method, PatchType, WaitError};
 use serde_json::json;
 
 fn env() -> &'static TestEnv {
-    let e = TestEnv::shared();
-    static CRDS: std::sync::Once = std::sync::Once::new();
-    CRDS.call_once(|| e.install_crds(&fixture_crds()));
-    e
+    TestEnv::with_crds()
 }
 
 fn secret(ns: &str, name: &str) -> serde_json::Value {
