@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
-use kube_client::objects::{conditions, known, name_of, parse_documents, unmet, Resource};
+use kube_client::objects::{
+    clean_manifest, conditions, known, name_of, parse_documents, unmet, Resource,
+};
 use kube_client::{Client, ConnectionParams, Ensured, KubeError, Method, Poll, WaitError};
 use resources::{Addons, SpokeCredentials};
 use serde::Deserialize;
@@ -412,7 +414,7 @@ fn manual_import(
     for (file, text) in [("crds.yaml", &crds), ("import.yaml", &import)] {
         let docs =
             parse_documents(text).map_err(|e| report.fail(format!("{secret_name} {file}: {e}")))?;
-        for doc in docs {
+        for doc in docs.iter().map(clean_manifest) {
             let api_version = doc
                 .get("apiVersion")
                 .and_then(Value::as_str)

@@ -272,7 +272,9 @@ fn auto_import_with_spoke_kubeconfig_and_keep_annotation() {
 
 fn klusterlet_crd() -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "klusterlets.operator.open-cluster-management.io"},
+        // Like controller-gen output: a null creationTimestamp and an empty status.
+        "metadata": {"name": "klusterlets.operator.open-cluster-management.io", "creationTimestamp": null},
+        "status": {"acceptedNames": {"kind": "", "plural": ""}, "conditions": [], "storedVersions": []},
         "spec": {"group": "operator.open-cluster-management.io", "scope": "Cluster",
             "names": {"kind": "Klusterlet", "listKind": "KlusterletList", "plural": "klusterlets", "singular": "klusterlet"},
             "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},

@@ -220,6 +220,22 @@ pub fn mask_secret(obj: &Value) -> Value {
     o
 }
 
+/// A manifest as it should be applied and compared: without `status` (the server owns it; generated
+/// CRD files carry an empty one) and without `metadata.creationTimestamp: null` (from `-o yaml` dumps),
+/// either of which would make an unchanged object look different on every run.
+pub fn clean_manifest(doc: &Value) -> Value {
+    let mut d = doc.clone();
+    if let Some(m) = d.as_object_mut() {
+        m.remove("status");
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            if meta.get("creationTimestamp").is_some_and(Value::is_null) {
+                meta.remove("creationTimestamp");
+            }
+        }
+    }
+    d
+}
+
 /// `metadata.name` and `metadata.namespace`.
 pub fn name_of(obj: &Value) -> (Option<String>, Option<String>) {
     (
@@ -348,6 +364,18 @@ mod tests {
             json!({"metadata": {"name": "s"}, "data": {"token": "c2VjcmV0"}})
         );
         assert_eq!(mask_secret(&cur)["data"]["token"], json!("<hidden>"));
+    }
+
+    #[test]
+    fn manifests_lose_status_and_null_timestamps() {
+        let d = json!({"kind": "CustomResourceDefinition", "metadata": {"name": "x", "creationTimestamp": null},
+            "spec": {"group": "g"}, "status": {"storedVersions": [], "acceptedNames": {"kind": ""}}});
+        assert_eq!(
+            clean_manifest(&d),
+            json!({"kind": "CustomResourceDefinition", "metadata": {"name": "x"}, "spec": {"group": "g"}})
+        );
+        let keep = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(clean_manifest(&keep), keep);
     }
 
     #[test]
