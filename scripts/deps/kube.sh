@@ -21,6 +21,11 @@ have_cached() {
         "$BIN/kube-apiserver" --version 2>/dev/null | grep -q 'v1.20.2'
 }
 
+# Only etcd lost (package removed)? Reinstall it instead of rebuilding the apiserver.
+if [ -x "$BIN/kube-apiserver" ] && [ ! -x "$BIN/etcd" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server >&2 || true
+    ln -sf "$(command -v etcd || echo /usr/bin/etcd)" "$BIN/etcd"
+fi
 if have_cached; then
     log "cached binaries present in $BIN"
     echo "$BIN"

@@ -263,6 +263,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         }
     }
     // 3. ManagedCluster, labels merged into whatever the hub already has.
+    if let Some(set) = o.clusterset.as_deref().filter(|s| !s.is_empty()) {
+        check_clusterset(m, &hub, set);
+    }
     let mc = resources::managed_cluster(
         name,
         &o.labels,
@@ -347,6 +350,22 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 
 fn report_fail(r: &Report, e: KubeError) -> Failure {
     r.fail(format!("{e}"))
+}
+
+/// A clusterset label naming a set that does not exist puts the cluster in no set at all: warn.
+/// (Unreadable sets — no RBAC, an old hub — are not worth failing over.)
+fn check_clusterset(m: &mut Module, hub: &Client, set: &str) {
+    let sets = Resource::new(
+        "cluster.open-cluster-management.io/v1beta2",
+        "ManagedClusterSet",
+        "managedclustersets",
+        false,
+    );
+    if let Ok(None) = hub.get(&sets, None, set) {
+        m.warn(format!(
+            "ManagedClusterSet {set:?} does not exist on the hub; the cluster joins no set until it is created"
+        ));
+    }
 }
 
 fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, Failure> {

@@ -133,9 +133,22 @@ fn auto_import_check_create_rerun_labels_and_join() {
     assert_eq!(kac["spec"]["searchCollector"]["enabled"], json!(false));
     assert_eq!(kac["spec"]["policyController"]["enabled"], json!(true));
 
-    // Rerun: nothing to do.
+    let w = r["warnings"].to_string();
+    assert!(
+        w.contains("ManagedClusterSet \\\"lab-set\\\" does not exist"),
+        "{w}"
+    );
+
+    // Rerun: nothing to do. With the clusterset created, no warning either.
+    hub.create(
+        &Resource::new("cluster.open-cluster-management.io/v1beta2", "ManagedClusterSet", "managedclustersets", false),
+        None,
+        &json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "lab-set"}, "spec": {}}),
+    )
+    .unwrap();
     let r = ok(base.clone());
     assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert!(r.get("warnings").is_none(), "{r:#}");
 
     // The hub detects cloud/vendor and adds its own label; a label change must merge, not reset them.
     hub.patch(&known::managed_clusters(), None, &c, &json!({"metadata": {"labels": {"cloud": "Other", "vendor": "OpenShift", "feature.open-cluster-management.io/addon-x": "available"}}}), kube_client::PatchType::Merge).unwrap();
