@@ -8,7 +8,7 @@
 pub mod readiness;
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
 use kube_client::oauth;
@@ -140,6 +140,33 @@ fn present(
     } else {
         "none"
     };
+    let mut targets: Vec<&str> = TARGETS
+        .iter()
+        .copied()
+        .filter(|t| o.wait_for.iter().any(|w| w == t))
+        .collect();
+    targets.dedup();
+    let expected = o.expected_nodes.map(|n| n as u64);
+    let total = Duration::from_secs(o.timeout as u64);
+    let interval = Duration::from_secs(o.poll_interval as u64);
+    let started = Instant::now();
+    let mut last: Map<String, Value> = Map::new();
+    // The API may still be coming up: wait for it first, anonymously (`/readyz` is public, and a
+    // token the server cannot check yet would only turn into a 401), then log in.
+    if targets.contains(&"api") {
+        let mut anon = conn.clone();
+        anon.token = None;
+        anon.basic = None;
+        anon.tls.identity_pem = None;
+        let c = Client::new(&anon).map_err(|e| kube_fail("setting up the client", e))?;
+        if let Err(e) = proxshift_wait(&c, &["api"], None, &mut last, total, interval) {
+            let data = Map::from_iter([
+                ("host".to_string(), json!(conn.server)),
+                ("readiness".to_string(), Value::Object(last)),
+            ]);
+            return Err(wait_failure(e, &conn.server, data));
+        }
+    }
     let mut expiry: (Option<u64>, Option<String>) = (None, None);
     if let Some(pw) = &o.password {
         let user = o.username.clone().unwrap_or_else(|| "kubeadmin".into());
@@ -185,48 +212,45 @@ fn present(
             json!({"host": conn.server, "api_key": conn.token, "ca_cert": ca, "validate_certs": conn.tls.validate_certs, "username": username}),
         );
 
-    if o.wait_for.is_empty() {
+    if targets.is_empty() {
         return Ok(out.msg(format!("authenticated to {} ({method})", conn.server)));
     }
-    let mut targets: Vec<&str> = TARGETS
-        .iter()
-        .copied()
-        .filter(|t| o.wait_for.iter().any(|w| w == t))
-        .collect();
-    targets.dedup();
-    let expected = o.expected_nodes.map(|n| n as u64);
-    let mut last: Map<String, Value> = Map::new();
-    let waited = proxshift_wait(
-        &client,
-        &targets,
-        expected,
-        &mut last,
-        o.timeout as u64,
-        o.poll_interval as u64,
-    );
+    let rest: Vec<&str> = targets.iter().copied().filter(|t| *t != "api").collect();
+    let waited = if rest.is_empty() {
+        Ok(())
+    } else {
+        let left = total.saturating_sub(started.elapsed());
+        proxshift_wait(&client, &rest, expected, &mut last, left, interval)
+    };
     let version = last
         .get("clusterversion")
         .and_then(|c| c.get("version"))
         .cloned()
         .unwrap_or(Value::Null);
     out = out
-        .with("readiness", Value::Object(last.clone()))
+        .with("readiness", Value::Object(last))
         .with("version", version);
     match waited {
         Ok(()) => Ok(out.msg(format!("{} is ready ({})", conn.server, targets.join(", ")))),
-        Err(WaitError::Timeout { waited, pending }) => {
+        Err(e) => Err(wait_failure(e, &conn.server, out.data)),
+    }
+}
+
+/// A failed wait as the module's failure: on a timeout, what was still pending (also as a list).
+fn wait_failure(e: WaitError<KubeError>, server: &str, data: Map<String, Value>) -> Failure {
+    match e {
+        WaitError::Timeout { waited, pending } => {
             let list: Vec<String> = pending.split(" | ").map(str::to_string).collect();
             let mut f = Failure::new(format!(
-                "timed out after {}s waiting for {}: still pending: {pending}",
-                waited.as_secs(),
-                conn.server
+                "timed out after {}s waiting for {server}: still pending: {pending}",
+                waited.as_secs()
             ));
-            for (k, v) in out.data {
+            for (k, v) in data {
                 f = f.with(&k, v);
             }
-            Err(f.with("pending", json!(list)))
+            f.with("pending", json!(list))
         }
-        Err(WaitError::Failed(e)) => Err(kube_fail("checking readiness", e)),
+        WaitError::Failed(e) => kube_fail("checking readiness", e),
     }
 }
 
@@ -295,26 +319,22 @@ fn proxshift_wait(
     targets: &[&str],
     expected: Option<u64>,
     last: &mut Map<String, Value>,
-    timeout: u64,
-    interval: u64,
+    timeout: Duration,
+    interval: Duration,
 ) -> Result<(), WaitError<KubeError>> {
-    kube_client::wait_for(
-        Duration::from_secs(timeout),
-        Duration::from_secs(interval),
-        || {
-            let mut pending = Vec::new();
-            for t in targets {
-                let s = look(client, t, expected)?;
-                pending.extend(s.pending.iter().cloned());
-                last.insert(t.to_string(), s.to_json());
-            }
-            Ok(if pending.is_empty() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending(pending.join(" | "))
-            })
-        },
-    )
+    kube_client::wait_for(timeout, interval, || {
+        let mut pending = Vec::new();
+        for t in targets {
+            let s = look(client, t, expected)?;
+            pending.extend(s.pending.iter().cloned());
+            last.insert(t.to_string(), s.to_json());
+        }
+        Ok(if pending.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending(pending.join(" | "))
+        })
+    })
 }
 
 /// `state: absent`: revoke the OAuth token in use (the token authorises its own deletion).

@@ -358,3 +358,32 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     assert_eq!(r["readiness"]["nodes"]["total"], json!(2));
     assert!(r["msg"].as_str().unwrap().contains("is ready"));
 }
+
+#[test]
+fn waits_for_the_api_to_come_up_before_logging_in() {
+    let env = env();
+    let port = kube_client::testenv::free_port();
+    let url = format!("https://127.0.0.1:{port}");
+    let args = json!({"api_url": url, "password": PASSWORD, "ca_cert": ca(env), "wait_for": ["api"], "timeout": 2, "poll_interval": 1});
+    // Nothing listens yet: a timeout that says why.
+    let r = failed(args.clone());
+    let pending = r["pending"].to_string();
+    assert!(
+        pending.contains("api /readyz") && pending.to_lowercase().contains("refused"),
+        "{r:#}"
+    );
+    assert_eq!(r["readiness"]["api"]["ready"], json!(false));
+
+    // The API (with its OAuth server) comes up while the module waits; then the login happens.
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        FakeOAuth::start_on(TestEnv::shared(), "kubeadmin", PASSWORD, true, port)
+    });
+    let mut args = args;
+    args["timeout"] = json!(30);
+    let r = ok(args);
+    let _server = t.join().unwrap();
+    assert_eq!(r["readiness"]["api"]["ready"], json!(true));
+    assert_eq!(r["username"], json!("kube:admin"));
+    assert!(r["api_key"].as_str().unwrap().starts_with("sha256~"));
+}

@@ -49,7 +49,7 @@ pub fn assets_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_ASSETS))
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -394,6 +394,17 @@ pub struct FakeOAuth {
 impl FakeOAuth {
     /// Start it with one `user:password` login; `challenge=false` makes it refuse to offer Basic login.
     pub fn start(env: &TestEnv, user: &str, password: &str, challenge: bool) -> FakeOAuth {
+        Self::start_on(env, user, password, challenge, 0)
+    }
+
+    /// The same on a given port (0: any free one).
+    pub fn start_on(
+        env: &TestEnv,
+        user: &str,
+        password: &str,
+        challenge: bool,
+        port: u16,
+    ) -> FakeOAuth {
         use std::io::BufRead;
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/fake_openshift_oauth.py");
@@ -405,6 +416,8 @@ impl FakeOAuth {
             .arg(&env.server_key)
             .arg("--user")
             .arg(format!("{user}:{password}"))
+            .arg("--port")
+            .arg(port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
