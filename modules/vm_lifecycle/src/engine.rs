@@ -179,9 +179,14 @@ impl VmReport {
 /// A task error in plain words; memory shortage at start is the one users most need spelt out.
 pub fn explain_task_error(exitstatus: &str) -> String {
     let l = exitstatus.to_ascii_lowercase();
-    let memory = ["cannot allocate memory", "out of memory", "not enough memory", "enomem"]
-        .iter()
-        .any(|p| l.contains(p));
+    let memory = [
+        "cannot allocate memory",
+        "out of memory",
+        "not enough memory",
+        "enomem",
+    ]
+    .iter()
+    .any(|p| l.contains(p));
     if memory {
         format!(
             "the node does not have enough free memory to start the VM ({}); stop other VMs on \
@@ -339,9 +344,7 @@ impl<B: Backend> Engine<'_, B> {
                     r.msg = format!("would {} (check mode)", r.actions.join(", then "));
                     return r;
                 }
-                r = match self.act(r, vm, &obs, &ops, expect) {
-                    Ok(r) | Err(r) => r,
-                };
+                r = self.act(r, vm, &obs, &ops, expect);
                 if r.failed {
                     return r;
                 }
@@ -361,13 +364,14 @@ impl<B: Backend> Engine<'_, B> {
         obs: &Observed,
         ops: &[Op],
         expect: Power,
-    ) -> Result<VmReport, VmReport> {
+    ) -> VmReport {
         let s = &self.settings;
         let b = self.backend;
         // `suspended` is hibernation: start resumes it, so it is no obstacle.
         if obs.lock.as_deref().is_some_and(|l| l != "suspended") {
-            b.wait_unlocked(&vm.node, vm.vmid, s.task_timeout)
-                .map_err(|e| r.clone().fail("waiting for its lock to clear", e))?;
+            if let Err(e) = b.wait_unlocked(&vm.node, vm.vmid, s.task_timeout) {
+                return r.fail("waiting for its lock to clear", e);
+            }
         }
         for op in ops {
             let timeout = s.task_timeout + op.guest_timeout();
@@ -380,7 +384,7 @@ impl<B: Backend> Engine<'_, B> {
                     let changed = r.changed;
                     let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);
                     f.changed = changed;
-                    return Err(f);
+                    return f;
                 }
             }
         }
@@ -402,7 +406,7 @@ impl<B: Backend> Engine<'_, B> {
                 r.observe(&o);
                 r.changed = true;
                 r.msg = done_message(ops);
-                Ok(r)
+                r
             }
             Err(WaitError::Timeout { pending, .. }) => {
                 let who = if obs.ha_managed {
@@ -416,13 +420,13 @@ impl<B: Backend> Engine<'_, B> {
                     vm.node,
                     settle.as_secs()
                 );
-                Err(r)
+                r
             }
             Err(WaitError::Failed(e)) => {
                 let changed = r.changed;
                 let mut f = r.fail("checking its power state", e);
                 f.changed = changed;
-                Err(f)
+                f
             }
         }
     }
@@ -442,7 +446,8 @@ impl<B: Backend> Engine<'_, B> {
         }
         if !obs.agent {
             r.failed = true;
-            r.msg = format!(
+            r.msg =
+                format!(
                 "{} on node {}: wait_for: {} needs the QEMU guest agent, which is not enabled in \
                  the VM's config (agent: 1)",
                 r.label(),
@@ -475,7 +480,11 @@ impl<B: Backend> Engine<'_, B> {
         match res {
             Ok(ips) => {
                 r.ips = ips;
-                let what = if want_ip { "has an address" } else { "guest agent answers" };
+                let what = if want_ip {
+                    "has an address"
+                } else {
+                    "guest agent answers"
+                };
                 r.msg = if r.msg.is_empty() {
                     what.to_string()
                 } else {
@@ -518,9 +527,9 @@ fn done_message(ops: &[Op]) -> String {
 
 fn keep_message(state: State, now: Power, owned: bool, remediate: bool, tag: &str) -> String {
     match state {
-        State::Status if remediate && !owned && now != Power::Running => format!(
-            "{now}; not owned (no '{tag}' tag), so remediation leaves it alone"
-        ),
+        State::Status if remediate && !owned && now != Power::Running => {
+            format!("{now}; not owned (no '{tag}' tag), so remediation leaves it alone")
+        }
         State::Status => now.to_string(),
         _ => format!("already {now}"),
     }
@@ -576,7 +585,11 @@ mod tests {
 
     #[test]
     fn start_sends_only_what_is_needed_and_reruns_are_quiet() {
-        let fake = Fake::with(&[(101, stopped(false)), (102, running(false)), (103, paused())]);
+        let fake = Fake::with(&[
+            (101, stopped(false)),
+            (102, running(false)),
+            (103, paused()),
+        ]);
         let t = [
             inv(101, "m0", "pve1", true),
             inv(102, "m1", "pve1", true),
@@ -623,7 +636,11 @@ mod tests {
         assert_eq!(r[0].after, "stopped");
         assert!(r[0].changed);
         assert_eq!(r[0].actions, vec!["shutdown"]);
-        assert!(r[0].msg.contains("would shutdown (check mode)"), "{}", r[0].msg);
+        assert!(
+            r[0].msg.contains("would shutdown (check mode)"),
+            "{}",
+            r[0].msg
+        );
         assert!(!r[1].changed);
         let (b, a) = power_diff(&r);
         assert_eq!(b, json!({"a (101)": "running", "b (102)": "stopped"}));
@@ -681,10 +698,7 @@ mod tests {
         let mut fake = Fake::with(&[(101, stopped(false))]);
         fake.fail_task.insert(101, "VM 101 already running".into());
         // The VM is running by the time we look again.
-        fake.ha_lag
-            .lock()
-            .unwrap()
-            .insert(101, (1, running(false)));
+        fake.ha_lag.lock().unwrap().insert(101, (1, running(false)));
         let r = run(&fake, settings(State::Started), &[inv(101, "a", "p", true)]);
         assert!(!r[0].failed, "{}", r[0].msg);
         assert_eq!(r[0].after, "running");
@@ -860,9 +874,17 @@ mod tests {
     #[test]
     fn helpers() {
         assert!(explain_task_error("start failed: out of memory").contains("free memory"));
-        assert_eq!(explain_task_error("VM is locked (backup)\n"), "VM is locked (backup)");
         assert_eq!(
-            routable(&["169.254.1.1".into(), "192.168.1.10".into(), "2001:db8::5".into(), "x".into()]),
+            explain_task_error("VM is locked (backup)\n"),
+            "VM is locked (backup)"
+        );
+        assert_eq!(
+            routable(&[
+                "169.254.1.1".into(),
+                "192.168.1.10".into(),
+                "2001:db8::5".into(),
+                "x".into()
+            ]),
             vec!["192.168.1.10", "2001:db8::5"]
         );
     }

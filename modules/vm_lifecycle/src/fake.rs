@@ -123,7 +123,10 @@ impl Backend for Fake {
         Ok(())
     }
     fn wait_unlocked(&self, _n: &str, vmid: u32, _t: Duration) -> Result<(), ApiError> {
-        self.sent.lock().unwrap().push((vmid, "wait_unlocked".into()));
+        self.sent
+            .lock()
+            .unwrap()
+            .push((vmid, "wait_unlocked".into()));
         Ok(())
     }
     fn guest_ips(&self, _n: &str, vmid: u32) -> Result<Vec<String>, ApiError> {
@@ -138,4 +141,3 @@ impl Backend for Fake {
         }
     }
 }
-

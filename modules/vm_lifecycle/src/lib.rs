@@ -15,6 +15,7 @@ pub mod engine;
 #[cfg(test)]
 mod fake;
 pub mod model;
+pub mod pve;
 pub mod target;
 
 use decide::Rules;
@@ -51,6 +52,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("owner_tag").default("proxshift"),
         Opt::bool("ignore_unreachable").default(false),
     ])
+    .with(pve_client::connection_options())
     .mutually_exclusive(&["vmid", "vms", "tags"])
     .mutually_exclusive(&["name", "vms", "tags"])
     .required_one_of(&["vmid", "name", "vms", "tags"])
@@ -191,16 +193,14 @@ pub fn execute<B: Backend>(
         .map_err(Failure::new)?;
     if targets.is_empty() {
         let tags = o.tags.clone().unwrap_or_default().join(", ");
-        m.warn(format!("no VM carries all of the tags [{tags}]; nothing to do"));
+        m.warn(format!(
+            "no VM carries all of the tags [{tags}]; nothing to do"
+        ));
     }
     let state = settings.state;
     let ignore_unreachable = o.ignore_unreachable;
-    let reports = Engine {
-        backend,
-        settings,
-    }
-    .run(&targets, &steps);
-    Ok(finish(m, state, ignore_unreachable, reports)?)
+    let reports = Engine { backend, settings }.run(&targets, &steps);
+    finish(m, state, ignore_unreachable, reports)
 }
 
 /// Turn the per-VM reports into the module result: totals, diff, and failure when a VM failed.
@@ -220,7 +220,10 @@ fn finish(
         .iter()
         .filter(|r| r.failed && !(r.unreachable && ignore_unreachable))
         .collect();
-    for r in reports.iter().filter(|r| r.unreachable && ignore_unreachable) {
+    for r in reports
+        .iter()
+        .filter(|r| r.unreachable && ignore_unreachable)
+    {
         m.warn(format!("{} (ignored: ignore_unreachable)", r.msg));
     }
     let vms = serde_json::to_value(&reports).unwrap_or(Value::Null);
@@ -242,7 +245,11 @@ fn finish(
             .with("totals", totals)
             .with("state", state.as_str()));
     }
-    let verb = if m.check_mode { "would change" } else { "changed" };
+    let verb = if m.check_mode {
+        "would change"
+    } else {
+        "changed"
+    };
     let msg = match state {
         State::Status if !changed => {
             let t = engine::totals(&reports);
@@ -278,10 +285,21 @@ fn finish(
         .with("state", json!(state.as_str())))
 }
 
-pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new(
-        "proxshift.proxmox.vm_lifecycle is not wired to Proxmox yet",
-    ))
+/// How often the module looks at tasks, power states and the guest agent.
+const POLL: Duration = Duration::from_millis(500);
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Options = m.options()?;
+    let conn: pve_client::ConnectionOptions = m.options()?;
+    // Options first: a bad option should not cost a login.
+    o.plan(m.check_mode).map_err(Failure::new)?;
+    let client = pve_client::Client::connect(&conn)
+        .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?
+        .with_poll_interval(POLL);
+    if let Some(t) = client.session_ticket() {
+        m.add_secret(t);
+    }
+    execute(m, &o, &client, Some(POLL))
 }
 
 #[cfg(test)]
@@ -332,7 +350,8 @@ mod tests {
     }
 
     /// Run the module through the real protocol layer with a fake Proxmox.
-    fn module(args: Value, fake: &Fake) -> (Value, i32) {
+    fn module(mut args: Value, fake: &Fake) -> (Value, i32) {
+        args["api_host"] = json!("pve.invalid");
         ansible_module::execute(&args.to_string(), "vm_lifecycle", &argument_spec(), |m| {
             let o: Options = m.options()?;
             execute(m, &o, fake, Some(Duration::from_millis(1)))
@@ -398,16 +417,26 @@ mod tests {
         let (r, code) = module(json!({"state": "status", "tags": ["proxshift"]}), &fake);
         assert_eq!(code, 1);
         assert!(
-            r["msg"].as_str().unwrap().starts_with("1 of 3 VMs failed: master-1 (102)"),
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .starts_with("1 of 3 VMs failed: master-1 (102)"),
             "{r}"
         );
-        assert_eq!(r["vms"].as_array().unwrap().len(), 3, "others still reported");
+        assert_eq!(
+            r["vms"].as_array().unwrap().len(),
+            3,
+            "others still reported"
+        );
         let (r, code) = module(
             json!({"state": "status", "tags": ["proxshift"], "ignore_unreachable": true}),
             &fake,
         );
         assert_eq!(code, 0, "{r}");
-        assert!(r["warnings"][0].as_str().unwrap().contains("unreachable"), "{r}");
+        assert!(
+            r["warnings"][0].as_str().unwrap().contains("unreachable"),
+            "{r}"
+        );
         assert_eq!(r["totals"]["unreachable"], json!(1));
     }
 
@@ -416,16 +445,49 @@ mod tests {
         let fake = cluster();
         let (r, code) = module(json!({"state": "started", "vmid": 5}), &fake);
         assert_eq!(code, 1);
-        assert!(r["msg"].as_str().unwrap().contains("vmid must be between 100"), "{r}");
-        let (r, _) = module(json!({"state": "started", "vmid": 101, "remediate": true}), &fake);
-        assert!(r["msg"].as_str().unwrap().contains("remediate applies to state: status"), "{r}");
-        let (r, _) = module(json!({"state": "started", "vms": [101], "tags": ["x"]}), &fake);
-        assert!(r["msg"].as_str().unwrap().contains("mutually exclusive"), "{r}");
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("vmid must be between 100"),
+            "{r}"
+        );
+        let (r, _) = module(
+            json!({"state": "started", "vmid": 101, "remediate": true}),
+            &fake,
+        );
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("remediate applies to state: status"),
+            "{r}"
+        );
+        let (r, _) = module(
+            json!({"state": "started", "vms": [101], "tags": ["x"]}),
+            &fake,
+        );
+        assert!(
+            r["msg"].as_str().unwrap().contains("mutually exclusive"),
+            "{r}"
+        );
         let (r, _) = module(json!({"state": "started"}), &fake);
-        assert!(r["msg"].as_str().unwrap().contains("one of the following"), "{r}");
+        assert!(
+            r["msg"].as_str().unwrap().contains("one of the following"),
+            "{r}"
+        );
         let (r, _) = module(json!({"state": "started", "vms": ["nope", 101]}), &fake);
-        assert!(r["msg"].as_str().unwrap().contains("no VM with name 'nope'"), "{r}");
-        let (r, _) = module(json!({"state": "started", "vms": [101], "order": [102]}), &fake);
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("no VM with name 'nope'"),
+            "{r}"
+        );
+        let (r, _) = module(
+            json!({"state": "started", "vms": [101], "order": [102]}),
+            &fake,
+        );
         assert!(r["msg"].as_str().unwrap().contains("order[0]"), "{r}");
         assert!(fake.sent().is_empty());
     }

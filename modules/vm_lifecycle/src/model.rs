@@ -172,7 +172,7 @@ impl Inventory {
     }
     pub fn has_tag(&self, tag: &str) -> bool {
         let t = tag.to_ascii_lowercase();
-        self.tags.iter().any(|x| *x == t)
+        self.tags.contains(&t)
     }
 }
 

@@ -40,9 +40,7 @@ impl Ref {
                 Ok(id) => Ref::Id(id),
                 Err(_) => Ref::Name(s.trim().to_string()),
             }),
-            other => Err(format!(
-                "{what}: expected a vmid or a VM name, got {other}"
-            )),
+            other => Err(format!("{what}: expected a vmid or a VM name, got {other}")),
         }
     }
 
@@ -247,7 +245,10 @@ mod tests {
         let e = one(Some(999), None).unwrap_err();
         assert!(e.contains("no VM with vmid 999"), "{e}");
         let e = one(None, Some("dup")).unwrap_err();
-        assert!(e.contains("matches 2 VMs (200 on pve1, 201 on pve2)"), "{e}");
+        assert!(
+            e.contains("matches 2 VMs (200 on pve1, 201 on pve2)"),
+            "{e}"
+        );
         let e = one(Some(9000), None).unwrap_err();
         assert!(e.contains("template"), "{e}");
     }
@@ -269,7 +270,10 @@ mod tests {
             &Selector::List(vec![Ref::Name("nope".into()), Ref::Name("dup".into())]),
         )
         .unwrap_err();
-        assert!(e.contains("name 'nope'") && e.contains("name 'dup' matches 2"), "{e}");
+        assert!(
+            e.contains("name 'nope'") && e.contains("name 'dup' matches 2"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -277,11 +281,7 @@ mod tests {
         let c = cluster();
         let got = resolve(&c, &Selector::Tags(vec!["OCP-A".into()])).unwrap();
         assert_eq!(ids(&got), vec![101, 102, 103]);
-        let got = resolve(
-            &c,
-            &Selector::Tags(vec!["ocp-a".into(), "missing".into()]),
-        )
-        .unwrap();
+        let got = resolve(&c, &Selector::Tags(vec!["ocp-a".into(), "missing".into()])).unwrap();
         assert!(got.is_empty());
     }
 
@@ -314,12 +314,15 @@ mod tests {
             vec![vec![2], vec![1, 0]]
         );
         let e = plan_steps(&c, &[json!("other")]).unwrap_err();
-        assert!(e.contains("order[0]: name 'other' is not one of the VMs"), "{e}");
-        let e = plan_steps(&c, &[json!("master-0"), json!([101])]).unwrap_err();
-        assert!(e.contains("order[1]: master-0 (101) appears in order more than once"), "{e}");
-        assert_eq!(
-            plan_steps(&c, &[json!([])]).unwrap(),
-            vec![vec![0, 1, 2]]
+        assert!(
+            e.contains("order[0]: name 'other' is not one of the VMs"),
+            "{e}"
         );
+        let e = plan_steps(&c, &[json!("master-0"), json!([101])]).unwrap_err();
+        assert!(
+            e.contains("order[1]: master-0 (101) appears in order more than once"),
+            "{e}"
+        );
+        assert_eq!(plan_steps(&c, &[json!([])]).unwrap(), vec![vec![0, 1, 2]]);
     }
 }
