@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::decide::{decide, Decision, Rules};
-use crate::model::{Inventory, Observed, Op, Power, State, WaitFor};
+use crate::model::{Inventory, Observed, Op, OpExt, Power, State, WaitFor};
 
 /// A failed Proxmox call, sorted by what the module does about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -384,13 +384,19 @@ impl<B: Backend> Engine<'_, B> {
                     let changed = r.changed;
                     let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);
                     f.changed = changed;
+                    if changed {
+                        // An earlier operation went through: report where the VM really is now.
+                        if let Ok(o) = b.status(&vm.node, vm.vmid) {
+                            f.observe(&o);
+                        }
+                    }
                     return f;
                 }
             }
         }
         // HA-managed VMs: the hastart/hastop task only asks the HA manager; the power change comes
         // later. Plain VMs are already there, so this is one status read.
-        let settle = s.task_timeout + ops.iter().map(Op::guest_timeout).sum::<Duration>();
+        let settle = s.task_timeout + ops.iter().map(OpExt::guest_timeout).sum::<Duration>();
         let label = r.label();
         let res = wait_for(settle, s.poll, || {
             let o = b.status(&vm.node, vm.vmid)?;
@@ -436,7 +442,8 @@ impl<B: Backend> Engine<'_, B> {
     fn readiness(&self, mut r: VmReport, vm: &Inventory, obs: &Observed) -> VmReport {
         let s = &self.settings;
         let b = self.backend;
-        if s.wait_for == WaitFor::Running {
+        // A health report never waits; it only picks up what the agent says right now.
+        if s.wait_for == WaitFor::Running || s.state == State::Status {
             if obs.agent {
                 if let Ok(ips) = b.guest_ips(&vm.node, vm.vmid) {
                     r.ips = routable(&ips);
@@ -507,22 +514,10 @@ impl<B: Backend> Engine<'_, B> {
 }
 
 fn done_message(ops: &[Op]) -> String {
-    let words: Vec<&str> = ops
-        .iter()
-        .map(|o| match o {
-            Op::Start => "started",
-            Op::Shutdown {
-                force_stop: true, ..
-            } => "shut down (forced after the timeout if needed)",
-            Op::Shutdown { .. } => "shut down",
-            Op::Stop => "stopped hard",
-            Op::Reboot { .. } => "rebooted",
-            Op::Reset => "reset",
-            Op::Suspend => "paused",
-            Op::Resume => "resumed",
-        })
-        .collect();
-    words.join(", then ")
+    ops.iter()
+        .map(OpExt::done)
+        .collect::<Vec<_>>()
+        .join(", then ")
 }
 
 fn keep_message(state: State, now: Power, owned: bool, remediate: bool, tag: &str) -> String {
@@ -869,6 +864,81 @@ mod tests {
         let s = fake.sent();
         assert!(s.contains(&(101, "wait_unlocked".into())));
         assert!(!s.contains(&(102, "wait_unlocked".into())));
+    }
+
+    #[test]
+    fn status_never_waits_for_readiness() {
+        let fake = Fake::with(&[(101, running(true))]);
+        let mut s = settings(State::Status);
+        s.wait_for = WaitFor::Ip;
+        s.wait_timeout = Duration::from_secs(30);
+        let t0 = Instant::now();
+        let r = run(&fake, s, &[inv(101, "a", "p", true)]);
+        assert!(!r[0].failed, "{}", r[0].msg);
+        assert!(r[0].ips.is_empty());
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_failure_after_a_sent_request_still_reports_changed() {
+        // Restart with force = shutdown then start; the start fails after the shutdown worked.
+        let mut fake = Fake::with(&[(101, running(false))]);
+        fake.fail_endpoint.insert(
+            (101, "start"),
+            "start failed: QEMU exited with code 1".into(),
+        );
+        let mut s = settings(State::Restarted);
+        s.rules.force = true;
+        let r = run(&fake, s, &[inv(101, "a", "p", true)]);
+        assert!(r[0].failed && r[0].changed, "{:?}", r[0]);
+        assert!(
+            r[0].msg
+                .contains("start (start) failed: start failed: QEMU exited"),
+            "{}",
+            r[0].msg
+        );
+        assert_eq!(
+            fake.sent(),
+            vec![(101, "shutdown".to_string()), (101, "start".to_string())]
+        );
+    }
+
+    #[test]
+    fn lock_wait_failure_is_reported() {
+        struct Locked;
+        impl Backend for Locked {
+            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+                Ok(vec![])
+            }
+            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+                let mut o = stopped(false);
+                o.lock = Some("backup".into());
+                Ok(o)
+            }
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+                panic!("must not send while locked")
+            }
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
+                Err(ApiError::Other(
+                    "timed out after 2s waiting for the lock on VM 101 to clear".into(),
+                ))
+            }
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+                Ok(vec![])
+            }
+        }
+        let r = Engine {
+            backend: &Locked,
+            settings: settings(State::Started),
+        }
+        .run(&[inv(101, "a", "p", true)], &[vec![0]]);
+        assert!(r[0].failed && !r[0].changed);
+        assert_eq!(r[0].lock.as_deref(), Some("backup"));
+        assert!(
+            r[0].msg.contains("waiting for its lock to clear failed"),
+            "{}",
+            r[0].msg
+        );
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub struct Fake {
     pub sent: Mutex<Vec<(u32, String)>>,
     pub unreachable_nodes: Vec<String>,
     pub fail_task: HashMap<u32, String>,
+    /// Fail only this endpoint of this VM.
+    pub fail_endpoint: HashMap<(u32, &'static str), String>,
     /// HA VMs reach their state only after this many extra status reads.
     pub ha_lag: Mutex<HashMap<u32, (usize, Observed)>>,
     /// Guest agent answers after this many calls, with these addresses.
@@ -97,7 +99,11 @@ impl Backend for Fake {
         std::thread::sleep(self.op_delay);
         self.active.fetch_sub(1, Ordering::SeqCst);
         self.sent.lock().unwrap().push((vmid, op.endpoint().into()));
-        if let Some(e) = self.fail_task.get(&vmid) {
+        if let Some(e) = self
+            .fail_task
+            .get(&vmid)
+            .or_else(|| self.fail_endpoint.get(&(vmid, op.endpoint())))
+        {
             return Err(ApiError::Task {
                 exitstatus: e.clone(),
                 log_tail: vec!["starting".into(), format!("TASK ERROR: {e}")],

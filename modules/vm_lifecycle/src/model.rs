@@ -93,43 +93,21 @@ impl fmt::Display for Power {
     }
 }
 
-/// One power request to Proxmox (`POST …/status/<endpoint>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    Start,
-    /// ACPI shutdown; with `force_stop` Proxmox kills the VM when `timeout` passes.
-    Shutdown {
-        timeout: Duration,
-        force_stop: bool,
-    },
-    /// Hard stop (pulling the plug).
-    Stop,
-    /// Guest reboot via ACPI; applies pending config changes.
-    Reboot {
-        timeout: Duration,
-    },
-    Reset,
-    /// Pause the guest CPUs (`qmpause`), memory stays in RAM.
-    Suspend,
-    Resume,
+/// One power request: the client's own type, so the engine and the wire agree by construction.
+pub use pve_client::power::PowerAction as Op;
+
+/// How the module talks about an operation.
+pub trait OpExt {
+    /// The word used in results (`actions`) and messages.
+    fn verb(&self) -> &'static str;
+    /// The past tense, for the per-VM message.
+    fn done(&self) -> &'static str;
+    /// How long the operation may take beyond the normal task time (the guest's own timeout).
+    fn guest_timeout(&self) -> Duration;
 }
 
-impl Op {
-    /// The `status/<endpoint>` path segment.
-    pub fn endpoint(&self) -> &'static str {
-        match self {
-            Op::Start => "start",
-            Op::Shutdown { .. } => "shutdown",
-            Op::Stop => "stop",
-            Op::Reboot { .. } => "reboot",
-            Op::Reset => "reset",
-            Op::Suspend => "suspend",
-            Op::Resume => "resume",
-        }
-    }
-
-    /// The word used in results (`actions`) and messages.
-    pub fn verb(&self) -> &'static str {
+impl OpExt for Op {
+    fn verb(&self) -> &'static str {
         match self {
             Op::Start => "start",
             Op::Shutdown {
@@ -144,8 +122,22 @@ impl Op {
         }
     }
 
-    /// How long the operation itself may take beyond the normal task time (the guest's own timeout).
-    pub fn guest_timeout(&self) -> Duration {
+    fn done(&self) -> &'static str {
+        match self {
+            Op::Start => "started",
+            Op::Shutdown {
+                force_stop: true, ..
+            } => "shut down (forced after the timeout if needed)",
+            Op::Shutdown { .. } => "shut down",
+            Op::Stop => "stopped hard",
+            Op::Reboot { .. } => "rebooted",
+            Op::Reset => "reset",
+            Op::Suspend => "paused",
+            Op::Resume => "resumed",
+        }
+    }
+
+    fn guest_timeout(&self) -> Duration {
         match self {
             Op::Shutdown { timeout, .. } | Op::Reboot { timeout } => *timeout,
             _ => Duration::ZERO,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use pve_client::power::{is_agent_unavailable, PowerAction};
+use pve_client::power::is_agent_unavailable;
 use pve_client::{Client, Error};
 
 use crate::engine::{ApiError, Backend};
@@ -22,24 +22,6 @@ pub fn classify(e: Error) -> ApiError {
         },
         e if is_agent_unavailable(&e) => ApiError::Agent(e.server_text().to_string()),
         e => ApiError::Other(e.to_string()),
-    }
-}
-
-pub fn action(op: &Op) -> PowerAction {
-    match op {
-        Op::Start => PowerAction::Start,
-        Op::Shutdown {
-            timeout,
-            force_stop,
-        } => PowerAction::Shutdown {
-            timeout: *timeout,
-            force_stop: *force_stop,
-        },
-        Op::Stop => PowerAction::Stop,
-        Op::Reboot { timeout } => PowerAction::Reboot { timeout: *timeout },
-        Op::Reset => PowerAction::Reset,
-        Op::Suspend => PowerAction::Suspend,
-        Op::Resume => PowerAction::Resume,
     }
 }
 
@@ -80,7 +62,7 @@ impl Backend for Client {
     }
 
     fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), ApiError> {
-        Client::power(self, node, vmid, &action(op), timeout)
+        Client::power(self, node, vmid, op, timeout)
             .map(|_| ())
             .map_err(classify)
     }
@@ -148,30 +130,5 @@ mod tests {
             classify(api(403, "Permission check failed")),
             ApiError::Other(_)
         ));
-    }
-
-    #[test]
-    fn ops_map_to_actions() {
-        let t = Duration::from_secs(3);
-        assert_eq!(
-            action(&Op::Shutdown {
-                timeout: t,
-                force_stop: true
-            }),
-            PowerAction::Shutdown {
-                timeout: t,
-                force_stop: true
-            }
-        );
-        for op in [
-            Op::Start,
-            Op::Stop,
-            Op::Reboot { timeout: t },
-            Op::Reset,
-            Op::Suspend,
-            Op::Resume,
-        ] {
-            assert_eq!(action(&op).endpoint(), op.endpoint());
-        }
     }
 }
