@@ -161,7 +161,7 @@ impl VmReport {
                 exitstatus,
                 log_tail,
             } => {
-                let why = explain_task_error(&exitstatus);
+                let why = explain_task_error(&exitstatus, &log_tail);
                 let tail = if log_tail.is_empty() {
                     String::new()
                 } else {
@@ -176,17 +176,19 @@ impl VmReport {
     }
 }
 
-/// A task error in plain words; memory shortage at start is the one users most need spelt out.
-pub fn explain_task_error(exitstatus: &str) -> String {
-    let l = exitstatus.to_ascii_lowercase();
-    let memory = [
+/// A task error in plain words; memory shortage at start is the one users most need spelt out. The
+/// exit status often says only `start failed: QEMU exited with code 1`; kvm's reason is in the log.
+pub fn explain_task_error(exitstatus: &str, log_tail: &[String]) -> String {
+    const MEMORY: [&str; 4] = [
         "cannot allocate memory",
         "out of memory",
         "not enough memory",
         "enomem",
-    ]
-    .iter()
-    .any(|p| l.contains(p));
+    ];
+    let memory = std::iter::once(exitstatus)
+        .chain(log_tail.iter().map(String::as_str))
+        .map(str::to_ascii_lowercase)
+        .any(|l| MEMORY.iter().any(|p| l.contains(p)));
     if memory {
         format!(
             "the node does not have enough free memory to start the VM ({}); stop other VMs on \
@@ -943,9 +945,19 @@ mod tests {
 
     #[test]
     fn helpers() {
-        assert!(explain_task_error("start failed: out of memory").contains("free memory"));
+        assert!(explain_task_error("start failed: out of memory", &[]).contains("free memory"));
+        let log = vec![
+            "kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory".to_string(),
+            "TASK ERROR: start failed: QEMU exited with code 1".to_string(),
+        ];
+        let m = explain_task_error("start failed: QEMU exited with code 1", &log);
+        assert!(
+            m.starts_with("the node does not have enough free memory"),
+            "{m}"
+        );
+        assert!(m.contains("QEMU exited with code 1"), "{m}");
         assert_eq!(
-            explain_task_error("VM is locked (backup)\n"),
+            explain_task_error("VM is locked (backup)\n", &[]),
             "VM is locked (backup)"
         );
         assert_eq!(
