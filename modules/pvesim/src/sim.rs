@@ -1201,7 +1201,7 @@ impl Sim {
         for (k, v) in &source.conf {
             if matches!(
                 k.as_str(),
-                "lock" | "template" | "meta" | "vmgenid" | "smbios1"
+                "lock" | "template" | "meta" | "vmgenid" | "smbios1" | "name"
             ) || k.starts_with("unused")
             {
                 continue;
