@@ -21,6 +21,7 @@ pub mod target;
 use decide::Rules;
 use engine::{Backend, Engine, Settings, VmReport};
 use model::{State, WaitFor};
+use pve_types::propstring::valid_tag;
 use target::{Ref, Selector};
 
 /// The module's options; the sidecar `plugins/modules/vm_lifecycle.yml` documents exactly these.
@@ -112,8 +113,11 @@ impl Options {
             }
             Selector::List(refs)
         } else if let Some(tags) = &self.tags {
-            if tags.is_empty() || tags.iter().any(|t| t.trim().is_empty()) {
-                errors.push("tags must be a list of non-empty tags".to_string());
+            if tags.is_empty() {
+                errors.push("tags must name at least one tag".to_string());
+            }
+            for t in tags.iter().filter(|t| !valid_tag(t.trim())) {
+                errors.push(format!("tags: '{t}' is not a valid Proxmox tag"));
             }
             Selector::Tags(tags.iter().map(|t| t.trim().to_ascii_lowercase()).collect())
         } else {
@@ -138,8 +142,11 @@ impl Options {
         if self.parallel < 1 {
             errors.push(format!("parallel must be 1 or more, got {}", self.parallel));
         }
-        if self.owner_tag.trim().is_empty() {
-            errors.push("owner_tag must not be empty".to_string());
+        if !valid_tag(self.owner_tag.trim()) {
+            errors.push(format!(
+                "owner_tag '{}' is not a valid Proxmox tag",
+                self.owner_tag
+            ));
         }
         let mut secs = |v: i64, n: &str| {
             seconds(v, n).unwrap_or_else(|e| {
@@ -475,6 +482,19 @@ mod tests {
         assert!(
             r["msg"].as_str().unwrap().contains("one of the following"),
             "{r}"
+        );
+        let (r, _) = module(
+            json!({"state": "status", "tags": ["ok", "bad tag"], "owner_tag": ""}),
+            &fake,
+        );
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("tags: 'bad tag' is not a valid Proxmox tag"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("owner_tag '' is not a valid Proxmox tag"),
+            "{msg}"
         );
         let (r, _) = module(json!({"state": "started", "vms": ["nope", 101]}), &fake);
         assert!(
