@@ -539,18 +539,7 @@ mod tests {
     use std::time::Instant;
 
     fn inv(vmid: u32, name: &str, node: &str, owned: bool) -> Inventory {
-        Inventory {
-            vmid,
-            name: name.into(),
-            node: node.into(),
-            tags: if owned {
-                vec!["proxshift".into()]
-            } else {
-                vec![]
-            },
-            template: false,
-            status: String::new(),
-        }
+        inventory(vmid, name, node, if owned { &["proxshift"] } else { &[] })
     }
 
     fn settings(state: State) -> Settings {

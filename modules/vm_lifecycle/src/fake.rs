@@ -28,6 +28,18 @@ pub struct Fake {
     pub op_delay: Duration,
 }
 
+/// One VM of the cluster listing.
+pub fn inventory(vmid: u32, name: &str, node: &str, tags: &[&str]) -> Inventory {
+    Inventory {
+        vmid,
+        name: name.into(),
+        node: node.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        template: false,
+        status: String::new(),
+    }
+}
+
 pub fn running(agent: bool) -> Observed {
     Observed {
         status: "running".into(),

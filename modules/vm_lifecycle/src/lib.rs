@@ -313,7 +313,6 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 mod tests {
     use super::*;
     use crate::fake::*;
-    use crate::model::Inventory;
 
     #[test]
     fn sidecar_matches_spec() {
@@ -329,17 +328,6 @@ mod tests {
         );
     }
 
-    fn inv(vmid: u32, name: &str, node: &str, tags: &[&str]) -> Inventory {
-        Inventory {
-            vmid,
-            name: name.into(),
-            node: node.into(),
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            template: false,
-            status: String::new(),
-        }
-    }
-
     fn cluster() -> Fake {
         let mut f = Fake::with(&[
             (101, stopped(false)),
@@ -348,10 +336,10 @@ mod tests {
             (200, stopped(false)),
         ]);
         f.inventory = vec![
-            inv(101, "master-0", "pve1", &["ocp1", "proxshift"]),
-            inv(102, "master-1", "pve2", &["ocp1", "proxshift"]),
-            inv(103, "master-2", "pve1", &["ocp1", "proxshift"]),
-            inv(200, "bystander", "pve1", &["ocp1"]),
+            inventory(101, "master-0", "pve1", &["ocp1", "proxshift"]),
+            inventory(102, "master-1", "pve2", &["ocp1", "proxshift"]),
+            inventory(103, "master-2", "pve1", &["ocp1", "proxshift"]),
+            inventory(200, "bystander", "pve1", &["ocp1"]),
         ];
         f
     }

@@ -197,14 +197,7 @@ mod tests {
     use serde_json::json;
 
     fn vm(vmid: u32, name: &str, node: &str, tags: &[&str]) -> Inventory {
-        Inventory {
-            vmid,
-            name: name.into(),
-            node: node.into(),
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            template: false,
-            status: "stopped".into(),
-        }
+        crate::fake::inventory(vmid, name, node, tags)
     }
 
     fn cluster() -> Vec<Inventory> {
