@@ -282,3 +282,27 @@ def test_bad_options_fail_before_any_request(run_playbook, lifecycle_sim):
     assert "remediate applies to state: status only" in run.task("remediate wrongly")["msg"]
     assert "mutually exclusive" in run.task("ambiguous")["msg"]
     assert sim.writes() == []
+
+
+def test_connection_from_module_defaults_group_and_environment(run_playbook, lifecycle_sim):
+    """The flow sets the connection once per play (action group) and keeps the secret in the env."""
+    sim = lifecycle_sim({"nodes": nodes("pve1"), "vms": [vm(101, "m0")]})
+    pb = f"""
+    - hosts: localhost
+      gather_facts: false
+      module_defaults:
+        group/proxshift.proxmox.proxmox:
+          api_host: "{sim.url}"
+          api_token_id: "root@pam!lifecycle"
+      tasks:
+        - name: start via group defaults
+          environment:
+            PROXMOX_TOKEN_SECRET: "{TOKEN_SECRET}"
+          {MODULE}:
+            name: m0
+            state: started
+    """
+    run = run_playbook(pb)
+    assert run.rc == 0, run.output
+    assert run.task("start via group defaults")["vms"][0]["after"] == "running"
+    assert_no_secret(run)
