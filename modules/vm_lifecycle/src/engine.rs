@@ -385,7 +385,6 @@ impl<B: Backend> Engine<'_, B> {
                 Err(e) => {
                     let changed = r.changed;
                     let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);
-                    f.changed = changed;
                     if changed {
                         // An earlier operation went through: report where the VM really is now.
                         if let Ok(o) = b.status(&vm.node, vm.vmid) {
@@ -412,8 +411,11 @@ impl<B: Backend> Engine<'_, B> {
         match res {
             Ok(o) => {
                 r.observe(&o);
-                r.changed = true;
-                r.msg = done_message(ops);
+                r.msg = if r.changed {
+                    done_message(ops)
+                } else {
+                    format!("already {expect} (started by someone else meanwhile)")
+                };
                 r
             }
             Err(WaitError::Timeout { pending, .. }) => {
@@ -430,12 +432,7 @@ impl<B: Backend> Engine<'_, B> {
                 );
                 r
             }
-            Err(WaitError::Failed(e)) => {
-                let changed = r.changed;
-                let mut f = r.fail("checking its power state", e);
-                f.changed = changed;
-                f
-            }
+            Err(WaitError::Failed(e)) => r.fail("checking its power state", e),
         }
     }
 
@@ -688,6 +685,8 @@ mod tests {
         let r = run(&fake, settings(State::Started), &[inv(101, "a", "p", true)]);
         assert!(!r[0].failed, "{}", r[0].msg);
         assert_eq!(r[0].after, "running");
+        assert!(!r[0].changed, "someone else started it");
+        assert!(r[0].msg.contains("meanwhile"), "{}", r[0].msg);
     }
 
     #[test]
