@@ -419,3 +419,32 @@ fn remediation_starts_owned_vms_and_leaves_others() {
     assert_eq!(vm(&r, "foreign")["owned"], json!(false));
     assert!(!running(&sim, 102));
 }
+
+#[test]
+fn works_over_tls_with_the_clusters_own_ca_and_refuses_an_unknown_one() {
+    let dir = std::env::temp_dir().join(format!("vm_lifecycle-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("pve-ca.pem");
+    let mut cfg = Config::with_seed(seed("64G", &[(101, "a", "pve1", "")]));
+    cfg.options.time_scale = 0.1;
+    cfg.tls = pvesim::Tls::Generated {
+        ca_path: Some(ca.clone()),
+    };
+    let sim = Simulator::start(cfg).unwrap();
+    assert!(sim.url().starts_with("https://"));
+
+    let (r, code) = module(&sim, json!({"state": "status", "vmid": 101}));
+    assert_eq!(code, 1, "the simulator's CA is not trusted by default: {r}");
+    let msg = r["msg"].as_str().unwrap();
+    assert!(msg.contains("cannot list the cluster's VMs"), "{msg}");
+    assert!(msg.contains("invalid peer certificate"), "{msg}");
+    assert!(sim.writes().is_empty());
+
+    let (r, code) = module(
+        &sim,
+        json!({"state": "started", "vmid": 101, "ca_path": ca.to_str().unwrap()}),
+    );
+    assert_eq!(code, 0, "{r}");
+    assert!(running(&sim, 101));
+    std::fs::remove_dir_all(&dir).ok();
+}
