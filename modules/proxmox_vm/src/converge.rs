@@ -43,7 +43,12 @@ impl Ctx<'_> {
 #[derive(Debug, Clone)]
 pub enum Target {
     Existing(ClusterVm),
-    New { node: String, vmid: Option<u32> },
+    New {
+        node: String,
+        vmid: Option<u32>,
+        /// Pre-check findings allowed by `allow_overcommit`.
+        warnings: Vec<String>,
+    },
     Missing,
 }
 
@@ -243,7 +248,17 @@ pub fn run_one(ctx: &Ctx, args: &VmArgs, target: &Target) -> VmResult {
             Ok(())
         }
         (_, Target::Existing(vm)) => existing(ctx, args, vm, &mut res),
-        (_, Target::New { node, vmid }) => create(ctx, args, node, *vmid, &mut res),
+        (
+            _,
+            Target::New {
+                node,
+                vmid,
+                warnings,
+            },
+        ) => {
+            res.warnings.extend(warnings.iter().cloned());
+            create(ctx, args, node, *vmid, &mut res)
+        }
         (_, Target::Missing) => Err("internal error: no target for a present VM".into()),
     };
     if let Err(msg) = r {
@@ -530,7 +545,8 @@ fn create(
         return clone(ctx, args, cl, node, vmid, &spec, iso.as_deref(), res);
     }
     let params = spec.create_params()?;
-    res.changed_keys = params.iter().map(|(k, _)| k.clone()).collect();
+    res.changed_keys
+        .extend(params.iter().map(|(k, _)| k.clone()));
     res.changed_keys.sort();
     for (k, v) in &params {
         res.after.insert(k.clone(), json!(v));
@@ -634,7 +650,7 @@ fn clone(
         );
     }
     res.cloned = true;
-    res.changed_keys = vec!["clone".into()];
+    res.changed_keys.insert(0, "clone".into());
     res.after.insert(
         "clone".into(),
         json!(format!(

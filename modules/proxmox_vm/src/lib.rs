@@ -266,6 +266,7 @@ fn plan(
             .collect()
     });
     let mem = requested_memory(a, &ctx.snapshot);
+    let mut warnings = Vec::new();
     let node = match &a.node {
         Some(n) => {
             let l = load.iter().find(|l| &l.node == n).ok_or_else(|| {
@@ -293,6 +294,7 @@ fn plan(
                             "{msg}; set allow_overcommit: true or raise memory_adjustment"
                         ));
                     }
+                    warnings.push(format!("{msg} (allowed by allow_overcommit)"));
                 }
             }
             n.clone()
@@ -304,6 +306,7 @@ fn plan(
                 Err(e @ pve_types::PlacementError::InsufficientMemory { .. })
                     if a.allow_overcommit =>
                 {
+                    warnings.push(format!("{e} (placed anyway: allow_overcommit)"));
                     place(load, &allowed, mem, 0).map_err(|_| e.to_string())?
                 }
                 Err(e) => return Err(e.to_string()),
@@ -316,7 +319,11 @@ fn plan(
         (None, Some(_)) => Some(converge::next_vmid(ctx, a)?),
         (None, None) => None,
     };
-    Ok(Target::New { node, vmid })
+    Ok(Target::New {
+        node,
+        vmid,
+        warnings,
+    })
 }
 
 /// Carry out the plans with at most `parallel` at a time; results keep the input order.
