@@ -1,0 +1,1 @@
+//! Pure Proxmox VE types (in progress).
