@@ -108,12 +108,15 @@ fn project(g: &Global) -> Result<Project, CliError> {
     let here = root == cwd;
     let shown = |sub: &str| {
         if here {
-            format!("{sub}")
+            sub.to_string()
         } else {
             root.join(sub).display().to_string()
         }
     };
-    let inventory = g.inventory.clone().unwrap_or_else(|| format!("{}/", shown("inventory")));
+    let inventory = g
+        .inventory
+        .clone()
+        .unwrap_or_else(|| format!("{}/", shown("inventory")));
     Ok(Project {
         playbooks_dir: shown("playbooks"),
         inventory,
@@ -186,7 +189,8 @@ fn clusters(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Result<i3
         ));
     }
     if g.dry_run {
-        let program = tool("ansible-inventory", &proj.root).unwrap_or_else(|| "ansible-inventory".into());
+        let program =
+            tool("ansible-inventory", &proj.root).unwrap_or_else(|| "ansible-inventory".into());
         let cmd = plan::inventory_command(&program, &proj.inventory);
         if g.json {
             print_json(&report::dry_run_json(None, &cmd));
@@ -209,7 +213,11 @@ fn clusters(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Result<i3
                 match fetched {
                     Ok((source, vms)) => {
                         live::attach(&mut inv.clusters, &vms);
-                        LiveReport { status: "ok".into(), source: Some(source), message: None }
+                        LiveReport {
+                            status: "ok".into(),
+                            source: Some(source),
+                            message: None,
+                        }
                     }
                     Err(e) => LiveReport {
                         status: "error".into(),
@@ -224,7 +232,10 @@ fn clusters(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Result<i3
         print_json(&report::clusters_json(&inv.clusters, &live));
     } else {
         let colour = use_colour(g.color, std::io::stdout().is_terminal(), &env_var);
-        print!("{}", report::clusters_text(&inv.clusters, &live, hosts, colour));
+        print!(
+            "{}",
+            report::clusters_text(&inv.clusters, &live, hosts, colour)
+        );
     }
     Ok(exit::OK)
 }
@@ -321,7 +332,12 @@ fn playbook(g: &Global, proj: &Project, call: PlaybookCall<'_>) -> Result<i32, C
         ansible_rc: outcome.rc,
         exit_code: code,
         elapsed_seconds: (outcome.elapsed.as_secs_f64() * 10.0).round() / 10.0,
-        phases: outcome.tracker.phases().iter().map(PhaseSummary::from).collect(),
+        phases: outcome
+            .tracker
+            .phases()
+            .iter()
+            .map(PhaseSummary::from)
+            .collect(),
         recap: outcome.tracker.recap().to_vec(),
         failures: outcome.tracker.failures().to_vec(),
     };
@@ -350,8 +366,14 @@ mod tests {
         std::fs::create_dir_all(d.join("playbooks")).unwrap();
         std::fs::write(d.join("playbooks/site.yaml"), "---\n").unwrap();
         std::fs::create_dir_all(d.join("inventory/group_vars")).unwrap();
-        assert_eq!(find_project_root(&d.join("inventory/group_vars")), Some(d.clone()));
-        assert_eq!(find_project_root(&std::env::temp_dir().join("nowhere-proxshift")), None);
+        assert_eq!(
+            find_project_root(&d.join("inventory/group_vars")),
+            Some(d.clone())
+        );
+        assert_eq!(
+            find_project_root(&std::env::temp_dir().join("nowhere-proxshift")),
+            None
+        );
     }
 
     #[test]
@@ -368,12 +390,21 @@ mod tests {
         };
         make(&venv.join("ansible-playbook"), 0o755);
         let path = bin.display().to_string();
-        assert_eq!(locate_tool("ansible-playbook", Some(&path), &d), Some(venv.join("ansible-playbook")));
+        assert_eq!(
+            locate_tool("ansible-playbook", Some(&path), &d),
+            Some(venv.join("ansible-playbook"))
+        );
         // Not executable: not a tool.
         make(&bin.join("ansible-playbook"), 0o644);
-        assert_eq!(locate_tool("ansible-playbook", Some(&path), &d), Some(venv.join("ansible-playbook")));
+        assert_eq!(
+            locate_tool("ansible-playbook", Some(&path), &d),
+            Some(venv.join("ansible-playbook"))
+        );
         make(&bin.join("ansible-playbook"), 0o755);
-        assert_eq!(locate_tool("ansible-playbook", Some(&path), &d), Some(bin.join("ansible-playbook")));
+        assert_eq!(
+            locate_tool("ansible-playbook", Some(&path), &d),
+            Some(bin.join("ansible-playbook"))
+        );
         assert_eq!(locate_tool("ansible-inventory", Some(&path), &d), None);
     }
 }

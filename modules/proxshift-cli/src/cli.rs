@@ -22,7 +22,13 @@ pub struct Cli {
 #[derive(Debug, Args, Clone, Default)]
 pub struct Global {
     /// Inventory to use [default: <project>/inventory/]
-    #[arg(short = 'i', long, global = true, env = "PROXSHIFT_INVENTORY", value_name = "PATH")]
+    #[arg(
+        short = 'i',
+        long,
+        global = true,
+        env = "PROXSHIFT_INVENTORY",
+        value_name = "PATH"
+    )]
     pub inventory: Option<String>,
     /// The ProxShift checkout holding playbooks/ [default: the nearest folder up from here with
     /// playbooks/site.yaml]

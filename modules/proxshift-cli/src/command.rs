@@ -89,7 +89,16 @@ mod tests {
     #[test]
     fn shell_form_round_trips_through_sh() {
         // The printed form must give back the same environment and argv when a real shell parses it.
-        let words = ["plain", "with space", "it's", "$HOME", "", "a\"b", "tab\there", "new\nline"];
+        let words = [
+            "plain",
+            "with space",
+            "it's",
+            "$HOME",
+            "",
+            "a\"b",
+            "tab\there",
+            "new\nline",
+        ];
         let cmd = Command::new("sh")
             .env("PS_X", "x y'z")
             .args(["-c", r#"printf '%s\n' "$PS_X" "$@""#, "sh"])

@@ -20,9 +20,18 @@ pub const INTERRUPTED: i32 = 130;
 pub const TABLE: &[(i32, &str)] = &[
     (OK, "success"),
     (PLAYBOOK_FAILED, "the playbook ran and failed"),
-    (USAGE, "usage error (bad option, unknown phase, destructive run not confirmed)"),
-    (INVENTORY, "inventory unreadable, cluster not in the inventory, or playbook missing"),
-    (TOOL_NOT_FOUND, "ansible-playbook / ansible-inventory not found"),
+    (
+        USAGE,
+        "usage error (bad option, unknown phase, destructive run not confirmed)",
+    ),
+    (
+        INVENTORY,
+        "inventory unreadable, cluster not in the inventory, or playbook missing",
+    ),
+    (
+        TOOL_NOT_FOUND,
+        "ansible-playbook / ansible-inventory not found",
+    ),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
 ];
 

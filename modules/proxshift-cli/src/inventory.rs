@@ -182,7 +182,11 @@ fn names(group: Option<&Value>, key: &str) -> Vec<String> {
     group
         .and_then(|g| g.get(key))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -205,7 +209,10 @@ fn group_hosts(doc: &Map<String, Value>, group: &str, out: &mut Vec<String>, dep
 /// two-host clusters) or the first three hosts are masters.
 fn assign_roles(explicit: &[Option<Role>]) -> Vec<(Role, bool)> {
     let target = if explicit.len() >= 3 { 3 } else { 1 };
-    let mut masters = explicit.iter().filter(|r| **r == Some(Role::Master)).count();
+    let mut masters = explicit
+        .iter()
+        .filter(|r| **r == Some(Role::Master))
+        .count();
     explicit
         .iter()
         .map(|r| match r {
@@ -347,7 +354,10 @@ pub(crate) mod tests {
         assert_eq!(sno.hosts[0].pve_node.as_deref(), Some("pve1"));
         assert!(sno.hosts[0].role_derived);
         let compact = inv.cluster("lab-compact").unwrap();
-        assert_eq!((compact.topology, compact.masters, compact.workers), (Topology::Compact, 3, 0));
+        assert_eq!(
+            (compact.topology, compact.masters, compact.workers),
+            (Topology::Compact, 3, 0)
+        );
         // A number in YAML is still the version text.
         assert_eq!(compact.version.as_deref(), Some("4.19"));
         // Hosts from child groups, in order.
@@ -355,7 +365,10 @@ pub(crate) mod tests {
         assert_eq!(ha.topology, Topology::Ha);
         assert_eq!(ha.hosts.len(), 4);
         assert_eq!(ha.hosts[3].name, "prod-ha-worker-0");
-        assert_eq!((ha.hosts[0].vmid, ha.hosts[3].vmid), (Some(3001), Some(3004)));
+        assert_eq!(
+            (ha.hosts[0].vmid, ha.hosts[3].vmid),
+            (Some(3001), Some(3004))
+        );
         assert!(!ha.hosts[0].role_derived);
         assert_eq!(ha.tag(), "cluster-prod-ha");
         assert_eq!(inv.proxmox.host.as_deref(), Some("pve1.lab.example.com"));
@@ -368,12 +381,21 @@ pub(crate) mod tests {
     fn role_derivation_and_topology_labels() {
         use Role::*;
         let r = assign_roles(&[None, None, None, None]);
-        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![Master, Master, Master, Worker]);
+        assert_eq!(
+            r.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![Master, Master, Master, Worker]
+        );
         let r = assign_roles(&[None, None]);
-        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![Master, Worker]);
+        assert_eq!(
+            r.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![Master, Worker]
+        );
         // Explicit masters count towards the three.
         let r = assign_roles(&[Some(Worker), Some(Master), None, None, None]);
-        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![Worker, Master, Master, Master, Worker]);
+        assert_eq!(
+            r.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![Worker, Master, Master, Master, Worker]
+        );
         assert_eq!(Topology::from_counts(1, 2).label(), "SNO+workers");
         assert_eq!(Topology::from_counts(2, 0), Topology::Invalid);
         assert_eq!(Topology::from_counts(0, 3), Topology::Invalid);
@@ -384,13 +406,18 @@ pub(crate) mod tests {
     fn errors_and_missing_clusters() {
         let e = parse("[WARNING]: no inventory").unwrap_err();
         assert_eq!(e.code, crate::exit::INVENTORY);
-        let inv = parse(r#"{"_meta": {"hostvars": {}}, "all": {"children": ["ungrouped"]}}"#).unwrap();
+        let inv =
+            parse(r#"{"_meta": {"hostvars": {}}, "all": {"children": ["ungrouped"]}}"#).unwrap();
         assert!(inv.clusters.is_empty());
         let e = inv.require("x", "inventory/").unwrap_err();
         assert!(e.message.contains("defines no clusters"), "{}", e.message);
         let inv = parse(&example()).unwrap();
         let e = inv.require("ocp-sno3", "inventory/").unwrap_err();
-        assert!(e.message.contains("lab-compact, prod-ha, lab-sno"), "{}", e.message);
+        assert!(
+            e.message.contains("lab-compact, prod-ha, lab-sno"),
+            "{}",
+            e.message
+        );
         assert!(inv.require("lab-sno", "inventory/").is_ok());
     }
 }

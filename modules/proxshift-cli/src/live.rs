@@ -31,8 +31,11 @@ pub struct PveSource {
 
 impl PveSource {
     pub fn new(opts: &ConnectionOptions) -> Result<Self, String> {
+        // A table is not worth retrying for: one attempt, then say why.
         Client::connect(opts)
-            .map(|client| PveSource { client })
+            .map(|client| PveSource {
+                client: client.with_backoff(pve_client::Backoff::none()),
+            })
             .map_err(|e| e.to_string())
     }
 }
@@ -88,9 +91,10 @@ pub fn connection(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ConnectionOptions, String> {
     let env = |k: &str| env(k).filter(|v| !v.is_empty());
-    let host = site.host.clone().or_else(|| env("PROXMOX_HOST")).ok_or(
-        "no Proxmox host (proxmox_api_host in the inventory or PROXMOX_HOST)".to_string(),
-    )?;
+    let host =
+        site.host.clone().or_else(|| env("PROXMOX_HOST")).ok_or(
+            "no Proxmox host (proxmox_api_host in the inventory or PROXMOX_HOST)".to_string(),
+        )?;
     let mut o = ConnectionOptions::new(host);
     if let Some(p) = site.port {
         o.api_port = p;
@@ -105,8 +109,12 @@ pub fn connection(
     o.validate_certs = site
         .validate_certs
         .or_else(|| {
-            env("PROXMOX_VALIDATE_CERTS")
-                .map(|v| !matches!(v.to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
+            env("PROXMOX_VALIDATE_CERTS").map(|v| {
+                !matches!(
+                    v.to_ascii_lowercase().as_str(),
+                    "0" | "false" | "no" | "off"
+                )
+            })
         })
         .unwrap_or(true);
     o.ca_path = site.ca_path.clone().map(Into::into);
@@ -216,14 +224,29 @@ mod tests {
             vm(3100, "lab-sno-0", "pve1", "running", &["cluster-lab-sno"]),
             // Same name, not ours: must not win over the owned one.
             vm(200, "lab-sno-0", "pve2", "stopped", &[]),
-            vm(3001, "prod-ha-master-0", "pve2", "stopped", &["cluster-prod-ha"]),
-            vm(3002, "prod-ha-master-1", "pve3", "running", &["cluster-prod-ha"]),
+            vm(
+                3001,
+                "prod-ha-master-0",
+                "pve2",
+                "stopped",
+                &["cluster-prod-ha"],
+            ),
+            vm(
+                3002,
+                "prod-ha-master-1",
+                "pve3",
+                "running",
+                &["cluster-prod-ha"],
+            ),
             vm(77, "prod-ha-master-2", "pve3", "running", &["someone-else"]),
         ]);
         attach(&mut inv.clusters, &src.vms().unwrap());
         let sno = inv.cluster("lab-sno").unwrap();
         let l = sno.hosts[0].live.as_ref().unwrap();
-        assert_eq!((l.state.as_str(), l.vmid, l.owned), ("running", Some(3100), true));
+        assert_eq!(
+            (l.state.as_str(), l.vmid, l.owned),
+            ("running", Some(3100), true)
+        );
         assert_eq!(l.node.as_deref(), Some("pve1"));
         assert_eq!(cluster_summary(sno).unwrap(), "1 running");
         let ha = inv.cluster("prod-ha").unwrap();

@@ -93,9 +93,9 @@ fn header(line: &str, prefix: &str) -> Option<String> {
 
 fn is_role_name(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.' || c == '-')
+        && s.chars().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.' || c == '-'
+        })
 }
 
 /// Parse one output line (colour already stripped or not).
@@ -115,7 +115,11 @@ pub fn parse_line(raw: &str) -> Event {
                 Some((r, n)) if is_role_name(r) => (Some(r.to_string()), n.to_string()),
                 _ => (None, inner.clone()),
             };
-            return Event::Task { role, name, handler };
+            return Event::Task {
+                role,
+                name,
+                handler,
+            };
         }
     }
     if line.trim() == "...ignoring" {
@@ -229,12 +233,20 @@ mod tests {
         );
         assert_eq!(
             parse_line("TASK [Build the cluster model] ***"),
-            Event::Task { role: None, name: "Build the cluster model".into(), handler: false }
+            Event::Task {
+                role: None,
+                name: "Build the cluster model".into(),
+                handler: false
+            }
         );
         // A plain task whose name contains " : " is not a role task.
         assert_eq!(
             parse_line("TASK [Preflight : VMIDs are free] ***"),
-            Event::Task { role: None, name: "Preflight : VMIDs are free".into(), handler: false }
+            Event::Task {
+                role: None,
+                name: "Preflight : VMIDs are free".into(),
+                handler: false
+            }
         );
         assert!(matches!(
             parse_line("RUNNING HANDLER [demo.coll.r : Restart] ***"),
@@ -247,7 +259,12 @@ mod tests {
     fn results_with_items_failures_and_colour() {
         assert_eq!(
             parse_line("ok: [localhost]"),
-            Event::Result { status: Status::Ok, host: "localhost".into(), item: None, message: None }
+            Event::Result {
+                status: Status::Ok,
+                host: "localhost".into(),
+                item: None,
+                message: None
+            }
         );
         assert_eq!(
             parse_line("\u{1b}[0;33mchanged: [localhost] => (item=lab-sno-0)\u{1b}[0m"),
@@ -259,7 +276,9 @@ mod tests {
             }
         );
         assert_eq!(
-            parse_line(r#"fatal: [localhost]: FAILED! => {"changed": false, "msg": "node pve9 is offline"}"#),
+            parse_line(
+                r#"fatal: [localhost]: FAILED! => {"changed": false, "msg": "node pve9 is offline"}"#
+            ),
             Event::Result {
                 status: Status::Failed,
                 host: "localhost".into(),
@@ -268,7 +287,9 @@ mod tests {
             }
         );
         assert_eq!(
-            parse_line(r#"failed: [localhost] (item=b) => {"ansible_loop_var": "item", "changed": false, "item": "b", "msg": "no"}"#),
+            parse_line(
+                r#"failed: [localhost] (item=b) => {"ansible_loop_var": "item", "changed": false, "item": "b", "msg": "no"}"#
+            ),
             Event::Result {
                 status: Status::Failed,
                 host: "localhost".into(),
@@ -280,10 +301,19 @@ mod tests {
             parse_line(r#"fatal: [pve1]: UNREACHABLE! => {"changed": false, "msg": "ssh: connect", "unreachable": true}"#),
             Event::Result { status: Status::Unreachable, message: Some(m), .. } if m == "ssh: connect"
         ));
-        assert!(matches!(parse_line("skipping: [localhost]"), Event::Result { status: Status::Skipped, .. }));
+        assert!(matches!(
+            parse_line("skipping: [localhost]"),
+            Event::Result {
+                status: Status::Skipped,
+                ..
+            }
+        ));
         assert_eq!(parse_line("...ignoring"), Event::Ignoring);
         assert_eq!(parse_line("    \"msg\": \"ok: [x]\""), Event::Other);
-        assert_eq!(parse_line("[ERROR]: Task failed: Action failed: x"), Event::Other);
+        assert_eq!(
+            parse_line("[ERROR]: Task failed: Action failed: x"),
+            Event::Other
+        );
     }
 
     #[test]
@@ -310,7 +340,9 @@ mod tests {
         assert!(parse_recap("h : ok=1 changed=0 unreachable=0 failed=0").is_some());
         assert!(parse_recap("note : ok=1").is_none());
         assert!(parse_recap("two words : ok=1 changed=0 unreachable=0 failed=0").is_none());
-        assert!(matches!(parse_line("\u{1b}[0;32mlocalhost\u{1b}[0m : \u{1b}[0;32mok=2\u{1b}[0m changed=0 unreachable=0 failed=0 skipped=0 rescued=0 ignored=0"), Event::Recap(r) if r.ok == 2));
+        assert!(
+            matches!(parse_line("\u{1b}[0;32mlocalhost\u{1b}[0m : \u{1b}[0;32mok=2\u{1b}[0m changed=0 unreachable=0 failed=0 skipped=0 rescued=0 ignored=0"), Event::Recap(r) if r.ok == 2)
+        );
     }
 
     #[test]

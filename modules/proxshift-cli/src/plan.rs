@@ -34,7 +34,9 @@ pub enum Action {
     Stop,
     Status,
     /// `deprovision.yaml`; `vault` also removes the cluster's Vault entry.
-    Deprovision { vault: bool },
+    Deprovision {
+        vault: bool,
+    },
     Scale,
     /// `site.yaml --tags acm`.
     AcmImport,
@@ -165,8 +167,7 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
             p.tags = only;
             p.skip_tags = skip;
             if *force {
-                p.extra_vars
-                    .push(("force_install".into(), "true".into()));
+                p.extra_vars.push(("force_install".into(), "true".into()));
                 p.destructive = Some(format!(
                     "--force deletes cluster {name}'s VMs and installs it again"
                 ));
@@ -311,32 +312,56 @@ mod tests {
         let base = "ansible-playbook -i inventory/ playbooks";
         let cases = [
             (
-                Action::Provision { force: false, only: vec![], skip: vec![] },
+                Action::Provision {
+                    force: false,
+                    only: vec![],
+                    skip: vec![],
+                },
                 format!("{base}/site.yaml -e cluster_name=lab-sno"),
             ),
             (
                 Action::Manifests,
-                format!("{base}/site.yaml -e cluster_name=lab-sno --tags preflight,secrets,manifests"),
+                format!(
+                    "{base}/site.yaml -e cluster_name=lab-sno --tags preflight,secrets,manifests"
+                ),
             ),
-            (Action::Start, format!("{base}/start.yaml -e cluster_name=lab-sno")),
-            (Action::Stop, format!("{base}/stop.yaml -e cluster_name=lab-sno")),
-            (Action::Status, format!("{base}/status.yaml -e cluster_name=lab-sno")),
+            (
+                Action::Start,
+                format!("{base}/start.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Stop,
+                format!("{base}/stop.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Status,
+                format!("{base}/status.yaml -e cluster_name=lab-sno"),
+            ),
             (
                 Action::Deprovision { vault: false },
                 format!("{base}/deprovision.yaml -e cluster_name=lab-sno"),
             ),
             (
                 Action::Deprovision { vault: true },
-                format!("{base}/deprovision.yaml -e cluster_name=lab-sno -e deprovision_vault=true"),
+                format!(
+                    "{base}/deprovision.yaml -e cluster_name=lab-sno -e deprovision_vault=true"
+                ),
             ),
-            (Action::Scale, format!("{base}/scale.yaml -e cluster_name=lab-sno")),
+            (
+                Action::Scale,
+                format!("{base}/scale.yaml -e cluster_name=lab-sno"),
+            ),
             (
                 Action::AcmImport,
                 format!("{base}/site.yaml -e cluster_name=lab-sno --tags acm"),
             ),
         ];
         for (action, want) in cases {
-            assert_eq!(shell(action.clone(), Some("lab-sno"), &o), want, "{action:?}");
+            assert_eq!(
+                shell(action.clone(), Some("lab-sno"), &o),
+                want,
+                "{action:?}"
+            );
         }
         assert_eq!(
             shell(Action::ProxmoxAccess, None, &o),
@@ -350,7 +375,12 @@ mod tests {
         o.check = true;
         o.diff = true;
         o.verbosity = 2;
-        o.extra = vec!["-e".into(), "note=two words".into(), "--limit".into(), "localhost".into()];
+        o.extra = vec![
+            "-e".into(),
+            "note=two words".into(),
+            "--limit".into(),
+            "localhost".into(),
+        ];
         let a = Action::Provision {
             force: true,
             only: vec!["vms,manifests".into(), "start".into()],
@@ -362,7 +392,11 @@ mod tests {
              --tags manifests,vms,start --check --diff -vv -e 'note=two words' --limit localhost"
         );
         let p = plan(
-            &Action::Provision { force: false, only: vec![], skip: vec!["acm".into(), "install".into()] },
+            &Action::Provision {
+                force: false,
+                only: vec![],
+                skip: vec!["acm".into(), "install".into()],
+            },
             Some("c"),
         )
         .unwrap();
@@ -376,9 +410,20 @@ mod tests {
     fn destructive_runs_say_why() {
         let p = plan(&Action::Deprovision { vault: true }, Some("x")).unwrap();
         assert!(p.destructive.as_deref().unwrap().contains("Vault entry"));
-        let p = plan(&Action::Provision { force: true, only: vec![], skip: vec![] }, Some("x")).unwrap();
+        let p = plan(
+            &Action::Provision {
+                force: true,
+                only: vec![],
+                skip: vec![],
+            },
+            Some("x"),
+        )
+        .unwrap();
         assert!(p.destructive.as_deref().unwrap().contains("--force"));
-        assert!(plan(&Action::Stop, Some("x")).unwrap().destructive.is_none());
+        assert!(plan(&Action::Stop, Some("x"))
+            .unwrap()
+            .destructive
+            .is_none());
     }
 
     #[test]
@@ -391,13 +436,23 @@ mod tests {
         let e = plan(&Action::Start, Some("x=y")).unwrap_err();
         assert_eq!(e.code, crate::exit::USAGE);
         let e = plan(
-            &Action::Provision { force: false, only: vec!["vm".into()], skip: vec![] },
+            &Action::Provision {
+                force: false,
+                only: vec!["vm".into()],
+                skip: vec![],
+            },
             Some("c"),
         )
         .unwrap_err();
-        assert!(e.message.contains("unknown phase 'vm'") && e.message.contains("preflight, secrets"));
+        assert!(
+            e.message.contains("unknown phase 'vm'") && e.message.contains("preflight, secrets")
+        );
         let e = plan(
-            &Action::Provision { force: false, only: vec!["vms".into()], skip: vec!["vms".into()] },
+            &Action::Provision {
+                force: false,
+                only: vec!["vms".into()],
+                skip: vec!["vms".into()],
+            },
             Some("c"),
         )
         .unwrap_err();
@@ -409,7 +464,10 @@ mod tests {
         let e = collections_env("/srv/proxshift", None).unwrap();
         assert_eq!(e.0, "ANSIBLE_COLLECTIONS_PATH");
         assert!(e.1.starts_with("/srv/proxshift:"));
-        assert_eq!(collections_env("/srv/proxshift", Some("")), collections_env("/srv/proxshift", None));
+        assert_eq!(
+            collections_env("/srv/proxshift", Some("")),
+            collections_env("/srv/proxshift", None)
+        );
         assert_eq!(collections_env("/srv/proxshift", Some("/mine")), None);
         let mut o = opts();
         o.env = vec![e];
@@ -426,7 +484,10 @@ mod tests {
         o.playbooks_dir = "/srv/proxshift/playbooks/".into();
         o.inventory = "/etc/proxshift inv".into();
         let p = plan(&Action::Status, Some("c")).unwrap();
-        assert_eq!(playbook_path(&p, &o), "/srv/proxshift/playbooks/status.yaml");
+        assert_eq!(
+            playbook_path(&p, &o),
+            "/srv/proxshift/playbooks/status.yaml"
+        );
         assert_eq!(
             playbook_command(&p, &o).shell(),
             "ansible-playbook -i '/etc/proxshift inv' /srv/proxshift/playbooks/status.yaml -e cluster_name=c"
@@ -435,6 +496,9 @@ mod tests {
             inventory_command("ansible-inventory", "inventory/").shell(),
             "ansible-inventory -i inventory/ --list"
         );
-        assert_eq!(plan(&Action::Manifests, Some("c")).unwrap().phases, vec!["preflight", "secrets", "manifests"]);
+        assert_eq!(
+            plan(&Action::Manifests, Some("c")).unwrap().phases,
+            vec!["preflight", "secrets", "manifests"]
+        );
     }
 }

@@ -76,8 +76,16 @@ pub fn clusters_text(clusters: &[Cluster], live: &LiveReport, hosts: bool, colou
                     role.into(),
                     opt(h.ip.clone()).into(),
                     opt(h.mac.clone()).into(),
-                    opt(h.pve_node.clone().or_else(|| live.and_then(|l| l.node.clone()))).into(),
-                    opt(h.vmid.or_else(|| live.and_then(|l| l.vmid)).map(|v| v.to_string())).into(),
+                    opt(h
+                        .pve_node
+                        .clone()
+                        .or_else(|| live.and_then(|l| l.node.clone())))
+                    .into(),
+                    opt(h
+                        .vmid
+                        .or_else(|| live.and_then(|l| l.vmid))
+                        .map(|v| v.to_string()))
+                    .into(),
                 ];
                 if let Some(l) = live {
                     let text = if l.owned || l.state == "absent" {
@@ -208,7 +216,10 @@ pub fn summary_text(s: &RunSummary, colour: bool) -> String {
         Some(rc) => format!(" (ansible-playbook exit {rc})"),
         None => " (ansible-playbook killed by a signal)".into(),
     };
-    let mut out = format!("\n{} {what} {verdict} after {elapsed}{rc}\n", paint("proxshift", Style::Bold, colour));
+    let mut out = format!(
+        "\n{} {what} {verdict} after {elapsed}{rc}\n",
+        paint("proxshift", Style::Bold, colour)
+    );
     if !s.phases.is_empty() {
         let mut t = Table::new(["PHASE", "RESULT", "OK", "CHANGED", "FAILED", "SKIPPED"])
             .right_align(&[2, 3, 4, 5]);
@@ -231,9 +242,16 @@ pub fn summary_text(s: &RunSummary, colour: bool) -> String {
         ));
     }
     for f in &s.failures {
-        let item = f.item.as_ref().map(|i| format!(" (item={i})")).unwrap_or_default();
+        let item = f
+            .item
+            .as_ref()
+            .map(|i| format!(" (item={i})"))
+            .unwrap_or_default();
         out.push_str(&paint(
-            &format!("Failed [{}] {} on {}{item}: {}\n", f.phase, f.task, f.host, f.message),
+            &format!(
+                "Failed [{}] {} on {}{item}: {}\n",
+                f.phase, f.task, f.host, f.message
+            ),
             Style::Red,
             colour,
         ));
@@ -255,18 +273,40 @@ mod tests {
     use crate::tracker::Tracker;
 
     fn inv() -> Vec<Cluster> {
-        inventory::parse(&inventory::tests::example()).unwrap().clusters
+        inventory::parse(&inventory::tests::example())
+            .unwrap()
+            .clusters
     }
 
     #[test]
     fn clusters_table_without_live_states() {
-        let out = clusters_text(&inv(), &LiveReport::disabled("no Proxmox credentials"), false, false);
+        let out = clusters_text(
+            &inv(),
+            &LiveReport::disabled("no Proxmox credentials"),
+            false,
+            false,
+        );
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "CLUSTER      TOPOLOGY  HOSTS      VERSION  BASE DOMAIN");
-        assert_eq!(lines[1], "lab-compact  compact   3 (3m+0w)  4.19     lab.example.com");
-        assert_eq!(lines[2], "prod-ha      HA        4 (3m+1w)  4.19     example.com");
-        assert_eq!(lines[3], "lab-sno      SNO       1 (1m+0w)  4.19     lab.example.com");
-        assert_eq!(lines[4], "Live VM states: disabled — no Proxmox credentials");
+        assert_eq!(
+            lines[0],
+            "CLUSTER      TOPOLOGY  HOSTS      VERSION  BASE DOMAIN"
+        );
+        assert_eq!(
+            lines[1],
+            "lab-compact  compact   3 (3m+0w)  4.19     lab.example.com"
+        );
+        assert_eq!(
+            lines[2],
+            "prod-ha      HA        4 (3m+1w)  4.19     example.com"
+        );
+        assert_eq!(
+            lines[3],
+            "lab-sno      SNO       1 (1m+0w)  4.19     lab.example.com"
+        );
+        assert_eq!(
+            lines[4],
+            "Live VM states: disabled — no Proxmox credentials"
+        );
         assert!(!out.contains('\u{1b}'));
     }
 
@@ -283,11 +323,27 @@ mod tests {
                 tags: vec!["cluster-lab-sno".into()],
             }],
         );
-        let live = LiveReport { status: "ok".into(), source: Some("x".into()), message: None };
+        let live = LiveReport {
+            status: "ok".into(),
+            source: Some("x".into()),
+            message: None,
+        };
         let out = clusters_text(&cs, &live, true, false);
-        assert!(out.lines().next().unwrap().ends_with("BASE DOMAIN      VMS"), "{out}");
-        assert!(out.contains("lab-sno      SNO       1 (1m+0w)  4.19     lab.example.com  1 running"), "{out}");
-        assert!(out.contains("lab-compact  compact   3 (3m+0w)  4.19     lab.example.com  absent"), "{out}");
+        assert!(
+            out.lines()
+                .next()
+                .unwrap()
+                .ends_with("BASE DOMAIN      VMS"),
+            "{out}"
+        );
+        assert!(
+            out.contains("lab-sno      SNO       1 (1m+0w)  4.19     lab.example.com  1 running"),
+            "{out}"
+        );
+        assert!(
+            out.contains("lab-compact  compact   3 (3m+0w)  4.19     lab.example.com  absent"),
+            "{out}"
+        );
         let host_line = out.lines().find(|l| l.contains("lab-sno-0")).unwrap();
         assert_eq!(
             host_line,
@@ -327,11 +383,17 @@ mod tests {
         assert_eq!(v["dry_run"], true);
         assert_eq!(v["argv"][0], "ansible-playbook");
         assert_eq!(v["argv"].as_array().unwrap().len(), 8);
-        assert_eq!(v["plan"]["tags"], json!(["preflight", "secrets", "manifests"]));
+        assert_eq!(
+            v["plan"]["tags"],
+            json!(["preflight", "secrets", "manifests"])
+        );
         assert_eq!(v["plan"]["cluster"], "lab-sno");
         let p = plan(&Action::Deprovision { vault: true }, Some("x")).unwrap();
         let v = dry_run_json(Some(&p), &playbook_command(&p, &o));
-        assert_eq!(v["plan"]["extra_vars"], json!({"deprovision_vault": "true"}));
+        assert_eq!(
+            v["plan"]["extra_vars"],
+            json!({"deprovision_vault": "true"})
+        );
     }
 
     #[test]
@@ -361,11 +423,28 @@ mod tests {
             failures: t.failures().to_vec(),
         };
         let text = summary_text(&s, false);
-        assert!(text.contains("proxshift acm-import lab-sno FAILED after 01:01 (ansible-playbook exit 2)"), "{text}");
-        assert!(text.contains("PHASE        RESULT   OK  CHANGED  FAILED  SKIPPED\n"), "{text}");
-        assert!(text.contains("setup        ok        1        0       0        0\n"), "{text}");
-        assert!(text.contains("acm          failed    0        0       1        0\n"), "{text}");
-        assert!(text.contains("credentials  not run   0        0       0        0\n"), "{text}");
+        assert!(
+            text.contains(
+                "proxshift acm-import lab-sno FAILED after 01:01 (ansible-playbook exit 2)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("PHASE        RESULT   OK  CHANGED  FAILED  SKIPPED\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("setup        ok        1        0       0        0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("acm          failed    0        0       1        0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("credentials  not run   0        0       0        0\n"),
+            "{text}"
+        );
         assert!(text.contains("Recap localhost: ok=1 changed=0 unreachable=0 failed=1"));
         assert!(text.contains("Failed [acm] acm : Import on localhost: hub unreachable"));
         let v = serde_json::to_value(&s).unwrap();
@@ -380,6 +459,9 @@ mod tests {
     #[test]
     fn errors_as_json() {
         let v = error_json(&CliError::tool("ansible-playbook not found"));
-        assert_eq!(v, json!({"error": {"kind": "tool_not_found", "exit_code": 4, "message": "ansible-playbook not found"}}));
+        assert_eq!(
+            v,
+            json!({"error": {"kind": "tool_not_found", "exit_code": 4, "message": "ansible-playbook not found"}})
+        );
     }
 }

@@ -95,7 +95,11 @@ impl Screen {
         }
         let width = terminal_width(self.to_stderr).saturating_sub(1).max(20);
         let line = render_progress(&self.tracker.progress(self.started.elapsed()), width);
-        let _ = write!(self.out, "\r\x1b[2K{}", paint(&line, Style::Cyan, self.colour));
+        let _ = write!(
+            self.out,
+            "\r\x1b[2K{}",
+            paint(&line, Style::Cyan, self.colour)
+        );
         let _ = self.out.flush();
         self.shown = true;
     }
@@ -130,7 +134,11 @@ impl Drop for IgnoreSigint {
 }
 
 /// Run the playbook, streaming its output line by line through the tracker.
-pub fn run_playbook(cmd: &Command, tracker: Tracker, display: &Display) -> Result<Outcome, CliError> {
+pub fn run_playbook(
+    cmd: &Command,
+    tracker: Tracker,
+    display: &Display,
+) -> Result<Outcome, CliError> {
     let mut c = child(cmd);
     // Line-by-line output through the pipe; colour only if we show colour ourselves.
     c.env("PYTHONUNBUFFERED", "1");

@@ -58,7 +58,12 @@ mod tests {
     use super::*;
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
@@ -66,11 +71,27 @@ mod tests {
         let none = env(&[]);
         assert!(use_colour(ColorChoice::Auto, true, &none));
         assert!(!use_colour(ColorChoice::Auto, false, &none));
-        assert!(!use_colour(ColorChoice::Auto, true, &env(&[("NO_COLOR", "1")])));
+        assert!(!use_colour(
+            ColorChoice::Auto,
+            true,
+            &env(&[("NO_COLOR", "1")])
+        ));
         // An empty NO_COLOR does not count (no-color.org).
-        assert!(use_colour(ColorChoice::Auto, true, &env(&[("NO_COLOR", "")])));
-        assert!(!use_colour(ColorChoice::Auto, true, &env(&[("TERM", "dumb")])));
-        assert!(use_colour(ColorChoice::Always, false, &env(&[("NO_COLOR", "1")])));
+        assert!(use_colour(
+            ColorChoice::Auto,
+            true,
+            &env(&[("NO_COLOR", "")])
+        ));
+        assert!(!use_colour(
+            ColorChoice::Auto,
+            true,
+            &env(&[("TERM", "dumb")])
+        ));
+        assert!(use_colour(
+            ColorChoice::Always,
+            false,
+            &env(&[("NO_COLOR", "1")])
+        ));
         assert!(!use_colour(ColorChoice::Never, true, &none));
         assert_eq!(paint("x", Style::Red, false), "x");
         assert_eq!(paint("x", Style::Red, true), "\u{1b}[31mx\u{1b}[0m");

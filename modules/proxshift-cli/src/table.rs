@@ -73,10 +73,10 @@ impl Table {
             .collect();
         for row in std::iter::once(&header).chain(self.rows.iter()) {
             let mut line = String::new();
-            for i in 0..n {
+            for (i, width) in widths.iter().enumerate() {
                 let empty = Cell::from("");
                 let cell = row.get(i).unwrap_or(&empty);
-                let pad = widths[i] - cell.text.chars().count();
+                let pad = width - cell.text.chars().count();
                 let last = i + 1 == n;
                 let text = match cell.style {
                     Some(s) => paint(&cell.text, s, colour),
@@ -110,7 +110,11 @@ mod tests {
     fn aligned_without_colour() {
         let mut t = Table::new(["NAME", "N", "NOTE"]).right_align(&[1]);
         t.row(vec!["lab-sno".into(), "1".into(), "".into()]);
-        t.row(vec!["prod-ha".into(), "12".into(), Cell::styled("x", Style::Red)]);
+        t.row(vec![
+            "prod-ha".into(),
+            "12".into(),
+            Cell::styled("x", Style::Red),
+        ]);
         assert_eq!(
             t.render(false),
             "NAME      N  NOTE\nlab-sno   1\nprod-ha  12  x\n"

@@ -211,7 +211,11 @@ impl Tracker {
                 self.in_recap = false;
                 self.plays.push(name);
             }
-            Event::Task { role, name, handler } => {
+            Event::Task {
+                role,
+                name,
+                handler,
+            } => {
                 self.finish_task();
                 let phase = if self.single {
                     self.planned[0].clone()
@@ -278,11 +282,13 @@ impl Tracker {
                 self.finish_task();
                 self.in_recap = true;
             }
-            Event::Recap(r) if self.in_recap => match self.recap.iter_mut().find(|x| x.host == r.host) {
-                // Several plays print several recaps; ansible's last one already sums them.
-                Some(existing) => *existing = r,
-                None => self.recap.push(r),
-            },
+            Event::Recap(r) if self.in_recap => {
+                match self.recap.iter_mut().find(|x| x.host == r.host) {
+                    // Several plays print several recaps; ansible's last one already sums them.
+                    Some(existing) => *existing = r,
+                    None => self.recap.push(r),
+                }
+            }
             _ => {}
         }
     }
@@ -405,17 +411,50 @@ mod tests {
 
     #[test]
     fn phases_from_roles_and_names() {
-        assert_eq!(site_phase(Some("proxshift.hashi_vault.secrets"), "Read the secrets"), Some("secrets"));
-        assert_eq!(site_phase(Some("proxshift.openshift.manifests"), "Render install-config"), Some("manifests"));
-        assert_eq!(site_phase(Some("proxshift.openshift.manifests"), "Build the agent ISO"), Some("iso"));
+        assert_eq!(
+            site_phase(Some("proxshift.hashi_vault.secrets"), "Read the secrets"),
+            Some("secrets")
+        );
+        assert_eq!(
+            site_phase(
+                Some("proxshift.openshift.manifests"),
+                "Render install-config"
+            ),
+            Some("manifests")
+        );
+        assert_eq!(
+            site_phase(Some("proxshift.openshift.manifests"), "Build the agent ISO"),
+            Some("iso")
+        );
         // "isolated" is not the word ISO.
-        assert_eq!(site_phase(Some("proxshift.openshift.manifests"), "Use an isolated dir"), Some("manifests"));
-        assert_eq!(site_phase(Some("proxshift.proxmox.cluster_vms"), "Create"), Some("vms"));
-        assert_eq!(site_phase(Some("proxshift.proxmox.cluster_power"), "Start"), Some("start"));
-        assert_eq!(site_phase(Some("proxshift.openshift.install_wait"), "Wait"), Some("install"));
-        assert_eq!(site_phase(Some("proxshift.hashi_vault.credentials"), "Store"), Some("credentials"));
-        assert_eq!(site_phase(Some("proxshift.openshift.acm"), "Import"), Some("acm"));
-        assert_eq!(site_phase(None, "Preflight: VMIDs are free"), Some("preflight"));
+        assert_eq!(
+            site_phase(Some("proxshift.openshift.manifests"), "Use an isolated dir"),
+            Some("manifests")
+        );
+        assert_eq!(
+            site_phase(Some("proxshift.proxmox.cluster_vms"), "Create"),
+            Some("vms")
+        );
+        assert_eq!(
+            site_phase(Some("proxshift.proxmox.cluster_power"), "Start"),
+            Some("start")
+        );
+        assert_eq!(
+            site_phase(Some("proxshift.openshift.install_wait"), "Wait"),
+            Some("install")
+        );
+        assert_eq!(
+            site_phase(Some("proxshift.hashi_vault.credentials"), "Store"),
+            Some("credentials")
+        );
+        assert_eq!(
+            site_phase(Some("proxshift.openshift.acm"), "Import"),
+            Some("acm")
+        );
+        assert_eq!(
+            site_phase(None, "Preflight: VMIDs are free"),
+            Some("preflight")
+        );
         assert_eq!(site_phase(None, "Build the cluster model"), None);
         assert_eq!(site_phase(Some("other.role"), "x"), None);
     }
@@ -457,8 +496,11 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
             t.feed(l);
         }
         t.finish();
-        let by: BTreeMap<String, PhaseStats> =
-            t.phases().into_iter().map(|p| (p.name.clone(), p)).collect();
+        let by: BTreeMap<String, PhaseStats> = t
+            .phases()
+            .into_iter()
+            .map(|p| (p.name.clone(), p))
+            .collect();
         assert_eq!(by["setup"].result(), PhaseResult::Ok);
         assert_eq!(by["secrets"].result(), PhaseResult::Ok);
         assert_eq!((by["preflight"].ok, by["preflight"].ignored), (1, 1));
@@ -466,7 +508,10 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         assert_eq!(by["manifests"].result(), PhaseResult::Changed);
         assert_eq!(by["iso"].result(), PhaseResult::Skipped);
         // A loop with one failed item: the task failed once on its host.
-        assert_eq!((by["vms"].failed, by["vms"].changed, by["vms"].tasks), (1, 0, 1));
+        assert_eq!(
+            (by["vms"].failed, by["vms"].changed, by["vms"].tasks),
+            (1, 0, 1)
+        );
         assert_eq!(by["vms"].result(), PhaseResult::Failed);
         assert_eq!(by["install"].result(), PhaseResult::NotRun);
         assert_eq!(
@@ -482,7 +527,10 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         );
         assert_eq!(t.recap().len(), 1);
         assert_eq!(t.recap()[0].failed, 1);
-        assert_eq!(t.plays(), &["Provision an OpenShift cluster on Proxmox VE".to_string()]);
+        assert_eq!(
+            t.plays(),
+            &["Provision an OpenShift cluster on Proxmox VE".to_string()]
+        );
         // Order: setup, then the planned phases in site order.
         let names: Vec<String> = t.phases().iter().map(|p| p.name.clone()).collect();
         assert_eq!(names[0], "setup");
@@ -495,12 +543,18 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         let p = t.progress(Duration::from_secs(3));
         assert_eq!(p.phase, None);
         assert_eq!(p.pending, planned(&["preflight", "secrets", "manifests"]));
-        assert_eq!(render_progress(&p, 80), "[starting] · 00:03 · next: preflight, secrets, manifests");
+        assert_eq!(
+            render_progress(&p, 80),
+            "[starting] · 00:03 · next: preflight, secrets, manifests"
+        );
         t.feed("TASK [proxshift.hashi_vault.secrets : Read the secrets from Vault] ***");
         let p = t.progress(Duration::from_secs(75));
         assert_eq!(p.phase.as_deref(), Some("secrets"));
         assert_eq!(p.position, Some((2, 3)));
-        assert_eq!(p.task.as_deref(), Some("secrets : Read the secrets from Vault"));
+        assert_eq!(
+            p.task.as_deref(),
+            Some("secrets : Read the secrets from Vault")
+        );
         assert_eq!(p.pending, planned(&["manifests"]));
         assert_eq!(
             render_progress(&p, 200),
@@ -509,7 +563,10 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         // Narrow terminals: the task name is shortened, the line never exceeds the width.
         let narrow = render_progress(&p, 40);
         assert_eq!(narrow.chars().count(), 40);
-        assert!(narrow.starts_with("[2/3 secrets] sec") && narrow.contains('…'), "{narrow}");
+        assert!(
+            narrow.starts_with("[2/3 secrets] sec") && narrow.contains('…'),
+            "{narrow}"
+        );
         // An unplaceable task after a phase stays in that phase.
         t.feed("ok: [localhost]");
         t.feed("TASK [Note the secrets] ***");
@@ -536,7 +593,10 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         t.finish();
         let ph = t.phases();
         assert_eq!(ph.len(), 1);
-        assert_eq!((ph[0].name.as_str(), ph[0].ok, ph[0].changed), ("stop", 1, 1));
+        assert_eq!(
+            (ph[0].name.as_str(), ph[0].ok, ph[0].changed),
+            ("stop", 1, 1)
+        );
         assert_eq!(t.recap().len(), 2);
         assert_eq!(t.recap()[1].unreachable, 1);
     }
