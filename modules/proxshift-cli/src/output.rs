@@ -59,6 +59,8 @@ pub enum Event {
     },
     /// `...ignoring`: the failure just reported is ignored.
     Ignoring,
+    /// The running task's tags, printed by proxshift's own callback (see [`TAGS_MARKER`]).
+    TaskTags(Vec<String>),
     RecapStart,
     Recap(HostRecap),
     Other,
@@ -98,10 +100,18 @@ fn is_role_name(s: &str) -> bool {
         })
 }
 
+/// Prefix of the lines the `proxshift_phases` callback prints; they are read, not shown.
+pub const TAGS_MARKER: &str = "##proxshift-tags ";
+
 /// Parse one output line (colour already stripped or not).
 pub fn parse_line(raw: &str) -> Event {
     let line = strip_ansi(raw);
     let line = line.trim_end();
+    if let Some(tags) = line.strip_prefix(TAGS_MARKER) {
+        return serde_json::from_str(tags)
+            .map(Event::TaskTags)
+            .unwrap_or(Event::Other);
+    }
     if line.starts_with("PLAY RECAP") {
         return Event::RecapStart;
     }
@@ -253,6 +263,11 @@ mod tests {
             Event::Task { handler: true, .. }
         ));
         assert_eq!(parse_line("PLAY RECAP *********"), Event::RecapStart);
+        assert_eq!(
+            parse_line("##proxshift-tags [\"secrets\", \"preflight\"]"),
+            Event::TaskTags(vec!["secrets".into(), "preflight".into()])
+        );
+        assert_eq!(parse_line("##proxshift-tags nonsense"), Event::Other);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::command::Command;
 use crate::exit::CliError;
+use crate::output::{strip_ansi, TAGS_MARKER};
 use crate::style::{paint, Style};
 use crate::tracker::{render_progress, Tracker};
 
@@ -77,6 +78,8 @@ struct Screen {
     out: Box<dyn Write + Send>,
     progress: bool,
     shown: bool,
+    /// The progress line on screen, so the ticker redraws only when it changes.
+    last: String,
     colour: bool,
     started: Instant,
     to_stderr: bool,
@@ -95,6 +98,9 @@ impl Screen {
         }
         let width = terminal_width(self.to_stderr).saturating_sub(1).max(20);
         let line = render_progress(&self.tracker.progress(self.started.elapsed()), width);
+        if self.shown && line == self.last {
+            return;
+        }
         let _ = write!(
             self.out,
             "\r\x1b[2K{}",
@@ -102,12 +108,17 @@ impl Screen {
         );
         let _ = self.out.flush();
         self.shown = true;
+        self.last = line;
     }
     fn line(&mut self, text: &str) {
+        self.tracker.feed(text);
+        // Our callback's lines are for the tracker only.
+        if strip_ansi(text).starts_with(TAGS_MARKER) {
+            return;
+        }
         self.clear();
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.write_all(b"\n");
-        self.tracker.feed(text);
         self.draw();
         let _ = self.out.flush();
     }
@@ -133,6 +144,39 @@ impl Drop for IgnoreSigint {
     }
 }
 
+const CALLBACK: &str = include_str!("phase_callback.py");
+
+/// The phase callback, written into a fresh private folder; removed when dropped.
+struct CallbackDir(std::path::PathBuf);
+
+impl CallbackDir {
+    fn create() -> std::io::Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir =
+            std::env::temp_dir().join(format!("proxshift-callback-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        std::fs::write(dir.join("proxshift_phases.py"), CALLBACK)?;
+        Ok(CallbackDir(dir))
+    }
+}
+
+impl Drop for CallbackDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `value` appended to a list-valued environment variable, keeping what the user set.
+fn appended(name: &str, value: &str, sep: &str) -> String {
+    match std::env::var(name) {
+        Ok(cur) if !cur.trim().is_empty() => format!("{cur}{sep}{value}"),
+        _ => value.to_string(),
+    }
+}
+
 /// Run the playbook, streaming its output line by line through the tracker.
 pub fn run_playbook(
     cmd: &Command,
@@ -140,6 +184,22 @@ pub fn run_playbook(
     display: &Display,
 ) -> Result<Outcome, CliError> {
     let mut c = child(cmd);
+    // Phase hints: our callback prints each task's tags (best effort; without it, role names decide).
+    let callback = CallbackDir::create().ok();
+    if let Some(dir) = &callback {
+        c.env(
+            "ANSIBLE_CALLBACK_PLUGINS",
+            appended(
+                "ANSIBLE_CALLBACK_PLUGINS",
+                &dir.0.display().to_string(),
+                ":",
+            ),
+        );
+        c.env(
+            "ANSIBLE_CALLBACKS_ENABLED",
+            appended("ANSIBLE_CALLBACKS_ENABLED", "proxshift_phases", ","),
+        );
+    }
     // Line-by-line output through the pipe; colour only if we show colour ourselves.
     c.env("PYTHONUNBUFFERED", "1");
     if display.colour {
@@ -166,6 +226,7 @@ pub fn run_playbook(
         out,
         progress: display.progress,
         shown: false,
+        last: String::new(),
         colour: display.colour,
         started,
         to_stderr: display.to_stderr,

@@ -52,6 +52,31 @@ pub fn site_phase(role: Option<&str>, task: &str) -> Option<&'static str> {
         .map(|(_, p)| *p)
 }
 
+/// The phase of a task from its tags (ansible does not keep their order). Tags that name no site
+/// phase (`always`) decide nothing. A task in several phases (the secrets role serves preflight,
+/// manifests and iso too) keeps the phase its role suggests when that is one of them; otherwise the
+/// first of them in site order that this run plans.
+pub fn phase_from_tags(tags: &[String], guess: &str, planned: &[String]) -> Option<String> {
+    let phases: Vec<&str> = crate::plan::SITE_PHASES
+        .iter()
+        .copied()
+        .filter(|p| tags.iter().any(|t| t == p))
+        .collect();
+    if phases.is_empty() {
+        return None;
+    }
+    let wanted: Vec<&str> = phases
+        .iter()
+        .copied()
+        .filter(|p| planned.iter().any(|x| x == p))
+        .collect();
+    let pool = if wanted.is_empty() { &phases } else { &wanted };
+    if pool.contains(&guess) {
+        return Some(guess.to_string());
+    }
+    pool.first().map(|p| p.to_string())
+}
+
 /// How a phase went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -266,6 +291,19 @@ impl Tracker {
                         message: message.unwrap_or_default(),
                         unreachable: status == Status::Unreachable,
                     });
+                }
+            }
+            Event::TaskTags(tags) if !self.single => {
+                let Some(t) = self.current.as_ref() else {
+                    return;
+                };
+                let guess = self.phases[t.phase].name.clone();
+                if let Some(phase) = phase_from_tags(&tags, &guess, &self.planned) {
+                    let idx = self.phase_index(&phase);
+                    if let Some(t) = self.current.as_mut() {
+                        t.phase = idx;
+                    }
+                    self.last_phase = Some(idx);
                 }
             }
             Event::Ignoring => {
@@ -599,6 +637,87 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         );
         assert_eq!(t.recap().len(), 2);
         assert_eq!(t.recap()[1].unreachable, 1);
+    }
+
+    #[test]
+    fn tags_from_the_callback_win_over_role_names() {
+        let mut t = Tracker::new(&planned(&crate::plan::SITE_PHASES));
+        for l in [
+            "TASK [proxshift.hashi_vault.secrets : Read the secrets from Vault] ***",
+            "##proxshift-tags [\"manifests\", \"preflight\", \"secrets\", \"iso\"]",
+            "ok: [localhost]",
+            // Preflight imports the manifests and cluster_vms roles in check-only mode.
+            "TASK [proxshift.openshift.manifests : Render and validate the manifests] ***",
+            "##proxshift-tags [\"preflight\"]",
+            "ok: [localhost]",
+            "TASK [proxshift.proxmox.cluster_vms : Converge the cluster's VMs] ***",
+            "##proxshift-tags [\"preflight\"]",
+            "ok: [localhost]",
+            "TASK [proxshift.openshift.manifests : Render and validate the manifests] ***",
+            "##proxshift-tags [\"manifests\", \"iso\"]",
+            "changed: [localhost]",
+            "TASK [Build the cluster model] ***",
+            "##proxshift-tags [\"always\"]",
+            "ok: [localhost]",
+        ] {
+            t.feed(l);
+        }
+        t.finish();
+        let by: BTreeMap<String, PhaseStats> = t
+            .phases()
+            .into_iter()
+            .map(|p| (p.name.clone(), p))
+            .collect();
+        assert_eq!(
+            (
+                by["secrets"].ok,
+                by["preflight"].ok,
+                by["manifests"].changed
+            ),
+            (1, 2, 1)
+        );
+        assert_eq!(by["vms"].tasks, 0);
+        // An `always` task keeps the phase its name gives (here none: the last phase).
+        assert_eq!(by["manifests"].ok, 1);
+        // Only iso planned: the same role counts as iso.
+        let mut t = Tracker::new(&planned(&["iso"]));
+        t.feed("TASK [proxshift.openshift.manifests : Render and validate the manifests] ***");
+        t.feed("##proxshift-tags [\"manifests\", \"iso\"]");
+        assert_eq!(t.progress(Duration::ZERO).phase.as_deref(), Some("iso"));
+    }
+
+    #[test]
+    fn phase_from_tag_sets() {
+        let all = planned(&crate::plan::SITE_PHASES);
+        let tags = |t: &[&str]| planned(t);
+        // Order of the tags does not matter; the role's phase wins when the task carries it.
+        let secrets = tags(&["manifests", "iso", "secrets", "preflight"]);
+        assert_eq!(
+            phase_from_tags(&secrets, "secrets", &all).as_deref(),
+            Some("secrets")
+        );
+        assert_eq!(
+            phase_from_tags(&tags(&["preflight"]), "manifests", &all).as_deref(),
+            Some("preflight")
+        );
+        assert_eq!(
+            phase_from_tags(&tags(&["iso", "manifests"]), "iso", &all).as_deref(),
+            Some("iso")
+        );
+        // Unknown role: the earliest planned phase among the tags.
+        assert_eq!(
+            phase_from_tags(&secrets, "setup", &all).as_deref(),
+            Some("preflight")
+        );
+        assert_eq!(
+            phase_from_tags(&secrets, "setup", &tags(&["iso"])).as_deref(),
+            Some("iso")
+        );
+        assert_eq!(phase_from_tags(&tags(&["always"]), "setup", &all), None);
+        assert_eq!(
+            phase_from_tags(&tags(&["vms"]), "setup", &tags(&["acm"])).as_deref(),
+            Some("vms")
+        );
     }
 
     #[test]

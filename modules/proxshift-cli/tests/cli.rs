@@ -728,3 +728,89 @@ fn a_real_tiny_playbook_through_real_ansible() {
     assert_eq!(v["failures"][0]["message"], "asked to fail for lab-sno");
     assert_eq!(v["recap"][0]["failed"], 1);
 }
+
+#[test]
+fn real_ansible_phases_come_from_task_tags() {
+    let Some(bin) = real_ansible_playbook() else {
+        eprintln!("SKIP: no ansible-playbook (run `make venv`)");
+        return;
+    };
+    let p = Project::new("realphases");
+    std::fs::write(
+        p.dir.join("inventory/hosts.yml"),
+        "all:\n  children:\n    clusters:\n      children:\n        lab-sno:\n          hosts:\n            lab-sno-0: {}\n",
+    )
+    .unwrap();
+    // One role imported by three phases, as site.yaml's preflight reuses the manifests role.
+    let role = p.dir.join("ansible_collections/demo/t/roles/secrets/tasks");
+    std::fs::create_dir_all(&role).unwrap();
+    std::fs::write(
+        p.dir.join("ansible_collections/demo/t/galaxy.yml"),
+        "namespace: demo\nname: t\nversion: 1.0.0\nreadme: README.md\nauthors: [t]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        role.join("main.yml"),
+        "- name: Probe\n  ansible.builtin.debug: {msg: probe}\n  changed_when: probe_changed | default(false)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.dir.join("playbooks/site.yaml"),
+        r#"- name: Site
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Model
+      ansible.builtin.set_fact: {model: 1}
+      tags: [always]
+    - name: Secrets
+      ansible.builtin.import_role: {name: demo.t.secrets}
+      tags: [secrets, preflight, manifests]
+    - name: Preflight
+      ansible.builtin.import_role: {name: demo.t.secrets}
+      tags: [preflight]
+    - name: Manifests
+      ansible.builtin.import_role: {name: demo.t.secrets}
+      vars: {probe_changed: true}
+      tags: [manifests]
+    - name: VMs
+      ansible.builtin.import_role: {name: demo.t.secrets}
+      tags: [vms]
+"#,
+    )
+    .unwrap();
+    let o = p
+        .command(&["--json", "manifests", "lab-sno"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("ANSIBLE_HOME", p.dir.join(".ansible"))
+        .env("ANSIBLE_LOCAL_TEMP", p.dir.join(".ansible/tmp"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_out(&o);
+    let phases: Vec<(String, u64, u64)> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().into(),
+                p["ok"].as_u64().unwrap(),
+                p["changed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        vec![
+            ("setup".into(), 1, 0),
+            ("preflight".into(), 1, 0),
+            ("secrets".into(), 1, 0),
+            ("manifests".into(), 0, 1),
+        ]
+    );
+    // The callback's lines were read, not shown; the playbook's own output was.
+    assert!(!stderr(&o).contains("##proxshift-tags"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TASK [demo.t.secrets : Probe]"));
+}
