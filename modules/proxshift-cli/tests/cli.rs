@@ -653,18 +653,41 @@ fn real_ansible_playbook() -> Option<PathBuf> {
         .find(|d| d.join("ansible-playbook").is_file() && d.join("ansible-inventory").is_file())
 }
 
-#[test]
-fn a_real_tiny_playbook_through_real_ansible() {
+/// A project with a one-cluster inventory for real ansible runs, and a way to run proxshift with that
+/// ansible on PATH and its state kept inside the project; `None` (skip) without an ansible install.
+fn real_project(name: &str) -> Option<(Project, RealAnsible)> {
     let Some(bin) = real_ansible_playbook() else {
         eprintln!("SKIP: no ansible-playbook (run `make venv`)");
-        return;
+        return None;
     };
-    let p = Project::new("real");
+    let p = Project::new(name);
     std::fs::write(
         p.dir.join("inventory/hosts.yml"),
         "all:\n  children:\n    clusters:\n      children:\n        lab-sno:\n          vars: {ocp_version: '4.19', base_domain: lab.example.com}\n          hosts:\n            lab-sno-0: {ip: 10.20.0.11}\n",
     )
     .unwrap();
+    Some((p, RealAnsible(bin)))
+}
+
+/// The folder holding the real ansible-playbook.
+struct RealAnsible(PathBuf);
+
+impl RealAnsible {
+    fn run(&self, p: &Project, args: &[&str]) -> Output {
+        p.command(args)
+            .env("PATH", format!("{}:/usr/bin:/bin", self.0.display()))
+            .env("ANSIBLE_HOME", p.dir.join(".ansible"))
+            .env("ANSIBLE_LOCAL_TEMP", p.dir.join(".ansible/tmp"))
+            .output()
+            .unwrap()
+    }
+}
+
+#[test]
+fn a_real_tiny_playbook_through_real_ansible() {
+    let Some((p, ansible)) = real_project("real") else {
+        return;
+    };
     std::fs::write(
         p.dir.join("playbooks/status.yaml"),
         r#"- name: Status
@@ -687,16 +710,10 @@ fn a_real_tiny_playbook_through_real_ansible() {
 "#,
     )
     .unwrap();
-    let path = format!("{}:/usr/bin:/bin", bin.display());
     let run = |extra: &[&str]| {
         let mut args = vec!["--json", "status", "lab-sno"];
         args.extend(extra);
-        p.command(&args)
-            .env("PATH", &path)
-            .env("ANSIBLE_HOME", p.dir.join(".ansible"))
-            .env("ANSIBLE_LOCAL_TEMP", p.dir.join(".ansible/tmp"))
-            .output()
-            .unwrap()
+        ansible.run(&p, &args)
     };
     let o = run(&[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -731,16 +748,9 @@ fn a_real_tiny_playbook_through_real_ansible() {
 
 #[test]
 fn real_ansible_phases_come_from_task_tags() {
-    let Some(bin) = real_ansible_playbook() else {
-        eprintln!("SKIP: no ansible-playbook (run `make venv`)");
+    let Some((p, ansible)) = real_project("realphases") else {
         return;
     };
-    let p = Project::new("realphases");
-    std::fs::write(
-        p.dir.join("inventory/hosts.yml"),
-        "all:\n  children:\n    clusters:\n      children:\n        lab-sno:\n          hosts:\n            lab-sno-0: {}\n",
-    )
-    .unwrap();
     // One role imported by three phases, as site.yaml's preflight reuses the manifests role.
     let role = p.dir.join("ansible_collections/demo/t/roles/secrets/tasks");
     std::fs::create_dir_all(&role).unwrap();
@@ -780,13 +790,7 @@ fn real_ansible_phases_come_from_task_tags() {
 "#,
     )
     .unwrap();
-    let o = p
-        .command(&["--json", "manifests", "lab-sno"])
-        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-        .env("ANSIBLE_HOME", p.dir.join(".ansible"))
-        .env("ANSIBLE_LOCAL_TEMP", p.dir.join(".ansible/tmp"))
-        .output()
-        .unwrap();
+    let o = ansible.run(&p, &["--json", "manifests", "lab-sno"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v = json_out(&o);
     let phases: Vec<(String, u64, u64)> = v["phases"]
