@@ -97,7 +97,8 @@ pub struct VmReport {
     pub qmpstatus: Option<String>,
     pub lock: Option<String>,
     pub uptime: Option<u64>,
-    pub ha: Ha,
+    /// `None` when the VM could not be read.
+    pub ha: Option<Ha>,
     pub owned: bool,
     pub tags: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -123,7 +124,7 @@ impl VmReport {
             qmpstatus: None,
             lock: None,
             uptime: None,
-            ha: Ha::default(),
+            ha: None,
             owned,
             tags: vm.tags.clone(),
             task_log: Vec::new(),
@@ -135,10 +136,10 @@ impl VmReport {
         self.qmpstatus = o.qmpstatus.clone();
         self.lock = o.lock.clone();
         self.uptime = Some(o.uptime);
-        self.ha = Ha {
+        self.ha = Some(Ha {
             managed: o.ha_managed,
             state: o.ha_state.clone(),
-        };
+        });
         self.after = o.power().to_string();
     }
 
