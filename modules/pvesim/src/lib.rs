@@ -16,6 +16,7 @@ pub mod error;
 pub mod faults;
 mod handlers;
 pub mod model;
+pub mod multipart;
 pub mod propstr;
 pub mod schema;
 pub mod server;
