@@ -47,7 +47,12 @@ fn main() {
         4,
         1000,
     );
-    let c = run("GET /cluster/resources", &format!("{api}/cluster/resources"), 4, 500);
+    let c = run(
+        "GET /cluster/resources",
+        &format!("{api}/cluster/resources"),
+        4,
+        500,
+    );
     let worst = a.min(b).min(c);
     println!("slowest: {worst:.0} req/s (target >= 1000)");
     sim.shutdown();

@@ -23,7 +23,8 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     if needle.is_empty() || hay.len() < needle.len() {
         return None;
     }
-    (from..=hay.len() - needle.len()).find(|&i| hay[i] == needle[0] && &hay[i..i + needle.len()] == needle)
+    (from..=hay.len() - needle.len())
+        .find(|&i| hay[i] == needle[0] && &hay[i..i + needle.len()] == needle)
 }
 
 /// `name="x"` style parameter of a Content-Disposition header.
@@ -72,10 +73,16 @@ mod tests {
     #[test]
     fn parses_fields_and_file() {
         let body = b"--XyZ\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\niso\r\n--XyZ\r\nContent-Disposition: form-data; name=\"filename\"; filename=\"a.iso\"\r\nContent-Type: application/octet-stream\r\n\r\nAB\r\nCD\r\n--XyZ--\r\n";
-        assert_eq!(boundary("multipart/form-data; boundary=\"XyZ\"").as_deref(), Some("XyZ"));
+        assert_eq!(
+            boundary("multipart/form-data; boundary=\"XyZ\"").as_deref(),
+            Some("XyZ")
+        );
         let parts = parse(body, "XyZ").unwrap();
         assert_eq!(parts.len(), 2);
-        assert_eq!((parts[0].name.as_str(), parts[0].data.as_slice()), ("content", &b"iso"[..]));
+        assert_eq!(
+            (parts[0].name.as_str(), parts[0].data.as_slice()),
+            ("content", &b"iso"[..])
+        );
         assert_eq!(parts[1].filename.as_deref(), Some("a.iso"));
         assert_eq!(parts[1].data, b"AB\r\nCD");
     }
@@ -83,7 +90,11 @@ mod tests {
     #[test]
     fn rejects_garbage() {
         assert!(parse(b"nothing here", "XyZ").is_err());
-        assert!(parse(b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nno end", "XyZ").is_err());
+        assert!(parse(
+            b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nno end",
+            "XyZ"
+        )
+        .is_err());
         assert_eq!(boundary("multipart/form-data"), None);
     }
 }

@@ -524,7 +524,10 @@ fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>,
                 if p.name != "filename" {
                     return Err(ApiError::new(
                         400,
-                        format!("wrong field name '{}' for file upload, expected 'filename'", p.name),
+                        format!(
+                            "wrong field name '{}' for file upload, expected 'filename'",
+                            p.name
+                        ),
                     ));
                 }
                 fields.insert("filename".into(), Value::String(fname.clone()));
@@ -534,7 +537,10 @@ fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>,
                 });
             }
             None => {
-                fields.insert(p.name, Value::String(String::from_utf8_lossy(&p.data).to_string()));
+                fields.insert(
+                    p.name,
+                    Value::String(String::from_utf8_lossy(&p.data).to_string()),
+                );
             }
         }
     }
