@@ -6,6 +6,7 @@ use std::time::Duration;
 use pvesim::{Config, Options, Seed, SimHandle, Simulator};
 use serde_json::Value;
 
+#[allow(unused_imports)]
 pub use pvesim::lab::{CI_TOKEN, FULL_TOKEN, ROOT_PASSWORD, ROOT_TOKEN};
 
 pub fn start() -> SimHandle {
