@@ -76,8 +76,13 @@ fn to_float(v: &Value) -> Result<Value, String> {
             Number::from_f64(n.as_f64().unwrap_or(0.0)).unwrap_or_else(|| Number::from(0)),
         )),
         Value::String(s) => {
-            let f: f64 = s.trim().parse().map_err(|_| format!("could not convert string to float: '{s}'"))?;
-            Number::from_f64(f).map(Value::Number).ok_or_else(|| format!("'{s}' is not a finite number"))
+            let f: f64 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("could not convert string to float: '{s}'"))?;
+            Number::from_f64(f)
+                .map(Value::Number)
+                .ok_or_else(|| format!("'{s}' is not a finite number"))
         }
         other => Err(format!("cannot convert a {} to float", type_name(other))),
     }
@@ -88,8 +93,8 @@ pub fn to_bool(v: &Value) -> Result<bool, String> {
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Number(n) => match n.as_f64() {
-            Some(f) if f == 1.0 => Ok(true),
-            Some(f) if f == 0.0 => Ok(false),
+            Some(1.0) => Ok(true),
+            Some(0.0) => Ok(false),
             _ => Err(format!("the value {n} is not a valid boolean; valid booleans include yes/no, true/false, on/off, 1/0")),
         },
         Value::String(s) => {
@@ -110,7 +115,9 @@ fn to_list(v: &Value) -> Result<Value, String> {
     match v {
         Value::Array(_) => Ok(v.clone()),
         // "a,b,c" is a list of three strings, as in core.
-        Value::String(s) => Ok(Value::Array(s.split(',').map(|p| Value::String(p.to_string())).collect())),
+        Value::String(s) => Ok(Value::Array(
+            s.split(',').map(|p| Value::String(p.to_string())).collect(),
+        )),
         Value::Number(_) | Value::Bool(_) => Ok(Value::Array(vec![Value::String(to_str(v)?)])),
         other => Err(format!("cannot convert a {} to list", type_name(other))),
     }
@@ -129,7 +136,9 @@ fn to_dict(v: &Value) -> Result<Value, String> {
             // core's k=v form: "a=1, b=2" or "a=1 b=2".
             let mut m = Map::new();
             for part in t.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
-                let (k, val) = part.split_once('=').ok_or_else(|| format!("'{part}' is not a key=value pair"))?;
+                let (k, val) = part
+                    .split_once('=')
+                    .ok_or_else(|| format!("'{part}' is not a key=value pair"))?;
                 m.insert(k.trim().to_string(), Value::String(val.trim().to_string()));
             }
             Ok(Value::Object(m))
@@ -160,7 +169,9 @@ pub fn expand_path(p: &str) -> String {
                 None => ("", 0),
             }
         } else {
-            let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
             (&after[..end], end)
         };
         match (name.is_empty(), std::env::var(name)) {
@@ -203,7 +214,9 @@ mod tests {
         assert_eq!(coerce(&json!(" 7 "), Type::Int), Ok(json!(7)));
         assert_eq!(coerce(&json!(3.0), Type::Int), Ok(json!(3)));
         assert!(coerce(&json!(3.5), Type::Int).is_err());
-        assert!(coerce(&json!("4k"), Type::Int).unwrap_err().contains("'4k'"));
+        assert!(coerce(&json!("4k"), Type::Int)
+            .unwrap_err()
+            .contains("'4k'"));
         assert!(coerce(&json!(true), Type::Int).is_err());
         assert!(coerce(&json!([1]), Type::Int).is_err());
     }
@@ -224,15 +237,24 @@ mod tests {
 
     #[test]
     fn lists_from_comma_strings() {
-        assert_eq!(coerce(&json!("a,b,c"), Type::List), Ok(json!(["a", "b", "c"])));
+        assert_eq!(
+            coerce(&json!("a,b,c"), Type::List),
+            Ok(json!(["a", "b", "c"]))
+        );
         assert_eq!(coerce(&json!(3), Type::List), Ok(json!(["3"])));
         assert!(coerce(&json!({"a": 1}), Type::List).is_err());
     }
 
     #[test]
     fn dicts_from_json_and_key_value_strings() {
-        assert_eq!(coerce(&json!("{\"a\": 1}"), Type::Dict), Ok(json!({"a": 1})));
-        assert_eq!(coerce(&json!("a=1, b=2"), Type::Dict), Ok(json!({"a": "1", "b": "2"})));
+        assert_eq!(
+            coerce(&json!("{\"a\": 1}"), Type::Dict),
+            Ok(json!({"a": 1}))
+        );
+        assert_eq!(
+            coerce(&json!("a=1, b=2"), Type::Dict),
+            Ok(json!({"a": "1", "b": "2"}))
+        );
         assert!(coerce(&json!("novalue"), Type::Dict).is_err());
         assert!(coerce(&json!(1), Type::Dict).is_err());
     }

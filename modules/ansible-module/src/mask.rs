@@ -36,7 +36,10 @@ pub fn mask_str(s: &str, secrets: &[String]) -> Option<String> {
         return Some(MASK_WHOLE.to_string());
     }
     // Longest first, so a secret that contains a shorter one is hidden whole.
-    let mut sorted: Vec<&String> = secrets.iter().filter(|x| !x.is_empty() && s.contains(x.as_str())).collect();
+    let mut sorted: Vec<&String> = secrets
+        .iter()
+        .filter(|x| !x.is_empty() && s.contains(x.as_str()))
+        .collect();
     if sorted.is_empty() {
         return None;
     }

@@ -36,8 +36,11 @@ impl Module {
     /// The options as a typed struct. Validation already coerced the types, so a serde struct whose
     /// fields mirror the spec deserialises without surprises.
     pub fn options<T: DeserializeOwned>(&self) -> Result<T, Failure> {
-        serde_json::from_value(Value::Object(self.params.clone()))
-            .map_err(|e| Failure::new(format!("internal error: options do not match the module's types: {e}")))
+        serde_json::from_value(Value::Object(self.params.clone())).map_err(|e| {
+            Failure::new(format!(
+                "internal error: options do not match the module's types: {e}"
+            ))
+        })
     }
 
     pub fn warn(&mut self, msg: impl Into<String>) {
@@ -46,11 +49,18 @@ impl Module {
 
     /// A deprecation warning, shown by the controller as `[DEPRECATION WARNING]`.
     pub fn deprecate(&mut self, msg: impl Into<String>, version: &str, collection: &str) {
-        self.deprecations.push(json!({"msg": msg.into(), "version": version, "collection_name": collection}));
+        self.deprecations
+            .push(json!({"msg": msg.into(), "version": version, "collection_name": collection}));
     }
 
     /// Add one before/after pair; several pairs are returned as a list (one diff each).
-    pub fn add_diff(&mut self, before: Value, after: Value, before_header: &str, after_header: &str) {
+    pub fn add_diff(
+        &mut self,
+        before: Value,
+        after: Value,
+        before_header: &str,
+        after_header: &str,
+    ) {
         if self.diff_mode {
             self.diffs.push(json!({"before": before, "after": after,
                                    "before_header": before_header, "after_header": after_header}));
@@ -84,7 +94,10 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn new(changed: bool) -> Self {
-        Outcome { changed, ..Default::default() }
+        Outcome {
+            changed,
+            ..Default::default()
+        }
     }
     pub fn msg(mut self, msg: impl Into<String>) -> Self {
         self.msg = Some(msg.into());
@@ -106,7 +119,10 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(msg: impl Into<String>) -> Self {
-        Failure { msg: msg.into(), ..Default::default() }
+        Failure {
+            msg: msg.into(),
+            ..Default::default()
+        }
     }
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.data.insert(key.to_string(), value.into());
@@ -169,7 +185,13 @@ where
     };
     let default_name = std::env::args()
         .next()
-        .and_then(|p| PathBuf::from(p).file_name().map(|f| f.to_string_lossy().trim_start_matches("AnsiballZ_").to_string()))
+        .and_then(|p| {
+            PathBuf::from(p).file_name().map(|f| {
+                f.to_string_lossy()
+                    .trim_start_matches("AnsiballZ_")
+                    .to_string()
+            })
+        })
         .unwrap_or_else(|| "module".into());
     let (result, code) = match text {
         Ok(t) => execute(&t, &default_name, &spec, body),
@@ -187,7 +209,10 @@ where
     let raw: Map<String, Value> = match serde_json::from_str::<Value>(args_text) {
         Ok(Value::Object(m)) => m,
         Ok(other) => {
-            let msg = format!("the arguments file must hold a JSON object, not {}", crate::coerce::type_name(&other));
+            let msg = format!(
+                "the arguments file must hold a JSON object, not {}",
+                crate::coerce::type_name(&other)
+            );
             return finish(json!({"failed": true, "changed": false, "msg": msg}), &[]);
         }
         Err(e) => {
@@ -207,25 +232,42 @@ where
         }
         (i, u)
     };
-    let flag = |k: &str| internal.get(k).map(|v| crate::coerce::to_bool(v).unwrap_or(false)).unwrap_or(false);
+    let flag = |k: &str| {
+        internal
+            .get(k)
+            .map(|v| crate::coerce::to_bool(v).unwrap_or(false))
+            .unwrap_or(false)
+    };
     let module_name = internal
         .get("_ansible_module_name")
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| default_name.to_string());
     // ≤ 2.20 cores always expected `invocation`; 2.21 asks for it explicitly.
-    let inject_invocation = internal.get("_ansible_inject_invocation").map(|_| flag("_ansible_inject_invocation")).unwrap_or(true);
+    let inject_invocation = internal
+        .get("_ansible_inject_invocation")
+        .map(|_| flag("_ansible_inject_invocation"))
+        .unwrap_or(true);
     let tracebacks = internal
         .get("_ansible_tracebacks_for")
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|x| x == "error" || x == "always"));
 
-    let v = validate(&user, spec, &module_name, flag("_ansible_ignore_unknown_opts"));
+    let v = validate(
+        &user,
+        spec,
+        &module_name,
+        flag("_ansible_ignore_unknown_opts"),
+    );
     if let Ok(mut g) = secrets().lock() {
         g.extend(v.no_log_values.iter().cloned());
     }
     let invocation = if inject_invocation {
-        let mut args = if v.errors.is_empty() { v.params.clone() } else { user.clone() };
+        let mut args = if v.errors.is_empty() {
+            v.params.clone()
+        } else {
+            user.clone()
+        };
         for opt in spec.options.iter().filter(|o| o.no_log) {
             if args.get(opt.name).is_some_and(|x| !x.is_null()) {
                 args.insert(opt.name.to_string(), json!(crate::mask::MASK_WHOLE));
@@ -256,10 +298,16 @@ where
         check_mode: flag("_ansible_check_mode"),
         diff_mode: flag("_ansible_diff"),
         no_log: flag("_ansible_no_log"),
-        verbosity: internal.get("_ansible_verbosity").and_then(Value::as_u64).unwrap_or(0),
+        verbosity: internal
+            .get("_ansible_verbosity")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
         module_name,
         keep_remote_files: flag("_ansible_keep_remote_files"),
-        tmpdir: internal.get("_ansible_tmpdir").and_then(Value::as_str).map(PathBuf::from),
+        tmpdir: internal
+            .get("_ansible_tmpdir")
+            .and_then(Value::as_str)
+            .map(PathBuf::from),
         warnings: v.warnings,
         deprecations: Vec::new(),
         diffs: Vec::new(),
@@ -283,12 +331,19 @@ where
                 result.insert(k, val);
             }
             if tracebacks && !result.contains_key("exception") {
-                result.insert("exception".into(), json!(format!("{} failed: {}", module.module_name, failure.msg)));
+                result.insert(
+                    "exception".into(),
+                    json!(format!("{} failed: {}", module.module_name, failure.msg)),
+                );
             }
         }
     }
     if !module.diffs.is_empty() {
-        let diff = if module.diffs.len() == 1 { module.diffs.remove(0) } else { Value::Array(module.diffs) };
+        let diff = if module.diffs.len() == 1 {
+            module.diffs.remove(0)
+        } else {
+            Value::Array(module.diffs)
+        };
         result.insert("diff".into(), diff);
     }
     if !module.warnings.is_empty() {
@@ -309,7 +364,10 @@ fn finish(mut result: Value, secrets: &[String]) -> (Value, i32) {
         m.retain(|k, _| !k.starts_with("_ansible_"));
     }
     mask_value(&mut result, secrets);
-    let failed = result.get("failed").and_then(Value::as_bool).unwrap_or(false);
+    let failed = result
+        .get("failed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     (result, if failed { 1 } else { 0 })
 }
 
@@ -328,7 +386,10 @@ fn install_panic_hook() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         let result = json!({
             "failed": true,
             "changed": false,
@@ -347,7 +408,11 @@ mod tests {
     use crate::spec::Opt;
 
     fn spec() -> ArgSpec {
-        ArgSpec::new(vec![Opt::str("name").required(), Opt::str("token").no_log(), Opt::int("count").default(1)])
+        ArgSpec::new(vec![
+            Opt::str("name").required(),
+            Opt::str("token").no_log(),
+            Opt::int("count").default(1),
+        ])
     }
 
     #[test]
@@ -358,21 +423,34 @@ mod tests {
             assert!(m.check_mode && m.diff_mode);
             m.add_diff(json!("a"), json!("b"), "before", "after");
             m.warn("used tok-123 here");
-            Ok(Outcome::new(true).msg("hello tok-123").with("token_echo", "tok-123"))
+            Ok(Outcome::new(true)
+                .msg("hello tok-123")
+                .with("token_echo", "tok-123"))
         });
         assert_eq!(code, 0);
         assert_eq!(r["changed"], json!(true));
         assert_eq!(r["msg"], json!("hello ********"));
-        assert_eq!(r["token_echo"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+        assert_eq!(
+            r["token_echo"],
+            json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER")
+        );
         assert_eq!(r["warnings"][0], json!("used ******** here"));
-        assert_eq!(r["invocation"]["module_args"]["token"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+        assert_eq!(
+            r["invocation"]["module_args"]["token"],
+            json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER")
+        );
         assert_eq!(r["invocation"]["module_args"]["count"], json!(1));
         assert_eq!(r["diff"]["after"], json!("b"));
     }
 
     #[test]
     fn invocation_only_when_asked_on_new_cores() {
-        let (r, _) = execute(r#"{"name":"a","_ansible_inject_invocation":false}"#, "m", &spec(), |_| Ok(Outcome::new(false)));
+        let (r, _) = execute(
+            r#"{"name":"a","_ansible_inject_invocation":false}"#,
+            "m",
+            &spec(),
+            |_| Ok(Outcome::new(false)),
+        );
         assert!(r.get("invocation").is_none());
         assert_eq!(r["changed"], json!(false));
     }
@@ -388,7 +466,12 @@ mod tests {
 
     #[test]
     fn validation_errors_are_masked_and_listed() {
-        let (r, code) = execute(r#"{"token": "tok-9", "count": "x tok-9"}"#, "m", &spec(), |_| unreachable!());
+        let (r, code) = execute(
+            r#"{"token": "tok-9", "count": "x tok-9"}"#,
+            "m",
+            &spec(),
+            |_| unreachable!(),
+        );
         assert_eq!(code, 1);
         let msg = r["msg"].as_str().unwrap();
         assert!(msg.contains("missing required arguments: name"), "{msg}");
@@ -398,9 +481,16 @@ mod tests {
 
     #[test]
     fn failure_keeps_changed_and_data() {
-        let (r, code) = execute(r#"{"name":"a","_ansible_tracebacks_for":["error"]}"#, "m", &spec(), |_| {
-            Err(Failure::new("task failed").changed(true).with("task_log", json!(["line"])))
-        });
+        let (r, code) = execute(
+            r#"{"name":"a","_ansible_tracebacks_for":["error"]}"#,
+            "m",
+            &spec(),
+            |_| {
+                Err(Failure::new("task failed")
+                    .changed(true)
+                    .with("task_log", json!(["line"])))
+            },
+        );
         assert_eq!(code, 1);
         assert_eq!(r["failed"], json!(true));
         assert_eq!(r["changed"], json!(true));
@@ -419,7 +509,9 @@ mod tests {
 
     #[test]
     fn reserved_keys_are_dropped() {
-        let (r, _) = execute(r#"{"name":"a"}"#, "m", &spec(), |_| Ok(Outcome::new(false).with("_ansible_no_log", true)));
+        let (r, _) = execute(r#"{"name":"a"}"#, "m", &spec(), |_| {
+            Ok(Outcome::new(false).with("_ansible_no_log", true))
+        });
         assert!(r.get("_ansible_no_log").is_none());
     }
 }

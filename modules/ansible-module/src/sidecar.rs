@@ -17,13 +17,22 @@ pub fn check(spec: &ArgSpec, yaml: &str, module: &str) -> Vec<String> {
     };
     let mut problems = Vec::new();
     let documentation = &doc["DOCUMENTATION"];
-    for key in ["module", "short_description", "description", "author", "options"] {
+    for key in [
+        "module",
+        "short_description",
+        "description",
+        "author",
+        "options",
+    ] {
         if documentation.get(key).is_none() {
             problems.push(format!("DOCUMENTATION has no '{key}'"));
         }
     }
     if documentation["module"].as_str() != Some(module) {
-        problems.push(format!("DOCUMENTATION.module is {:?}, expected {module:?}", documentation["module"]));
+        problems.push(format!(
+            "DOCUMENTATION.module is {:?}, expected {module:?}",
+            documentation["module"]
+        ));
     }
     if !doc["RETURN"].is_object() {
         problems.push("RETURN is missing or not a mapping".into());
@@ -38,7 +47,12 @@ pub fn check(spec: &ArgSpec, yaml: &str, module: &str) -> Vec<String> {
     problems
 }
 
-fn compare_level(spec: &ArgSpec, docs: &Map<String, Value>, prefix: &str, problems: &mut Vec<String>) {
+fn compare_level(
+    spec: &ArgSpec,
+    docs: &Map<String, Value>,
+    prefix: &str,
+    problems: &mut Vec<String>,
+) {
     for opt in &spec.options {
         let name = format!("{prefix}{}", opt.name);
         match docs.get(opt.name) {
@@ -48,7 +62,9 @@ fn compare_level(spec: &ArgSpec, docs: &Map<String, Value>, prefix: &str, proble
     }
     for key in docs.keys() {
         if spec.get(key).is_none() {
-            problems.push(format!("option '{prefix}{key}' is documented but not in the spec"));
+            problems.push(format!(
+                "option '{prefix}{key}' is documented but not in the spec"
+            ));
         }
     }
 }
@@ -58,31 +74,52 @@ fn compare_option(opt: &Opt, d: &Value, name: &str, problems: &mut Vec<String>) 
         problems.push(format!("option '{name}' has no description"));
     }
     if d.get("no_log").is_some() {
-        problems.push(format!("option '{name}': no_log may not appear in documentation (ansible-test rejects it)"));
+        problems.push(format!(
+            "option '{name}': no_log may not appear in documentation (ansible-test rejects it)"
+        ));
     }
     let doc_type = d["type"].as_str().unwrap_or("str");
     if doc_type != opt.ty.ansible_name() {
-        problems.push(format!("option '{name}': documented type {doc_type}, spec type {}", opt.ty.ansible_name()));
+        problems.push(format!(
+            "option '{name}': documented type {doc_type}, spec type {}",
+            opt.ty.ansible_name()
+        ));
     }
     let doc_required = d["required"].as_bool().unwrap_or(false);
     if doc_required != opt.required {
-        problems.push(format!("option '{name}': documented required={doc_required}, spec required={}", opt.required));
+        problems.push(format!(
+            "option '{name}': documented required={doc_required}, spec required={}",
+            opt.required
+        ));
     }
     let doc_default = d.get("default").cloned().unwrap_or(Value::Null);
     let spec_default = opt.default.clone().unwrap_or(Value::Null);
     if !same_value(&doc_default, &spec_default) {
-        problems.push(format!("option '{name}': documented default {doc_default}, spec default {spec_default}"));
+        problems.push(format!(
+            "option '{name}': documented default {doc_default}, spec default {spec_default}"
+        ));
     }
     let doc_choices = d["choices"].as_array().cloned().unwrap_or_default();
-    let same_choices =
-        doc_choices.len() == opt.choices.len() && doc_choices.iter().zip(&opt.choices).all(|(a, b)| same_value(a, b));
+    let same_choices = doc_choices.len() == opt.choices.len()
+        && doc_choices
+            .iter()
+            .zip(&opt.choices)
+            .all(|(a, b)| same_value(a, b));
     if !same_choices {
-        problems.push(format!("option '{name}': documented choices {doc_choices:?}, spec choices {:?}", opt.choices));
+        problems.push(format!(
+            "option '{name}': documented choices {doc_choices:?}, spec choices {:?}",
+            opt.choices
+        ));
     }
-    let doc_aliases: Vec<&str> =
-        d["aliases"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let doc_aliases: Vec<&str> = d["aliases"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     if doc_aliases != opt.aliases {
-        problems.push(format!("option '{name}': documented aliases {doc_aliases:?}, spec aliases {:?}", opt.aliases));
+        problems.push(format!(
+            "option '{name}': documented aliases {doc_aliases:?}, spec aliases {:?}",
+            opt.aliases
+        ));
     }
     let doc_elements = d["elements"].as_str();
     if doc_elements != opt.elements.map(Type::ansible_name) {
@@ -93,8 +130,12 @@ fn compare_option(opt: &Opt, d: &Value, name: &str, problems: &mut Vec<String>) 
     }
     match (&opt.options, d.get("suboptions").and_then(Value::as_object)) {
         (Some(sub), Some(docs)) => compare_level(sub, docs, &format!("{name}."), problems),
-        (Some(_), None) => problems.push(format!("option '{name}' has sub-options that are not documented")),
-        (None, Some(_)) => problems.push(format!("option '{name}' documents suboptions the spec does not have")),
+        (Some(_), None) => problems.push(format!(
+            "option '{name}' has sub-options that are not documented"
+        )),
+        (None, Some(_)) => problems.push(format!(
+            "option '{name}' documents suboptions the spec does not have"
+        )),
         (None, None) => {}
     }
 }
@@ -113,7 +154,9 @@ fn check_examples(spec: &ArgSpec, examples: &str, module: &str) -> Vec<String> {
         Ok(v) => v,
         Err(e) => return vec![format!("EXAMPLES is not valid YAML: {e}")],
     };
-    let Some(tasks) = parsed.as_array() else { return vec!["EXAMPLES must be a list of tasks".into()] };
+    let Some(tasks) = parsed.as_array() else {
+        return vec!["EXAMPLES must be a list of tasks".into()];
+    };
     let short = module.rsplit('.').next().unwrap_or(module);
     let mut problems = Vec::new();
     let mut calls = 0;
@@ -125,7 +168,12 @@ fn check_examples(spec: &ArgSpec, examples: &str, module: &str) -> Vec<String> {
             }
             calls += 1;
             if let Some(args) = args.as_object() {
-                check_example_args(spec, args, &format!("example '{}'", t["name"].as_str().unwrap_or("?")), &mut problems);
+                check_example_args(
+                    spec,
+                    args,
+                    &format!("example '{}'", t["name"].as_str().unwrap_or("?")),
+                    &mut problems,
+                );
             }
         }
     }
@@ -135,7 +183,12 @@ fn check_examples(spec: &ArgSpec, examples: &str, module: &str) -> Vec<String> {
     problems
 }
 
-fn check_example_args(spec: &ArgSpec, args: &Map<String, Value>, where_: &str, problems: &mut Vec<String>) {
+fn check_example_args(
+    spec: &ArgSpec,
+    args: &Map<String, Value>,
+    where_: &str,
+    problems: &mut Vec<String>,
+) {
     for (key, value) in args {
         let Some(opt) = spec.options.iter().find(|o| o.names().any(|n| n == key)) else {
             problems.push(format!("{where_} uses unknown option '{key}'"));
@@ -209,10 +262,19 @@ RETURN:
 
     #[test]
     fn drift_is_reported() {
-        let bad = GOOD.replace("default: 1", "default: 2").replace("slot: scsi0", "slot: scsi0, size: 3");
+        let bad = GOOD
+            .replace("default: 1", "default: 2")
+            .replace("slot: scsi0", "slot: scsi0, size: 3");
         let p = check(&spec(), &bad, "thing");
-        assert!(p.iter().any(|x| x.contains("'count': documented default 2")), "{p:?}");
-        assert!(p.iter().any(|x| x.contains("unknown option 'size'")), "{p:?}");
+        assert!(
+            p.iter()
+                .any(|x| x.contains("'count': documented default 2")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|x| x.contains("unknown option 'size'")),
+            "{p:?}"
+        );
         let mut s = spec();
         s.options.push(Opt::bool("force"));
         let p = check(&s, GOOD, "thing");

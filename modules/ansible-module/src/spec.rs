@@ -158,7 +158,10 @@ pub struct ArgSpec {
 
 impl ArgSpec {
     pub fn new(options: Vec<Opt>) -> Self {
-        ArgSpec { options, ..Default::default() }
+        ArgSpec {
+            options,
+            ..Default::default()
+        }
     }
     pub fn mutually_exclusive(mut self, names: &[&'static str]) -> Self {
         self.mutually_exclusive.push(names.to_vec());
@@ -172,12 +175,32 @@ impl ArgSpec {
         self.required_one_of.push(names.to_vec());
         self
     }
-    pub fn required_if(mut self, key: &'static str, value: impl Into<Value>, requirements: &[&'static str]) -> Self {
-        self.required_if.push(RequiredIf { key, value: value.into(), requirements: requirements.to_vec(), any: false });
+    pub fn required_if(
+        mut self,
+        key: &'static str,
+        value: impl Into<Value>,
+        requirements: &[&'static str],
+    ) -> Self {
+        self.required_if.push(RequiredIf {
+            key,
+            value: value.into(),
+            requirements: requirements.to_vec(),
+            any: false,
+        });
         self
     }
-    pub fn required_if_any(mut self, key: &'static str, value: impl Into<Value>, requirements: &[&'static str]) -> Self {
-        self.required_if.push(RequiredIf { key, value: value.into(), requirements: requirements.to_vec(), any: true });
+    pub fn required_if_any(
+        mut self,
+        key: &'static str,
+        value: impl Into<Value>,
+        requirements: &[&'static str],
+    ) -> Self {
+        self.required_if.push(RequiredIf {
+            key,
+            value: value.into(),
+            requirements: requirements.to_vec(),
+            any: true,
+        });
         self
     }
     pub fn required_by(mut self, key: &'static str, requirements: &[&'static str]) -> Self {

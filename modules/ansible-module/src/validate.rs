@@ -20,9 +20,18 @@ pub struct Validated {
 }
 
 /// Validate `raw` (user options only, no `_ansible_*` keys) for the module `module_name`.
-pub fn validate(raw: &Map<String, Value>, spec: &ArgSpec, module_name: &str, ignore_unknown: bool) -> Validated {
+pub fn validate(
+    raw: &Map<String, Value>,
+    spec: &ArgSpec,
+    module_name: &str,
+    ignore_unknown: bool,
+) -> Validated {
     let mut out = Validated::default();
-    let ctx = Level { module_name, path: None, ignore_unknown };
+    let ctx = Level {
+        module_name,
+        path: None,
+        ignore_unknown,
+    };
     out.params = validate_level(raw, spec, &ctx, &mut out);
     out.no_log_values.sort();
     out.no_log_values.dedup();
@@ -82,7 +91,12 @@ fn supported_list(spec: &ArgSpec) -> String {
     names.join(", ")
 }
 
-fn validate_level(raw: &Map<String, Value>, spec: &ArgSpec, ctx: &Level, out: &mut Validated) -> Map<String, Value> {
+fn validate_level(
+    raw: &Map<String, Value>,
+    spec: &ArgSpec,
+    ctx: &Level,
+    out: &mut Validated,
+) -> Map<String, Value> {
     // 1. Secrets first, from the raw input, so even a rejected value is masked.
     for opt in spec.options.iter().filter(|o| o.no_log) {
         for name in opt.names() {
@@ -137,7 +151,11 @@ fn validate_level(raw: &Map<String, Value>, spec: &ArgSpec, ctx: &Level, out: &m
         if given.contains_key(opt.name) {
             continue;
         }
-        if let Some(val) = opt.env_fallback.iter().find_map(|var| std::env::var(var).ok()) {
+        if let Some(val) = opt
+            .env_fallback
+            .iter()
+            .find_map(|var| std::env::var(var).ok())
+        {
             if opt.no_log && !val.is_empty() {
                 out.no_log_values.push(val.clone());
             }
@@ -150,23 +168,43 @@ fn validate_level(raw: &Map<String, Value>, spec: &ArgSpec, ctx: &Level, out: &m
     for group in &spec.mutually_exclusive {
         let set: Vec<&str> = group.iter().copied().filter(|n| has(n)).collect();
         if set.len() > 1 {
-            out.errors.push(format!("parameters are mutually exclusive: {}{}", set.join("|"), ctx.suffix()));
+            out.errors.push(format!(
+                "parameters are mutually exclusive: {}{}",
+                set.join("|"),
+                ctx.suffix()
+            ));
         }
     }
-    let missing: Vec<&str> =
-        spec.options.iter().filter(|o| o.required && !has(o.name)).map(|o| o.name).collect();
+    let missing: Vec<&str> = spec
+        .options
+        .iter()
+        .filter(|o| o.required && !has(o.name))
+        .map(|o| o.name)
+        .collect();
     if !missing.is_empty() {
-        out.errors.push(format!("missing required arguments: {}{}", missing.join(", "), ctx.suffix()));
+        out.errors.push(format!(
+            "missing required arguments: {}{}",
+            missing.join(", "),
+            ctx.suffix()
+        ));
     }
     for group in &spec.required_together {
         let n_set = group.iter().filter(|n| has(n)).count();
         if n_set > 0 && n_set < group.len() {
-            out.errors.push(format!("parameters are required together: {}{}", group.join(", "), ctx.suffix()));
+            out.errors.push(format!(
+                "parameters are required together: {}{}",
+                group.join(", "),
+                ctx.suffix()
+            ));
         }
     }
     for group in &spec.required_one_of {
         if !group.iter().any(|n| has(n)) {
-            out.errors.push(format!("one of the following is required: {}{}", group.join(", "), ctx.suffix()));
+            out.errors.push(format!(
+                "one of the following is required: {}{}",
+                group.join(", "),
+                ctx.suffix()
+            ));
         }
     }
     for (key, reqs) in &spec.required_by {
@@ -198,8 +236,17 @@ fn validate_level(raw: &Map<String, Value>, spec: &ArgSpec, ctx: &Level, out: &m
         if actual != rule.value {
             continue;
         }
-        let missing: Vec<&str> = rule.requirements.iter().copied().filter(|n| !has(n)).collect();
-        let failed = if rule.any { missing.len() == rule.requirements.len() } else { !missing.is_empty() };
+        let missing: Vec<&str> = rule
+            .requirements
+            .iter()
+            .copied()
+            .filter(|n| !has(n))
+            .collect();
+        let failed = if rule.any {
+            missing.len() == rule.requirements.len()
+        } else {
+            !missing.is_empty()
+        };
         if failed {
             let shown = match &rule.value {
                 Value::String(s) => s.clone(),
@@ -244,7 +291,11 @@ fn convert(opt: &Opt, v: &Value, ctx: &Level, out: &mut Validated) -> Value {
         (Type::List, Value::Array(items)) => Value::Array(convert_elements(opt, items, ctx, out)),
         (Type::Dict, Value::Object(m)) => match &opt.options {
             Some(sub) => {
-                let level = Level { module_name: ctx.module_name, path: Some(child_path(ctx, opt.name)), ..*ctx };
+                let level = Level {
+                    module_name: ctx.module_name,
+                    path: Some(child_path(ctx, opt.name)),
+                    ..*ctx
+                };
                 Value::Object(validate_level(m, sub, &level, out))
             }
             None => value,
@@ -263,7 +314,9 @@ fn child_path(ctx: &Level, name: &str) -> String {
 }
 
 fn convert_elements(opt: &Opt, items: &[Value], ctx: &Level, out: &mut Validated) -> Vec<Value> {
-    let Some(el_ty) = opt.elements else { return items.to_vec() };
+    let Some(el_ty) = opt.elements else {
+        return items.to_vec();
+    };
     let mut converted = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let c = match coerce(item, el_ty) {
@@ -307,7 +360,11 @@ fn check_choices(opt: &Opt, value: &Value, ctx: &Level, out: &mut Validated) {
     let choices = opt.choices.iter().map(shown).collect::<Vec<_>>().join(", ");
     match value {
         Value::Array(items) => {
-            let bad: Vec<String> = items.iter().filter(|i| !opt.choices.contains(i)).map(shown).collect();
+            let bad: Vec<String> = items
+                .iter()
+                .filter(|i| !opt.choices.contains(i))
+                .map(shown)
+                .collect();
             if !bad.is_empty() {
                 out.errors.push(format!(
                     "value of {} must be one or more of: {}. Got no match for: {}{}",
@@ -342,8 +399,12 @@ mod tests {
             Opt::str("name").required().aliases(&["vm_name"]),
             Opt::int("memory").default(4096),
             Opt::bool("force").default(false),
-            Opt::str("state").choices(&["present", "absent"]).default("present"),
-            Opt::str("api_password").no_log().env(&["PS_TEST_PASSWORD_VAR"]),
+            Opt::str("state")
+                .choices(&["present", "absent"])
+                .default("present"),
+            Opt::str("api_password")
+                .no_log()
+                .env(&["PS_TEST_PASSWORD_VAR"]),
             Opt::str("api_token_secret").no_log(),
             Opt::list("tags", Type::Str),
             Opt::list("disks", Type::Dict).options(ArgSpec::new(vec![
@@ -376,35 +437,76 @@ mod tests {
 
     #[test]
     fn collects_every_error_naming_each_option() {
-        let r = run(json!({"memory": "lots", "force": "perhaps", "state": "gone", "bogus": 1, "other": 2}));
+        let r = run(
+            json!({"memory": "lots", "force": "perhaps", "state": "gone", "bogus": 1, "other": 2}),
+        );
         let all = r.errors.join("\n");
-        assert!(all.contains("Unsupported parameters for (proxshift.test.mod) module: bogus, other."), "{all}");
-        assert!(all.contains("Supported parameters include:") && all.contains("name (vm_name)"), "{all}");
+        assert!(
+            all.contains("Unsupported parameters for (proxshift.test.mod) module: bogus, other."),
+            "{all}"
+        );
+        assert!(
+            all.contains("Supported parameters include:") && all.contains("name (vm_name)"),
+            "{all}"
+        );
         assert!(all.contains("missing required arguments: name"), "{all}");
-        assert!(all.contains("argument 'memory' is of type str and we were unable to convert to int"), "{all}");
+        assert!(
+            all.contains("argument 'memory' is of type str and we were unable to convert to int"),
+            "{all}"
+        );
         assert!(all.contains("argument 'force'"), "{all}");
-        assert!(all.contains("value of state must be one of: present, absent, got: gone"), "{all}");
+        assert!(
+            all.contains("value of state must be one of: present, absent, got: gone"),
+            "{all}"
+        );
         assert_eq!(r.errors.len(), 5, "{all}");
     }
 
     #[test]
     fn nested_options_are_validated_with_their_path() {
-        let r = run(json!({"name": "a", "disks": [{"slot": "scsi0", "size": "32"}, {"size": 1, "format": "vmdk", "x": 1}],
-                           "efidisk": {}}));
+        let r = run(
+            json!({"name": "a", "disks": [{"slot": "scsi0", "size": "32"}, {"size": 1, "format": "vmdk", "x": 1}],
+                           "efidisk": {}}),
+        );
         let all = r.errors.join("\n");
-        assert!(all.contains("missing required arguments: slot found in disks[1]"), "{all}");
-        assert!(all.contains("value of format must be one of: raw, qcow2, got: vmdk found in disks[1]"), "{all}");
-        assert!(all.contains("Unsupported parameters for (proxshift.test.mod) module: x found in disks[1]"), "{all}");
-        assert!(all.contains("missing required arguments: storage found in efidisk"), "{all}");
-        assert_eq!(r.params["disks"][0], json!({"slot": "scsi0", "size": 32, "format": null}));
+        assert!(
+            all.contains("missing required arguments: slot found in disks[1]"),
+            "{all}"
+        );
+        assert!(
+            all.contains("value of format must be one of: raw, qcow2, got: vmdk found in disks[1]"),
+            "{all}"
+        );
+        assert!(
+            all.contains(
+                "Unsupported parameters for (proxshift.test.mod) module: x found in disks[1]"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("missing required arguments: storage found in efidisk"),
+            "{all}"
+        );
+        assert_eq!(
+            r.params["disks"][0],
+            json!({"slot": "scsi0", "size": 32, "format": null})
+        );
     }
 
     #[test]
     fn cross_option_rules() {
-        let r = run(json!({"name": "a", "api_password": "p", "api_token_secret": "s", "state": "absent"}));
+        let r = run(
+            json!({"name": "a", "api_password": "p", "api_token_secret": "s", "state": "absent"}),
+        );
         let all = r.errors.join("\n");
-        assert!(all.contains("parameters are mutually exclusive: api_password|api_token_secret"), "{all}");
-        assert!(all.contains("state is absent but all of the following are missing: purge_mode"), "{all}");
+        assert!(
+            all.contains("parameters are mutually exclusive: api_password|api_token_secret"),
+            "{all}"
+        );
+        assert!(
+            all.contains("state is absent but all of the following are missing: purge_mode"),
+            "{all}"
+        );
     }
 
     #[test]
@@ -433,15 +535,30 @@ mod tests {
 
     #[test]
     fn unknown_options_only_warn_when_asked() {
-        let r = validate(json!({"name": "a", "zzz": 1}).as_object().unwrap(), &spec(), "m", true);
+        let r = validate(
+            json!({"name": "a", "zzz": 1}).as_object().unwrap(),
+            &spec(),
+            "m",
+            true,
+        );
         assert!(r.errors.is_empty());
         assert_eq!(r.warnings.len(), 1);
     }
 
     #[test]
     fn list_choices() {
-        let s = ArgSpec::new(vec![Opt::list("wait_for", Type::Str).choices(&["api", "nodes"])]);
-        let r = validate(json!({"wait_for": "api,bogus"}).as_object().unwrap(), &s, "m", false);
-        assert_eq!(r.errors, vec!["value of wait_for must be one or more of: api, nodes. Got no match for: bogus"]);
+        let s = ArgSpec::new(vec![
+            Opt::list("wait_for", Type::Str).choices(&["api", "nodes"])
+        ]);
+        let r = validate(
+            json!({"wait_for": "api,bogus"}).as_object().unwrap(),
+            &s,
+            "m",
+            false,
+        );
+        assert_eq!(
+            r.errors,
+            vec!["value of wait_for must be one or more of: api, nodes. Got no match for: bogus"]
+        );
     }
 }

@@ -1,22 +1,633 @@
-//! `proxshift.hashi_vault.hashicorp_vault`: Read, write and delete KV secrets in HashiCorp Vault or OpenBao.
+//! `proxshift.hashi_vault.hashicorp_vault`: read, write and delete KV secrets in HashiCorp Vault or OpenBao.
+//!
+//! The Vault protocol lives in the `vault-client` crate, the decisions (what to write, which keys
+//! change, what to mask) in [`plan`]; this file wires options to both and shapes the result.
 
-use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
+pub mod plan;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use vault_client::{Auth, Backoff, Config, Error as VaultError, KvVersion, Tls, Vault};
+
+use plan::{cas_for, masked_diff, pick, plan_write, secret_strings, Missing};
+
+const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// Connection and auth options (shared by any future module of the collection).
+fn connection_options() -> Vec<Opt> {
+    vec![
+        Opt::str("url").required().env(&["VAULT_ADDR"]),
+        Opt::str("namespace").env(&["VAULT_NAMESPACE"]),
+        Opt::path("ca_cert")
+            .aliases(&["cacert"])
+            .env(&["VAULT_CACERT"]),
+        Opt::bool("validate_certs"),
+        Opt::int("timeout").default(30),
+        Opt::int("retries").default(3),
+        Opt::str("auth_method")
+            .choices(&["token", "approle", "kubernetes", "jwt", "userpass"])
+            .default("token"),
+        Opt::str("mount_point"),
+        Opt::str("token").no_log().env(&["VAULT_TOKEN"]),
+        Opt::path("token_path"),
+        Opt::bool("token_validate").default(false),
+        Opt::str("role_id"),
+        Opt::str("secret_id").no_log(),
+        Opt::str("role").aliases(&["role_name"]),
+        Opt::str("jwt").no_log(),
+        Opt::path("service_account_token_path").default(SA_TOKEN_PATH),
+        Opt::str("username"),
+        Opt::str("password").no_log(),
+    ]
+}
 
 /// The module's options; the sidecar `plugins/modules/hashicorp_vault.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
-    ArgSpec::new(vec![Opt::str("state")])
+    let item = ArgSpec::new(vec![
+        Opt::str("name").required(),
+        Opt::str("path").required(),
+        Opt::str("key"),
+        Opt::int("version"),
+        Opt::raw("default"),
+        Opt::str("engine_mount_point"),
+    ]);
+    ArgSpec::new(vec![
+        Opt::str("state")
+            .choices(&["read", "present", "absent"])
+            .default("present"),
+        Opt::str("engine_mount_point").default("secret"),
+        Opt::int("kv_version").choices(&[1, 2]),
+        Opt::str("path"),
+        Opt::dict("data").no_log(),
+        Opt::bool("merge").default(false),
+        Opt::int("cas"),
+        Opt::bool("destroy").default(false),
+        Opt::list("secrets", Type::Dict).options(item),
+    ])
+    .with(connection_options())
+    .required_if("state", "read", &["secrets"])
+    .required_if("state", "present", &["path", "data"])
+    .required_if("state", "absent", &["path"])
+    .required_if("auth_method", "approle", &["role_id"])
+    .required_if("auth_method", "kubernetes", &["role"])
+    .required_if("auth_method", "jwt", &["jwt"])
+    .required_if("auth_method", "userpass", &["username", "password"])
 }
 
-pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new("proxshift.hashi_vault.hashicorp_vault is not implemented yet"))
+#[derive(Debug, Deserialize)]
+struct ReadItem {
+    name: String,
+    path: String,
+    key: Option<String>,
+    version: Option<u64>,
+    default: Option<Value>,
+    engine_mount_point: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Options {
+    state: String,
+    engine_mount_point: String,
+    kv_version: Option<u64>,
+    path: Option<String>,
+    data: Option<Map<String, Value>>,
+    merge: bool,
+    cas: Option<i64>,
+    destroy: bool,
+    secrets: Option<Vec<ReadItem>>,
+    url: String,
+    namespace: Option<String>,
+    ca_cert: Option<String>,
+    validate_certs: Option<bool>,
+    timeout: i64,
+    retries: i64,
+    auth_method: String,
+    mount_point: Option<String>,
+    token: Option<String>,
+    token_path: Option<String>,
+    token_validate: bool,
+    role_id: Option<String>,
+    secret_id: Option<String>,
+    role: Option<String>,
+    jwt: Option<String>,
+    service_account_token_path: String,
+    username: Option<String>,
+    password: Option<String>,
+}
+
+/// `VAULT_SKIP_VERIFY` is "skip", so it inverts; anything but a false-ish value means skip.
+fn skip_verify_env() -> bool {
+    std::env::var("VAULT_SKIP_VERIFY")
+        .map(|v| {
+            !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "" | "0" | "false" | "no" | "off"
+            )
+        })
+        .unwrap_or(false)
+}
+
+fn fail(e: VaultError) -> Failure {
+    Failure::new(e.to_string())
+}
+
+fn connect(m: &mut Module, o: &Options) -> Result<Vault, Failure> {
+    if o.timeout <= 0 {
+        return Err("timeout must be a positive number of seconds".into());
+    }
+    if o.retries < 0 {
+        return Err("retries must be 0 or more".into());
+    }
+    let validate = o.validate_certs.unwrap_or(!skip_verify_env());
+    if !validate {
+        m.warn("validate_certs is false (or VAULT_SKIP_VERIFY is set): the Vault server's certificate is not checked");
+    }
+    let cfg = Config {
+        url: o.url.clone(),
+        namespace: o.namespace.clone(),
+        tls: Tls {
+            validate_certs: validate,
+            ca_path: o.ca_cert.as_ref().map(PathBuf::from),
+            ..Default::default()
+        },
+        timeout: Duration::from_secs(o.timeout as u64),
+        backoff: Backoff {
+            attempts: o.retries as u32 + 1,
+            ..Default::default()
+        },
+    };
+    let mut vault = Vault::new(&cfg).map_err(fail)?;
+    let auth = auth_from_options(o)?;
+    // Credentials that did not come through a no_log option (token file, service-account token file).
+    match &auth {
+        Auth::Token { token } => m.add_secret(token.clone()),
+        Auth::Kubernetes { jwt, .. } => m.add_secret(jwt.clone()),
+        _ => {}
+    }
+    let login = vault.login(&auth).map_err(fail)?;
+    m.add_secret(login.token.clone());
+    if matches!(auth, Auth::Token { .. }) && o.token_validate {
+        vault
+            .lookup_self()
+            .map_err(|e| Failure::new(format!("token validation failed: {e}")))?;
+    }
+    Ok(vault)
+}
+
+fn read_file_secret(path: &str, what: &str) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(format!("cannot read {what} {path}: {e}")))?;
+    let t = text.trim().to_string();
+    if t.is_empty() {
+        return Err(Failure::new(format!("{what} {path} is empty")));
+    }
+    Ok(t)
+}
+
+fn auth_from_options(o: &Options) -> Result<Auth, Failure> {
+    let mount = |default: &str| o.mount_point.clone().unwrap_or_else(|| default.to_string());
+    Ok(match o.auth_method.as_str() {
+        "token" => {
+            let token = match &o.token {
+                Some(t) if !t.is_empty() => t.clone(),
+                _ => {
+                    let file = match &o.token_path {
+                        Some(p) => Some(PathBuf::from(p)),
+                        None => vault_client::default_token_file(),
+                    };
+                    let found = match &file {
+                        Some(f) => vault_client::read_token_file(f).map_err(fail)?,
+                        None => None,
+                    };
+                    found.ok_or_else(|| {
+                        Failure::new(format!(
+                            "auth_method is token but no token was found: set token, the VAULT_TOKEN environment \
+                             variable, or write one to {}",
+                            file.map(|f| f.display().to_string()).unwrap_or_else(|| "~/.vault-token".into())
+                        ))
+                    })?
+                }
+            };
+            Auth::Token { token }
+        }
+        "approle" => Auth::AppRole {
+            mount: mount("approle"),
+            role_id: o.role_id.clone().unwrap_or_default(),
+            secret_id: o.secret_id.clone(),
+        },
+        "kubernetes" => {
+            let jwt = match &o.jwt {
+                Some(j) => j.clone(),
+                None => read_file_secret(
+                    &o.service_account_token_path,
+                    "the service-account token file",
+                )?,
+            };
+            Auth::Kubernetes {
+                mount: mount("kubernetes"),
+                role: o.role.clone().unwrap_or_default(),
+                jwt,
+            }
+        }
+        "jwt" => Auth::Jwt {
+            mount: mount("jwt"),
+            role: o.role.clone(),
+            jwt: o.jwt.clone().unwrap_or_default(),
+        },
+        "userpass" => Auth::Userpass {
+            mount: mount("userpass"),
+            username: o.username.clone().unwrap_or_default(),
+            password: o.password.clone().unwrap_or_default(),
+        },
+        other => return Err(Failure::new(format!("unsupported auth_method {other}"))),
+    })
+}
+
+/// The KV version of `mount`: given, or detected once per mount with `sys/internal/ui/mounts`.
+struct KvVersions {
+    given: Option<KvVersion>,
+    seen: HashMap<String, KvVersion>,
+}
+
+impl KvVersions {
+    fn get(&mut self, vault: &Vault, mount: &str) -> Result<KvVersion, Failure> {
+        if let Some(v) = self.given {
+            return Ok(v);
+        }
+        if let Some(v) = self.seen.get(mount) {
+            return Ok(*v);
+        }
+        let info = vault.mount_info(mount).map_err(|e| {
+            Failure::new(format!(
+                "cannot detect the KV version of mount '{mount}' ({e}); check engine_mount_point, or set kv_version"
+            ))
+        })?;
+        let v = info.kv.ok_or_else(|| {
+            Failure::new(format!(
+                "engine_mount_point '{mount}' is a '{}' secrets engine, not KV",
+                info.engine
+            ))
+        })?;
+        self.seen.insert(mount.to_string(), v);
+        Ok(v)
+    }
+}
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Options = m.options()?;
+    let given = match o.kv_version {
+        None => None,
+        Some(n) => Some(KvVersion::from_number(n).ok_or("kv_version must be 1 or 2")?),
+    };
+    let cas = match o.cas {
+        Some(c) if c < 0 => return Err("cas must be 0 (create only) or a version number".into()),
+        c => c.map(|c| c as u64),
+    };
+    if o.state != "present" && (cas.is_some() || o.merge) {
+        m.warn(format!(
+            "cas and merge only apply to state=present; ignored for state={}",
+            o.state
+        ));
+    }
+    let empty_item = o
+        .secrets
+        .iter()
+        .flatten()
+        .find(|i| vault_client::clean_path(&i.path).is_empty());
+    if let Some(item) = empty_item {
+        return Err(Failure::new(format!(
+            "secrets[{}]: path is empty",
+            item.name
+        )));
+    }
+    if o.state != "read"
+        && o.path
+            .as_deref()
+            .map(vault_client::clean_path)
+            .unwrap_or_default()
+            .is_empty()
+    {
+        return Err("path must name a secret inside the mount (it is empty)".into());
+    }
+    let vault = connect(m, &o)?;
+    let mut kv = KvVersions {
+        given,
+        seen: HashMap::new(),
+    };
+    match o.state.as_str() {
+        "read" => read(&vault, &mut kv, &o),
+        "present" => present(m, &vault, &mut kv, &o, cas),
+        _ => absent(m, &vault, &mut kv, &o),
+    }
+}
+
+fn read(vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Failure> {
+    let items = o.secrets.as_deref().unwrap_or_default();
+    let mut values = Map::new();
+    let mut info = Map::new();
+    for item in items {
+        if values.contains_key(&item.name) {
+            return Err(Failure::new(format!(
+                "secrets: the name '{}' is used twice",
+                item.name
+            )));
+        }
+        let mount = item
+            .engine_mount_point
+            .as_deref()
+            .unwrap_or(&o.engine_mount_point);
+        let ver = kv.get(vault, mount)?;
+        if item.version.is_some() && ver == KvVersion::V1 {
+            return Err(Failure::new(format!(
+                "secrets[{}]: version is set but mount '{mount}' is KV v1, which has no versions",
+                item.name
+            )));
+        }
+        let where_ = format!("{mount}/{}", vault_client::clean_path(&item.path));
+        let secret = vault
+            .kv_read(ver, mount, &item.path, item.version)
+            .map_err(|e| Failure::new(format!("secrets[{}]: reading {where_}: {e}", item.name)))?;
+        let deleted = secret.as_ref().is_some_and(|s| s.is_deleted());
+        let picked = pick(
+            secret.as_ref().and_then(|s| s.data.as_ref()),
+            deleted,
+            item.key.as_deref(),
+        );
+        let (value, defaulted) = match (picked, &item.default) {
+            (Ok(v), _) => (v, false),
+            (Err(_), Some(d)) => (d.clone(), true),
+            (Err(why), None) => {
+                let at = match item.version {
+                    Some(n) => format!("{where_} (version {n})"),
+                    None => where_.clone(),
+                };
+                let reason = match why {
+                    Missing::Secret => format!("no secret at {at}"),
+                    Missing::Deleted => format!("the secret at {at} is deleted or destroyed"),
+                    Missing::Key(k) => format!("the secret at {at} has no key '{k}'"),
+                };
+                return Err(Failure::new(format!(
+                    "secrets[{}]: {reason} (set default to allow this)",
+                    item.name
+                )));
+            }
+        };
+        values.insert(item.name.clone(), value);
+        info.insert(
+            item.name.clone(),
+            json!({
+                "mount": mount,
+                "path": vault_client::clean_path(&item.path),
+                "kv_version": ver.number(),
+                "version": secret.as_ref().and_then(|s| s.version),
+                "defaulted": defaulted,
+            }),
+        );
+    }
+    let n = values.len();
+    Ok(Outcome::new(false)
+        .msg(format!("read {n} secret{}", if n == 1 { "" } else { "s" }))
+        .with("secrets", Value::Object(values))
+        .with("secrets_info", Value::Object(info)))
+}
+
+/// Mask every value of a secret we read: only the read state may show them.
+fn mask_read(m: &mut Module, data: Option<&Map<String, Value>>) {
+    if let Some(d) = data {
+        let mut found = Vec::new();
+        secret_strings(&Value::Object(d.clone()), &mut found);
+        for s in found {
+            m.add_secret(s);
+        }
+    }
+}
+
+fn present(
+    m: &mut Module,
+    vault: &Vault,
+    kv: &mut KvVersions,
+    o: &Options,
+    cas: Option<u64>,
+) -> Result<Outcome, Failure> {
+    let mount = o.engine_mount_point.as_str();
+    let path = o.path.as_deref().unwrap_or_default();
+    let desired = o.data.clone().unwrap_or_default();
+    let ver = kv.get(vault, mount)?;
+    if ver == KvVersion::V1 && cas.is_some() {
+        return Err(Failure::new(format!(
+            "cas is set but mount '{mount}' is KV v1, which has no check-and-set"
+        )));
+    }
+    let where_ = format!("{mount}/{}", vault_client::clean_path(path));
+    // One re-read and retry when another writer got in between our read and our write.
+    for attempt in 1..=2 {
+        let current = vault
+            .kv_read(ver, mount, path, None)
+            .map_err(|e| Failure::new(format!("reading {where_}: {e}")))?;
+        let current_data = current.as_ref().and_then(|s| s.data.as_ref());
+        let read_version = current.as_ref().and_then(|s| s.version);
+        mask_read(m, current_data);
+        let plan = plan_write(current_data, &desired, o.merge);
+        let shaped = |changed: bool, version: Option<u64>| {
+            Outcome::new(changed)
+                .with("path", where_.clone())
+                .with("kv_version", ver.number())
+                .with("version", version.map(Value::from).unwrap_or(Value::Null))
+                .with("changes", plan.changes.to_json())
+        };
+        if !plan.write {
+            return Ok(
+                shaped(false, read_version).msg(format!("{where_} already holds the desired data"))
+            );
+        }
+        let (before, after) = masked_diff(current_data, &plan);
+        let (before_h, after_h) = (format!("{where_} (current)"), format!("{where_} (desired)"));
+        if m.check_mode {
+            m.add_diff(before, after, &before_h, &after_h);
+            return Ok(
+                shaped(true, read_version).msg(format!("{where_} would be written (check mode)"))
+            );
+        }
+        let send_cas = cas_for(ver, cas, read_version);
+        match vault.kv_write(ver, mount, path, &plan.payload, send_cas) {
+            Ok(new_version) => {
+                m.add_diff(before, after, &before_h, &after_h);
+                return Ok(shaped(true, new_version).msg(format!("wrote {where_}")));
+            }
+            // Another writer got in first: re-read, re-plan (their data may already be ours).
+            Err(e) if e.is_cas_mismatch() && cas.is_none() && attempt == 1 => continue,
+            Err(e) if e.is_cas_mismatch() => {
+                let expected = send_cas.unwrap_or_default();
+                let why = if cas.is_some() {
+                    format!("the cas option ({expected}) does not match the current version")
+                } else {
+                    "another writer changed it again between our re-read and our write".to_string()
+                };
+                return Err(Failure::new(format!(
+                    "check-and-set conflict writing {where_}: {why}; nothing was written"
+                )));
+            }
+            Err(e) => return Err(Failure::new(format!("writing {where_}: {e}"))),
+        }
+    }
+    unreachable!("the loop returns on its second attempt")
+}
+
+fn absent(
+    m: &mut Module,
+    vault: &Vault,
+    kv: &mut KvVersions,
+    o: &Options,
+) -> Result<Outcome, Failure> {
+    let mount = o.engine_mount_point.as_str();
+    let path = o.path.as_deref().unwrap_or_default();
+    let ver = kv.get(vault, mount)?;
+    let where_ = format!("{mount}/{}", vault_client::clean_path(path));
+    let ctx = |what: &str, e: VaultError| Failure::new(format!("{what} {where_}: {e}"));
+    let current = vault
+        .kv_read(ver, mount, path, None)
+        .map_err(|e| ctx("reading", e))?;
+    mask_read(m, current.as_ref().and_then(|s| s.data.as_ref()));
+    let version = current.as_ref().and_then(|s| s.version);
+    let destroy = o.destroy && ver == KvVersion::V2;
+    let exists = if destroy {
+        // Destroy also removes metadata and older versions, which outlive a soft delete.
+        vault
+            .kv_metadata(mount, path)
+            .map_err(|e| ctx("reading the metadata of", e))?
+            .is_some()
+    } else {
+        current.as_ref().is_some_and(|s| !s.is_deleted())
+    };
+    let result = |changed: bool| {
+        Outcome::new(changed)
+            .with("path", where_.clone())
+            .with("kv_version", ver.number())
+            .with("version", version.map(Value::from).unwrap_or(Value::Null))
+            .with("destroyed", destroy)
+    };
+    if !exists {
+        return Ok(result(false).msg(format!("{where_} is already absent")));
+    }
+    if m.diff_mode {
+        let keys = current
+            .as_ref()
+            .and_then(|s| s.data.as_ref())
+            .map(|d| Value::Object(d.keys().map(|k| (k.clone(), json!(plan::MASKED))).collect()));
+        m.add_diff(
+            keys.unwrap_or(json!({})),
+            json!({}),
+            &format!("{where_} (current)"),
+            &format!("{where_} (absent)"),
+        );
+    }
+    let verb = if destroy {
+        "destroy all versions and metadata of"
+    } else {
+        "delete"
+    };
+    if m.check_mode {
+        return Ok(result(true).msg(format!("would {verb} {where_} (check mode)")));
+    }
+    if destroy {
+        vault
+            .kv_destroy(ver, mount, path)
+            .map_err(|e| ctx("destroying", e))?;
+    } else {
+        vault
+            .kv_delete(ver, mount, path)
+            .map_err(|e| ctx("deleting", e))?;
+    }
+    let done = if destroy {
+        "destroyed all versions and metadata of"
+    } else {
+        "deleted"
+    };
+    Ok(result(true).msg(format!("{done} {where_}")))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn sidecar_matches_spec() {
         let yaml = include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/modules/hashicorp_vault.yml");
-        let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
-        assert!(problems.is_empty(), "sidecar drift:\n{}", problems.join("\n"));
+        let problems =
+            ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
+        assert!(
+            problems.is_empty(),
+            "sidecar drift:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    fn run_args(args: Value) -> Value {
+        ansible_module::execute(&args.to_string(), "hashicorp_vault", &argument_spec(), run).0
+    }
+
+    #[test]
+    fn option_rules_name_the_option() {
+        let r = run_args(json!({"url": "http://127.0.0.1:9", "state": "present", "path": "a"}));
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("state is present but all of the following are missing: data"),
+            "{r}"
+        );
+        let r = run_args(
+            json!({"url": "http://127.0.0.1:9", "state": "read", "auth_method": "userpass", "secrets": []}),
+        );
+        assert!(
+            r["msg"].as_str().unwrap().contains("username, password"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn empty_paths_are_refused_before_connecting() {
+        let r = run_args(json!({"url": "http://127.0.0.1:9", "path": "/", "data": {}}));
+        assert_eq!(
+            r["msg"],
+            json!("path must name a secret inside the mount (it is empty)")
+        );
+        let r = run_args(json!({"url": "http://127.0.0.1:9", "state": "read",
+                                "secrets": [{"name": "a", "path": ""}]}));
+        assert_eq!(r["msg"], json!("secrets[a]: path is empty"));
+    }
+
+    #[test]
+    fn missing_token_is_a_clear_error() {
+        let r = run_args(
+            json!({"url": "http://127.0.0.1:9", "state": "absent", "path": "a",
+                                "token_path": "/nonexistent/vault-token"}),
+        );
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("no token was found") && msg.contains("/nonexistent/vault-token"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn data_values_are_masked_even_in_errors() {
+        // Nothing listens on port 9: the failure message must not echo the data.
+        let r = run_args(
+            json!({"url": "http://127.0.0.1:9", "token": "canary-token-1", "retries": 0,
+                                "path": "canary-value-9", "data": {"k": "canary-value-9"}}),
+        );
+        assert_eq!(r["failed"], json!(true));
+        let text = r.to_string();
+        assert!(
+            !text.contains("canary-value-9") && !text.contains("canary-token-1"),
+            "{text}"
+        );
+        assert!(text.contains("cannot reach Vault"), "{text}");
     }
 }

@@ -1,0 +1,51 @@
+# ProxShift — the two commands a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= python3
+# Tools from the project venv (ansible-playbook, cargo-zigbuild, zig via ziglang) come first.
+export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
+export PROXSHIFT_VENV := $(CURDIR)/$(VENV)
+
+.PHONY: all venv build test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench clean-collections
+
+all: build
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	touch $@
+
+## build: portable, size-optimised release binaries (glibc 2.17), copied into the collections.
+build: venv
+	scripts/build.sh
+
+## test-deps: everything the tests need that is not a Rust crate (services, tools); idempotent and cached.
+test-deps: venv
+	@for s in scripts/deps/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; bash "$$s" || exit 1; done
+
+fmt-check:
+	cargo fmt --all -- --check
+
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+cargo-test:
+	cargo test --workspace
+
+ansible-test: build
+	$(VENV)/bin/pytest tests
+
+ansible-lint: venv
+	scripts/lint.sh
+
+## test: every test — formatting, lints, Rust tests, real ansible-playbook integration tests, ansible-lint.
+test: test-deps fmt-check clippy cargo-test ansible-test ansible-lint
+
+## demo: the main job on the simulator.
+demo: build
+	scripts/demo.sh
+
+bench: build
+	scripts/bench.sh

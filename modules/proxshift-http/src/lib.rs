@@ -1,0 +1,410 @@
+//! The one HTTP layer shared by ProxShift's API clients (Proxmox, Kubernetes/OpenShift, Vault where it
+//! speaks plain HTTP): building a blocking client with the user's TLS choices, retrying transient
+//! failures with backoff, and waiting for a condition with a timeout that says what was still pending.
+//!
+//! Nothing here knows any particular API; the clients decide what is transient and what "ready" means.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use reqwest;
+use reqwest::blocking::Client;
+
+/// How to trust the server and who we are to it.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// `false` accepts any certificate (lab use; the modules warn about it).
+    pub validate_certs: bool,
+    /// A PEM file with one or more CA certificates to trust in addition to the OS store.
+    pub ca_path: Option<PathBuf>,
+    /// The same, given inline (kubeconfig `certificate-authority-data`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Client certificate and key, PEM (kubeconfig `client-certificate(-data)`).
+    pub identity_pem: Option<Vec<u8>>,
+}
+
+impl Tls {
+    pub fn verified() -> Self {
+        Tls {
+            validate_certs: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// Settings for [`client`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub tls: Tls,
+    /// Whole-request timeout (connect + send + read).
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub user_agent: String,
+    /// Follow HTTP redirects (OAuth flows need to read the 302 themselves).
+    pub follow_redirects: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            tls: Tls::verified(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            user_agent: concat!("proxshift/", env!("CARGO_PKG_VERSION")).into(),
+            follow_redirects: true,
+        }
+    }
+}
+
+/// Why a client could not be built; each names the setting at fault.
+#[derive(Debug)]
+pub enum BuildError {
+    CaFile { path: PathBuf, reason: String },
+    CaPem(String),
+    Identity(String),
+    Client(String),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::CaFile { path, reason } => {
+                write!(f, "cannot use CA file {}: {reason}", path.display())
+            }
+            BuildError::CaPem(r) => write!(f, "the CA certificate data is not valid PEM: {r}"),
+            BuildError::Identity(r) => {
+                write!(f, "the client certificate or key is not valid PEM: {r}")
+            }
+            BuildError::Client(r) => write!(f, "cannot set up the HTTP client: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// A blocking client honouring `validate_certs`, extra CAs and an optional client identity.
+pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
+    let mut b = Client::builder()
+        .timeout(opts.timeout)
+        .connect_timeout(opts.connect_timeout)
+        .user_agent(opts.user_agent.clone())
+        .use_rustls_tls();
+    if !opts.follow_redirects {
+        b = b.redirect(reqwest::redirect::Policy::none());
+    }
+    if !opts.tls.validate_certs {
+        b = b.danger_accept_invalid_certs(true);
+    }
+    if let Some(path) = &opts.tls.ca_path {
+        let pem = std::fs::read(path).map_err(|e| BuildError::CaFile {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        for cert in parse_certs(&pem).map_err(|reason| BuildError::CaFile {
+            path: path.clone(),
+            reason,
+        })? {
+            b = b.add_root_certificate(cert);
+        }
+    }
+    if let Some(pem) = &opts.tls.ca_pem {
+        for cert in parse_certs(pem).map_err(BuildError::CaPem)? {
+            b = b.add_root_certificate(cert);
+        }
+    }
+    if let Some(pem) = &opts.tls.identity_pem {
+        let id =
+            reqwest::Identity::from_pem(pem).map_err(|e| BuildError::Identity(describe(&e)))?;
+        b = b.identity(id);
+    }
+    b.build().map_err(|e| BuildError::Client(describe(&e)))
+}
+
+fn parse_certs(pem: &[u8]) -> Result<Vec<reqwest::Certificate>, String> {
+    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| describe(&e))?;
+    if certs.is_empty() {
+        return Err("no PEM certificate found".into());
+    }
+    Ok(certs)
+}
+
+/// An error with its whole cause chain on one line. reqwest's own text ("error sending request") hides
+/// the reason a user can act on ("invalid peer certificate: UnknownIssuer", "Connection refused").
+pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        src = s.source();
+    }
+    out
+}
+
+/// HTTP statuses worth retrying whatever the API: the server said "not now".
+pub fn is_transient_status(status: u16) -> bool {
+    matches!(status, 408 | 425 | 429 | 502 | 503 | 504)
+}
+
+/// A transport failure worth retrying: the request may never have reached the server.
+pub fn is_transient_transport(e: &reqwest::Error) -> bool {
+    e.is_connect() || e.is_timeout()
+}
+
+/// Exponential backoff: `attempts` tries in all, sleeping `initial`, `initial*factor`, … capped at `max`.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    pub attempts: u32,
+    pub initial: Duration,
+    pub max: Duration,
+    pub factor: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            attempts: 4,
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(8),
+            factor: 2,
+        }
+    }
+}
+
+impl Backoff {
+    /// No retries at all (one attempt).
+    pub fn none() -> Self {
+        Backoff {
+            attempts: 1,
+            ..Default::default()
+        }
+    }
+
+    /// The pause before try number `attempt` (1-based; the first try has none).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        if attempt <= 1 {
+            return Duration::ZERO;
+        }
+        let mult = self.factor.saturating_pow(attempt - 2);
+        self.initial.saturating_mul(mult).min(self.max)
+    }
+
+    /// Run `op` until it succeeds, fails with an error `retryable` rejects, or the tries run out.
+    /// `op` gets the 1-based attempt number.
+    pub fn retry<T, E>(
+        &self,
+        mut op: impl FnMut(u32) -> Result<T, E>,
+        retryable: impl Fn(&E) -> bool,
+    ) -> Result<T, E> {
+        let attempts = self.attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            match op(attempt) {
+                Ok(v) => return Ok(v),
+                Err(e) if attempt < attempts && retryable(&e) => {
+                    attempt += 1;
+                    std::thread::sleep(self.delay(attempt));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// One look at a condition: done with a value, or still pending with a description of what is missing.
+#[derive(Debug)]
+pub enum Poll<T> {
+    Ready(T),
+    Pending(String),
+}
+
+/// Why [`wait_for`] stopped without the condition.
+#[derive(Debug)]
+pub enum WaitError<E> {
+    /// Time ran out; `pending` is the last description of what was missing.
+    Timeout { waited: Duration, pending: String },
+    /// The probe itself failed in a way that waiting will not fix.
+    Failed(E),
+}
+
+impl<E: fmt::Display> fmt::Display for WaitError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitError::Timeout { waited, pending } => {
+                write!(
+                    f,
+                    "timed out after {}s; still waiting for: {pending}",
+                    waited.as_secs()
+                )
+            }
+            WaitError::Failed(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for WaitError<E> {}
+
+/// Poll `probe` every `interval` until it is ready or `timeout` has passed. The probe runs at least
+/// once, and once more right at the deadline, so a zero timeout still gives a real answer.
+pub fn wait_for<T, E>(
+    timeout: Duration,
+    interval: Duration,
+    mut probe: impl FnMut() -> Result<Poll<T>, E>,
+) -> Result<T, WaitError<E>> {
+    let start = Instant::now();
+    loop {
+        let pending = match probe().map_err(WaitError::Failed)? {
+            Poll::Ready(v) => return Ok(v),
+            Poll::Pending(what) => what,
+        };
+        let elapsed = start.elapsed();
+        if elapsed >= timeout {
+            return Err(WaitError::Timeout {
+                waited: elapsed,
+                pending,
+            });
+        }
+        std::thread::sleep(interval.min(timeout - elapsed));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn backoff_delays_grow_and_cap() {
+        let b = Backoff {
+            attempts: 6,
+            initial: Duration::from_millis(100),
+            max: Duration::from_millis(350),
+            factor: 2,
+        };
+        let d: Vec<u128> = (1..=5).map(|a| b.delay(a).as_millis()).collect();
+        assert_eq!(d, vec![0, 100, 200, 350, 350]);
+    }
+
+    #[test]
+    fn retry_stops_on_success_and_on_permanent_errors() {
+        let b = Backoff {
+            attempts: 5,
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(1),
+            factor: 1,
+        };
+        let calls = Cell::new(0);
+        let r: Result<u32, &str> = b.retry(
+            |n| {
+                calls.set(calls.get() + 1);
+                if n < 3 {
+                    Err("busy")
+                } else {
+                    Ok(n)
+                }
+            },
+            |e| *e == "busy",
+        );
+        assert_eq!(r, Ok(3));
+        assert_eq!(calls.get(), 3);
+
+        calls.set(0);
+        let r: Result<(), &str> = b.retry(
+            |_| {
+                calls.set(calls.get() + 1);
+                Err("denied")
+            },
+            |e| *e == "busy",
+        );
+        assert_eq!(r, Err("denied"));
+        assert_eq!(calls.get(), 1);
+
+        calls.set(0);
+        let r: Result<(), &str> = b.retry(
+            |_| {
+                calls.set(calls.get() + 1);
+                Err("busy")
+            },
+            |_| true,
+        );
+        assert_eq!(r, Err("busy"));
+        assert_eq!(calls.get(), 5);
+    }
+
+    #[test]
+    fn wait_reports_what_is_pending() {
+        let n = Cell::new(0);
+        let r: Result<u32, WaitError<String>> =
+            wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
+                n.set(n.get() + 1);
+                Ok(if n.get() >= 3 {
+                    Poll::Ready(n.get())
+                } else {
+                    Poll::Pending("vm 101".into())
+                })
+            });
+        assert_eq!(r.unwrap(), 3);
+
+        let r: Result<(), WaitError<String>> =
+            wait_for(Duration::from_millis(20), Duration::from_millis(5), || {
+                Ok(Poll::Pending("node-2 NotReady".into()))
+            });
+        let msg = r.unwrap_err().to_string();
+        assert!(msg.contains("still waiting for: node-2 NotReady"), "{msg}");
+
+        let r: Result<(), WaitError<String>> =
+            wait_for(Duration::from_secs(5), Duration::from_millis(1), || {
+                Err("403".into())
+            });
+        assert!(matches!(r, Err(WaitError::Failed(e)) if e == "403"));
+    }
+
+    #[test]
+    fn zero_timeout_still_probes_once() {
+        let r: Result<u8, WaitError<()>> = wait_for(Duration::ZERO, Duration::from_secs(1), || {
+            Ok(Poll::Ready(1))
+        });
+        assert_eq!(r.unwrap(), 1);
+    }
+
+    #[test]
+    fn missing_ca_file_names_the_path() {
+        let opts = ClientOptions {
+            tls: Tls {
+                validate_certs: true,
+                ca_path: Some("/nonexistent/ca.pem".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = client(&opts).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn garbage_ca_is_refused() {
+        let opts = ClientOptions {
+            tls: Tls {
+                validate_certs: true,
+                ca_pem: Some(b"not a pem".to_vec()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(client(&opts).is_err());
+    }
+
+    #[test]
+    fn connection_refused_is_transient_and_described() {
+        let c = client(&ClientOptions::default()).unwrap();
+        // Port 9 on loopback: nothing listens there in the test environment.
+        let e = c.get("http://127.0.0.1:9/").send().unwrap_err();
+        assert!(is_transient_transport(&e));
+        let text = describe(&e);
+        assert!(text.to_lowercase().contains("refused"), "{text}");
+    }
+}

@@ -1,0 +1,390 @@
+//! Typed reads and the VM write calls both modules share. Real servers send booleans as `0`/`1` and
+//! some integers as strings (`nextid`, `memory`), so the types here accept both.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+use crate::client::{Client, Params};
+use crate::error::Error;
+use crate::task::TaskOutcome;
+
+/// `0`/`1`, `true`/`false`, `"1"` → bool.
+pub fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Bool(b) => b,
+        Value::Number(n) => n.as_f64().unwrap_or(0.0) != 0.0,
+        Value::String(s) => matches!(s.as_str(), "1" | "true" | "yes" | "on"),
+        _ => false,
+    })
+}
+
+/// A number or a numeric string → u64 (missing/garbage → 0).
+pub fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(value_u64(&Value::deserialize(d)?).unwrap_or(0))
+}
+
+/// A number or a numeric string as u64.
+pub fn value_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().map(|f| f as u64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// One VM (or container) of `GET /cluster/resources?type=vm`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct ClusterVm {
+    #[serde(deserialize_with = "lenient_u64")]
+    pub vmid: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub node: String,
+    /// `qemu` or `lxc`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub template: bool,
+    /// `;`-separated, as PVE stores them.
+    #[serde(default)]
+    pub tags: Option<String>,
+    #[serde(default)]
+    pub lock: Option<String>,
+    #[serde(default)]
+    pub pool: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub maxmem: u64,
+    #[serde(default)]
+    pub hastate: Option<String>,
+}
+
+impl ClusterVm {
+    pub fn tag_list(&self) -> Vec<String> {
+        self.tags
+            .as_deref()
+            .unwrap_or("")
+            .split([';', ',', ' '])
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// One entry of `GET /nodes`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct NodeInfo {
+    pub node: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub maxmem: u64,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub mem: u64,
+}
+
+impl NodeInfo {
+    pub fn online(&self) -> bool {
+        self.status.as_deref() == Some("online")
+    }
+}
+
+/// `GET /nodes/{node}/storage` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct StorageInfo {
+    pub storage: String,
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    /// Comma-separated content types (`images,iso`).
+    #[serde(default)]
+    pub content: String,
+    #[serde(default = "yes", deserialize_with = "lenient_bool")]
+    pub enabled: bool,
+    #[serde(default = "yes", deserialize_with = "lenient_bool")]
+    pub active: bool,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub shared: bool,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub total: u64,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub used: u64,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub avail: u64,
+    /// With `format=1`: `{"default":"raw","supported":["raw","qcow2"]}`.
+    #[serde(default)]
+    pub formats: Option<StorageFormats>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct StorageFormats {
+    #[serde(default)]
+    pub default: Option<String>,
+    #[serde(default)]
+    pub supported: Vec<String>,
+}
+
+impl StorageInfo {
+    pub fn has_content(&self, content: &str) -> bool {
+        self.content.split(',').any(|c| c.trim() == content)
+    }
+}
+
+/// `GET /nodes/{node}/storage/{storage}/content` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Volume {
+    pub volid: String,
+    #[serde(default)]
+    pub format: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub size: u64,
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+/// One entry of `GET …/qemu/{vmid}/pending`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct PendingItem {
+    pub key: String,
+    #[serde(default)]
+    pub value: Option<Value>,
+    #[serde(default)]
+    pub pending: Option<Value>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub delete: u64,
+}
+
+impl PendingItem {
+    /// Whether this key has a change waiting for a restart.
+    pub fn is_pending(&self) -> bool {
+        self.pending.is_some() || self.delete > 0
+    }
+}
+
+/// Memory of `GET /nodes/{node}/status`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+pub struct NodeMemory {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub total: u64,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub used: u64,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub free: u64,
+}
+
+fn vm_path(node: &str, vmid: u32) -> String {
+    format!("/nodes/{node}/qemu/{vmid}")
+}
+
+impl Client {
+    /// `GET /version` (`version`, `release`, `repoid`).
+    pub fn version(&self) -> Result<Value, Error> {
+        self.get("/version", &Params::new())
+    }
+
+    pub fn nodes(&self) -> Result<Vec<NodeInfo>, Error> {
+        self.get_as("/nodes", &Params::new())
+    }
+
+    pub fn node_memory(&self, node: &str) -> Result<NodeMemory, Error> {
+        let v = self.get(&format!("/nodes/{node}/status"), &Params::new())?;
+        serde_json::from_value(v.get("memory").cloned().unwrap_or(Value::Null)).map_err(|e| {
+            Error::invalid(format!(
+                "node '{node}' status has no usable memory figures: {e}"
+            ))
+        })
+    }
+
+    /// Every QEMU VM (templates included) of the cluster: the one call that finds VMs by id or name.
+    pub fn cluster_vms(&self) -> Result<Vec<ClusterVm>, Error> {
+        let all: Vec<ClusterVm> =
+            self.get_as("/cluster/resources", &Params::new().set("type", "vm"))?;
+        Ok(all.into_iter().filter(|v| v.kind == "qemu").collect())
+    }
+
+    /// Is `vmid` free cluster-wide? (`GET /cluster/nextid?vmid=N`: 400 "already exists" when taken).
+    pub fn vmid_is_free(&self, vmid: u32) -> Result<bool, Error> {
+        match self.get("/cluster/nextid", &Params::new().set("vmid", vmid)) {
+            Ok(_) => Ok(true),
+            Err(e) if e.status() == Some(400) && e.is_already_exists() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET /cluster/nextid` (a string on real servers, a number in the schema).
+    pub fn next_id(&self) -> Result<u32, Error> {
+        let v = self.get("/cluster/nextid", &Params::new())?;
+        value_u64(&v)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Error::invalid(format!("/cluster/nextid returned {v}")))
+    }
+
+    /// A VM's config: pending values applied (`current=false`) or the running ones (`current=true`).
+    pub fn vm_config(
+        &self,
+        node: &str,
+        vmid: u32,
+        current: bool,
+    ) -> Result<Map<String, Value>, Error> {
+        let q = if current {
+            Params::new().flag("current", true)
+        } else {
+            Params::new()
+        };
+        match self.get(&format!("{}/config", vm_path(node, vmid)), &q)? {
+            Value::Object(m) => Ok(m),
+            other => Err(Error::invalid(format!(
+                "config of VM {vmid} is not an object: {other}"
+            ))),
+        }
+    }
+
+    pub fn vm_pending(&self, node: &str, vmid: u32) -> Result<Vec<PendingItem>, Error> {
+        self.get_as(&format!("{}/pending", vm_path(node, vmid)), &Params::new())
+    }
+
+    /// `GET …/status/current`.
+    pub fn vm_status(&self, node: &str, vmid: u32) -> Result<Value, Error> {
+        self.get(
+            &format!("{}/status/current", vm_path(node, vmid)),
+            &Params::new(),
+        )
+    }
+
+    pub fn storages(&self, node: &str) -> Result<Vec<StorageInfo>, Error> {
+        self.get_as(
+            &format!("/nodes/{node}/storage"),
+            &Params::new().flag("format", true),
+        )
+    }
+
+    pub fn storage_content(
+        &self,
+        node: &str,
+        storage: &str,
+        content: Option<&str>,
+    ) -> Result<Vec<Volume>, Error> {
+        self.get_as(
+            &format!("/nodes/{node}/storage/{storage}/content"),
+            &Params::new().opt("content", content),
+        )
+    }
+
+    /// `POST /nodes/{node}/qemu` and wait for `qmcreate`.
+    pub fn create_vm(
+        &self,
+        node: &str,
+        params: &Params,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        self.run_task(timeout, || {
+            self.post(&format!("/nodes/{node}/qemu"), params)
+        })
+    }
+
+    /// `POST …/{vmid}/clone` and wait for `qmclone`.
+    pub fn clone_vm(
+        &self,
+        node: &str,
+        source: u32,
+        params: &Params,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        self.run_task(timeout, || {
+            self.post(&format!("{}/clone", vm_path(node, source)), params)
+        })
+    }
+
+    /// Asynchronous `POST …/config` and wait for `qmconfig`.
+    pub fn update_config(
+        &self,
+        node: &str,
+        vmid: u32,
+        params: &Params,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        self.run_task(timeout, || {
+            self.post(&format!("{}/config", vm_path(node, vmid)), params)
+        })
+    }
+
+    /// `PUT …/resize` (`size` absolute like `120G`, or `+10G`) and wait for the task.
+    pub fn resize_disk(
+        &self,
+        node: &str,
+        vmid: u32,
+        disk: &str,
+        size: &str,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        let p = Params::new().set("disk", disk).set("size", size);
+        self.run_task(timeout, || {
+            self.put(&format!("{}/resize", vm_path(node, vmid)), &p)
+        })
+    }
+
+    /// `DELETE /nodes/{node}/qemu/{vmid}` with options in the query string, and wait for `qmdestroy`.
+    pub fn destroy_vm(
+        &self,
+        node: &str,
+        vmid: u32,
+        purge: bool,
+        destroy_unreferenced_disks: bool,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        let q = Params::new()
+            .flag("purge", purge)
+            .flag("destroy-unreferenced-disks", destroy_unreferenced_disks);
+        self.run_task(timeout, || self.delete(&vm_path(node, vmid), &q))
+    }
+
+    /// `POST …/status/{action}` (`start`, `stop`, `shutdown`, …) and wait for its task.
+    pub fn vm_action(
+        &self,
+        node: &str,
+        vmid: u32,
+        action: &str,
+        params: &Params,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        self.run_task(timeout, || {
+            self.post(&format!("{}/status/{action}", vm_path(node, vmid)), params)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn real_server_typing_is_accepted() {
+        let vms: Vec<ClusterVm> = serde_json::from_value(json!([
+            {"id":"qemu/101","type":"qemu","vmid":101,"node":"pve1","name":"m0","template":0,"tags":"ocp;proxshift","maxmem":17179869184u64,"status":"running"},
+            {"id":"qemu/900","type":"qemu","vmid":"900","node":"pve2","template":1,"extra":"ignored"}
+        ]))
+        .unwrap();
+        assert_eq!(vms[0].tag_list(), vec!["ocp", "proxshift"]);
+        assert!(vms[1].template && vms[1].vmid == 900 && vms[1].name.is_none());
+        let st: StorageInfo = serde_json::from_value(json!({
+            "storage":"local-lvm","type":"lvmthin","content":"images,rootdir","avail":"1000","shared":0,
+            "formats":{"default":"raw","supported":["raw"]}
+        }))
+        .unwrap();
+        assert!(st.enabled && st.active && !st.shared && st.avail == 1000);
+        assert!(st.has_content("images") && !st.has_content("iso"));
+        let p: Vec<PendingItem> = serde_json::from_value(json!([
+            {"key":"cores","value":2,"pending":4},{"key":"net1","delete":1},{"key":"name","value":"a"}
+        ]))
+        .unwrap();
+        assert_eq!(p.iter().filter(|i| i.is_pending()).count(), 2);
+        assert_eq!(value_u64(&json!("101")), Some(101));
+    }
+}

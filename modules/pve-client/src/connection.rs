@@ -1,0 +1,248 @@
+//! Connection options shared by every Proxmox module, named as in community.proxmox so playbooks
+//! can switch modules without renaming anything.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ansible_module::{Opt, Type};
+use serde::Deserialize;
+
+use crate::Error;
+
+/// The connection options of both Proxmox modules; add them with `ArgSpec::with(connection_options())`.
+pub fn connection_options() -> Vec<Opt> {
+    vec![
+        Opt::str("api_host").required().env(&["PROXMOX_HOST"]),
+        Opt::int("api_port").default(8006),
+        Opt::str("api_user").env(&["PROXMOX_USER"]),
+        Opt::str("api_password").no_log().env(&["PROXMOX_PASSWORD"]),
+        Opt::str("api_token_id").env(&["PROXMOX_TOKEN_ID"]),
+        Opt::str("api_token_secret")
+            .no_log()
+            .env(&["PROXMOX_TOKEN_SECRET"]),
+        Opt::new("validate_certs", Type::Bool)
+            .default(true)
+            .env(&["PROXMOX_VALIDATE_CERTS"]),
+        Opt::path("ca_path"),
+        Opt::int("api_timeout").default(30),
+    ]
+}
+
+/// The typed form of [`connection_options`]; deserialise it from the module's params.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ConnectionOptions {
+    /// Host name or address; a full `https://host[:port]` (or `http://`, for a local test API) URL is
+    /// accepted too, and its port wins over `api_port`.
+    pub api_host: String,
+    #[serde(default = "default_port")]
+    pub api_port: u16,
+    #[serde(default)]
+    pub api_user: Option<String>,
+    #[serde(default)]
+    pub api_password: Option<String>,
+    /// Token name (`ansible`) combined with `api_user`, or a full token id (`root@pam!ansible`).
+    #[serde(default)]
+    pub api_token_id: Option<String>,
+    #[serde(default)]
+    pub api_token_secret: Option<String>,
+    #[serde(default = "yes")]
+    pub validate_certs: bool,
+    #[serde(default)]
+    pub ca_path: Option<PathBuf>,
+    /// Seconds per HTTP request (tasks have their own, per-operation timeouts).
+    #[serde(default = "default_timeout")]
+    pub api_timeout: u64,
+}
+
+fn default_port() -> u16 {
+    8006
+}
+fn yes() -> bool {
+    true
+}
+fn default_timeout() -> u64 {
+    30
+}
+
+/// How the client proves who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// `PVEAPIToken=USER@REALM!TOKENID=SECRET`; stateless, no CSRF.
+    Token { id: String, secret: String },
+    /// Ticket cookie + CSRF header, renewed before it expires.
+    Password { user: String, password: String },
+}
+
+impl ConnectionOptions {
+    /// Options for a host with token auth and defaults elsewhere (tests, tools).
+    pub fn new(api_host: impl Into<String>) -> Self {
+        ConnectionOptions {
+            api_host: api_host.into(),
+            api_port: 8006,
+            api_user: None,
+            api_password: None,
+            api_token_id: None,
+            api_token_secret: None,
+            validate_certs: true,
+            ca_path: None,
+            api_timeout: 30,
+        }
+    }
+
+    /// `https://host:port` (no trailing slash).
+    pub fn base_url(&self) -> Result<String, Error> {
+        let host = self.api_host.trim().trim_end_matches('/');
+        if host.is_empty() {
+            return Err(Error::invalid(
+                "api_host is empty: give the Proxmox host (or set PROXMOX_HOST)",
+            ));
+        }
+        if let Some((scheme, rest)) = host.split_once("://") {
+            if scheme != "https" && scheme != "http" {
+                return Err(Error::invalid(format!(
+                    "api_host '{host}': only https:// (or http://) URLs are supported"
+                )));
+            }
+            let authority = rest.split('/').next().unwrap_or(rest);
+            let has_port = authority
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+                && !authority.ends_with(']');
+            return Ok(if has_port {
+                format!("{scheme}://{authority}")
+            } else {
+                format!("{scheme}://{authority}:{}", self.api_port)
+            });
+        }
+        // A bare IPv6 address needs brackets in a URL.
+        let h = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        Ok(format!("https://{h}:{}", self.api_port))
+    }
+
+    /// Pick the authentication: a token when one is configured (preferred), else user + password.
+    pub fn auth(&self) -> Result<Auth, Error> {
+        let user = self
+            .api_user
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let token_id = self
+            .api_token_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let secret = self.api_token_secret.as_deref().filter(|s| !s.is_empty());
+        match (token_id, secret) {
+            (Some(id), Some(secret)) => {
+                let id = if id.contains('!') {
+                    id.to_string()
+                } else {
+                    let user = user.ok_or_else(|| {
+                        Error::invalid(format!(
+                            "api_token_id '{id}' is a token name only: set api_user (user@realm) too, or give the full id 'user@realm!{id}'"
+                        ))
+                    })?;
+                    format!("{user}!{id}")
+                };
+                if !id.split('!').next().unwrap_or("").contains('@') {
+                    return Err(Error::invalid(format!(
+                        "API token id '{id}' must look like user@realm!tokenname"
+                    )));
+                }
+                Ok(Auth::Token {
+                    id,
+                    secret: secret.to_string(),
+                })
+            }
+            (Some(_), None) => Err(Error::invalid(
+                "api_token_id is set but api_token_secret is not (or set PROXMOX_TOKEN_SECRET)",
+            )),
+            (None, Some(_)) => Err(Error::invalid(
+                "api_token_secret is set but api_token_id is not (or set PROXMOX_TOKEN_ID)",
+            )),
+            (None, None) => match (user, self.api_password.as_deref()) {
+                (Some(u), Some(p)) if !p.is_empty() => {
+                    if !u.contains('@') {
+                        return Err(Error::invalid(format!(
+                            "api_user '{u}' needs a realm, e.g. '{u}@pam' or '{u}@pve'"
+                        )));
+                    }
+                    Ok(Auth::Password {
+                        user: u.to_string(),
+                        password: p.to_string(),
+                    })
+                }
+                _ => Err(Error::invalid(
+                    "no Proxmox credentials: give api_token_id + api_token_secret (preferred) or api_user + api_password (or the PROXMOX_* environment variables)",
+                )),
+            },
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.api_timeout.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> ConnectionOptions {
+        ConnectionOptions::new("pve.example.com")
+    }
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(opts().base_url().unwrap(), "https://pve.example.com:8006");
+        let mut o = opts();
+        o.api_host = "http://127.0.0.1:4321/".into();
+        assert_eq!(o.base_url().unwrap(), "http://127.0.0.1:4321");
+        o.api_host = "https://pve1".into();
+        o.api_port = 443;
+        assert_eq!(o.base_url().unwrap(), "https://pve1:443");
+        o.api_host = "fd00::5".into();
+        assert_eq!(o.base_url().unwrap(), "https://[fd00::5]:443");
+        o.api_host = "ftp://x".into();
+        assert!(o.base_url().is_err());
+    }
+
+    #[test]
+    fn token_preferred_and_composed_from_user() {
+        let mut o = opts();
+        o.api_user = Some("ansible@pve".into());
+        o.api_password = Some("pw".into());
+        o.api_token_id = Some("ci".into());
+        o.api_token_secret = Some("uuid".into());
+        assert_eq!(
+            o.auth().unwrap(),
+            Auth::Token {
+                id: "ansible@pve!ci".into(),
+                secret: "uuid".into()
+            }
+        );
+        o.api_token_id = Some("root@pam!full".into());
+        assert!(matches!(o.auth().unwrap(), Auth::Token { id, .. } if id == "root@pam!full"));
+    }
+
+    #[test]
+    fn missing_pieces_are_named() {
+        let mut o = opts();
+        let e = o.auth().unwrap_err().to_string();
+        assert!(e.contains("no Proxmox credentials"), "{e}");
+        o.api_token_id = Some("ci".into());
+        let e = o.auth().unwrap_err().to_string();
+        assert!(e.contains("api_token_secret"), "{e}");
+        o.api_token_secret = Some("s".into());
+        let e = o.auth().unwrap_err().to_string();
+        assert!(e.contains("set api_user"), "{e}");
+        let mut o = opts();
+        o.api_user = Some("root".into());
+        o.api_password = Some("x".into());
+        assert!(o.auth().unwrap_err().to_string().contains("root@pam"));
+    }
+}

@@ -1,0 +1,117 @@
+"""Helpers shared by every test area: where the repo, venv and built binaries are, how to run
+ansible-playbook in isolation, free ports. Fixtures built on them are in `tests/conftest.py`.
+
+Import as `import testlib` (pytest.ini puts `tests/` on sys.path).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("PROXSHIFT_VENV", REPO / ".venv"))
+TEST_COLLECTIONS = REPO / "tests" / "collections"
+CALLBACKS = REPO / "tests" / "plugins" / "callback"
+
+MODULE_BINARIES = {
+    "proxmox_vm": "proxmox",
+    "vm_lifecycle": "proxmox",
+    "hashicorp_vault": "hashi_vault",
+    "ocp_manifests": "openshift",
+    "acm_import": "openshift",
+    "cluster_auth": "openshift",
+}
+
+
+def module_binary(name: str) -> Path:
+    """Path of a built module binary inside its collection (copied there by `make build`)."""
+    if name == "protocol_probe":
+        path = TEST_COLLECTIONS / "ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe"
+    else:
+        path = REPO / "ansible_collections/proxshift" / MODULE_BINARIES[name] / "plugins/modules" / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make build` first")
+    return path
+
+
+def tool(name: str) -> str:
+    """An executable from the project venv (ansible-playbook, ansible-doc, ...)."""
+    path = VENV / "bin" / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make venv` first")
+    return str(path)
+
+
+@dataclasses.dataclass
+class PlaybookRun:
+    rc: int
+    stdout: str
+    stderr: str
+    results: list[dict]
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def task(self, name: str, host: str | None = None) -> dict:
+        """The result of the last run of the task called `name`."""
+        found = [r for r in self.results if r["task"] == name and (host is None or r["host"] == host)]
+        if not found:
+            raise AssertionError(f"no result for task {name!r}; tasks seen: {[r['task'] for r in self.results]}")
+        return found[-1]["result"]
+
+    def status(self, name: str) -> str:
+        found = [r for r in self.results if r["task"] == name]
+        if not found:
+            raise AssertionError(f"no result for task {name!r}")
+        return found[-1]["status"]
+
+    def changed_tasks(self) -> list[str]:
+        return [r["task"] for r in self.results if r["result"].get("changed")]
+
+
+def ansible_env(tmp: Path, extra: dict | None = None) -> dict:
+    """Environment for an isolated ansible run: our collections, our callback, a private ANSIBLE_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": f"{REPO}:{TEST_COLLECTIONS}",
+            "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
+            "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
+            "ANSIBLE_CALLBACKS_ENABLED": "record",
+            "ANSIBLE_HOME": str(tmp / "ansible-home"),
+            "ANSIBLE_LOCAL_TEMP": str(tmp / "ansible-local"),
+            "ANSIBLE_REMOTE_TEMP": str(tmp / "ansible-remote"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_RETRY_FILES_ENABLED": "false",
+            "ANSIBLE_HOST_KEY_CHECKING": "false",
+            "ANSIBLE_DEPRECATION_WARNINGS": "true",
+            "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+        }
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def which_or_fail(name: str, hint: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} not found: {hint}")
+    return found
