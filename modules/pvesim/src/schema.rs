@@ -298,7 +298,7 @@ pub fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
     }
     if let Some(list) = prop.get("enum").and_then(Value::as_array) {
         let names: Vec<String> = list.iter().map(value_str).collect();
-        if !names.iter().any(|n| *n == text) {
+        if !names.contains(&text) {
             return Err(format!(
                 "value '{text}' does not have a value in the enumeration '{}'",
                 names.join(", ")
@@ -416,86 +416,75 @@ pub fn check_format(name: &str, v: &str) -> Result<(), String> {
     static SIZE: OnceLock<Regex> = OnceLock::new();
     static URLENC: OnceLock<Regex> = OnceLock::new();
     static PRIV: OnceLock<Regex> = OnceLock::new();
-    match name {
-        "pve-node" => {
-            if !re(&NODE, r"^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$").is_match(v) {
-                return Err(format!("value does not look like a valid node name"));
-            }
-        }
+    let list = |v: &str| -> Vec<String> {
+        v.split([',', ';', ' '])
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let ok = match name {
+        "pve-node" => re(&NODE, r"^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$").is_match(v),
         "dns-name" => {
             let label = r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?";
-            if !re(&DNS, &format!(r"^({label}\.)*{label}$")).is_match(v) {
-                return Err("value does not look like a valid DNS name".into());
-            }
+            re(&DNS, &format!(r"^({label}\.)*{label}$")).is_match(v)
         }
-        "mac-addr" => {
-            if !re(&MAC, r"^(?i)[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$").is_match(v) {
-                return Err("value does not look like a valid unicast MAC address".into());
-            }
-        }
-        "pve-storage-id" => {
-            if !re(&STORAGE, r"^(?i)[a-z][a-z0-9\-_.]*[a-z0-9]$").is_match(v) {
-                return Err(format!("storage ID '{v}' contains illegal characters"));
-            }
-        }
-        "pve-configid" => check_configid(&CONFIGID, v)?,
+        "mac-addr" => re(&MAC, r"^(?i)[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$").is_match(v),
+        "pve-storage-id" => re(&STORAGE, r"^(?i)[a-z][a-z0-9\-_.]*[a-z0-9]$").is_match(v),
+        "pve-configid" => return check_configid(&CONFIGID, v),
         "pve-configid-list" => {
-            for id in v.split([',', ';', ' ']).filter(|s| !s.is_empty()) {
-                check_configid(&CONFIGID, id)?;
+            for id in list(v) {
+                check_configid(&CONFIGID, &id)?;
             }
+            true
         }
         "pve-tag-list" => {
-            for tag in v.split([';', ',', ' ']).filter(|s| !s.is_empty()) {
-                if !re(&TAG, r"^(?i)[a-z0-9_][a-z0-9_\-+.]*$").is_match(tag) {
-                    return Err(format!("invalid characters in tag '{tag}'"));
-                }
+            if let Some(tag) = list(v)
+                .into_iter()
+                .find(|t| !re(&TAG, r"^(?i)[a-z0-9_][a-z0-9_\-+.]*$").is_match(t))
+            {
+                return Err(format!("invalid characters in tag '{tag}'"));
             }
+            true
         }
         "pve-userid" => {
-            if !re(&USER, r"^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$").is_match(v) || v.len() > 64 {
-                return Err(format!("value '{v}' does not look like a valid user name"));
-            }
+            v.len() <= 64 && re(&USER, r"^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$").is_match(v)
         }
-        "pve-userid-list" | "pve-tokenid-list" | "pve-groupid-list" | "pve-roleid-list" => {}
-        "pve-roleid" => {
-            if !re(&ROLE, r"^[A-Za-z0-9.\-_]+$").is_match(v) {
-                return Err(format!("role name '{v}' contains illegal characters"));
-            }
-        }
+        "pve-roleid" => re(&ROLE, r"^[A-Za-z0-9.\-_]+$").is_match(v),
         "pve-priv-list" => {
-            for p in v.split([',', ';', ' ']).filter(|s| !s.is_empty()) {
-                if !re(&PRIV, r"^[A-Za-z.]+$").is_match(p) {
-                    return Err(format!("invalid privilege name '{p}'"));
-                }
+            if let Some(p) = list(v)
+                .into_iter()
+                .find(|p| !re(&PRIV, r"^[A-Za-z.]+$").is_match(p))
+            {
+                return Err(format!("invalid privilege name '{p}'"));
             }
+            true
         }
-        "pve-bridge-id" => {
-            if !re(&BRIDGE, r"^[-_.\w\d]+$").is_match(v) {
-                return Err(format!("invalid bridge ID '{v}'"));
-            }
-        }
+        "pve-bridge-id" => re(&BRIDGE, r"^[-_.\w\d]+$").is_match(v),
         "pve-volume-id" | "pve-volume-id-or-qm-path" | "pve-volume-id-or-absolute-path" => {
-            let ok = v == "none"
+            v == "none"
                 || v == "cdrom"
                 || v.starts_with('/')
-                || re(&VOLID, r"^(?i)[a-z][a-z0-9\-_.]*[a-z0-9]:.+$").is_match(v);
-            if !ok {
-                return Err(format!("unable to parse volume ID '{v}'"));
-            }
+                || re(&VOLID, r"^(?i)[a-z][a-z0-9\-_.]*[a-z0-9]:.+$").is_match(v)
         }
-        "disk-size" => {
-            if !re(&SIZE, r"^\d+(\.\d+)?[KMGT]?$").is_match(v) {
-                return Err(format!("unable to parse size '{v}'"));
-            }
-        }
-        "urlencoded" => {
-            if !re(&URLENC, r"^[-%a-zA-Z0-9_.!~*'()]*$").is_match(v) {
-                return Err(format!("value '{v}' is not urlencoded"));
-            }
-        }
-        _ => {}
+        "disk-size" => re(&SIZE, r"^\d+(\.\d+)?[KMGT]?$").is_match(v),
+        "urlencoded" => re(&URLENC, r"^[-%a-zA-Z0-9_.!~*'()]*$").is_match(v),
+        _ => true,
+    };
+    if ok {
+        return Ok(());
     }
-    Ok(())
+    Err(match name {
+        "pve-node" => "value does not look like a valid node name".to_string(),
+        "dns-name" => "value does not look like a valid DNS name".to_string(),
+        "mac-addr" => "value does not look like a valid unicast MAC address".to_string(),
+        "pve-storage-id" => format!("storage ID '{v}' contains illegal characters"),
+        "pve-userid" => format!("value '{v}' does not look like a valid user name"),
+        "pve-roleid" => format!("role name '{v}' contains illegal characters"),
+        "pve-bridge-id" => format!("invalid bridge ID '{v}'"),
+        "disk-size" => format!("unable to parse size '{v}'"),
+        "urlencoded" => format!("value '{v}' is not urlencoded"),
+        _ => format!("unable to parse volume ID '{v}'"),
+    })
 }
 
 fn check_configid(cell: &'static OnceLock<Regex>, id: &str) -> Result<(), String> {

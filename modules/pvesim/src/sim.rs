@@ -85,6 +85,20 @@ pub fn redact(params: &mut BTreeMap<String, String>) {
     }
 }
 
+/// A worker task to start.
+pub struct Spawn {
+    pub node: String,
+    /// Task type (`qmcreate`, `qmstart`, …).
+    pub kind: String,
+    /// Task id, usually the vmid.
+    pub id: String,
+    pub action: Action,
+    /// Duration in seconds before time scaling.
+    pub base_secs: f64,
+    /// The VM whose config file lock the worker holds while it runs.
+    pub flock: Option<u32>,
+}
+
 pub struct Sim {
     pub opts: Options,
     pub cluster: ClusterSeed,
@@ -594,18 +608,17 @@ impl Sim {
 
     // -- tasks -----------------------------------------------------------------
 
-    /// Starts a worker task and returns its UPID. `flock` names the VM whose config file
-    /// lock the worker holds while it runs.
-    pub fn spawn(
-        &mut self,
-        who: &Principal,
-        node: &str,
-        kind: &str,
-        id: &str,
-        action: Action,
-        base_secs: f64,
-        flock: Option<u32>,
-    ) -> String {
+    /// Starts a worker task and returns its UPID.
+    pub fn spawn(&mut self, who: &Principal, spec: Spawn) -> String {
+        let Spawn {
+            node,
+            kind,
+            id,
+            action,
+            base_secs,
+            flock,
+        } = spec;
+        let (node, kind, id) = (node.as_str(), kind.as_str(), id.as_str());
         let now = self.now();
         let mut dur = self.scaled(base_secs);
         let vmid = id.parse().ok();

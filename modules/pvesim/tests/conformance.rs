@@ -188,6 +188,9 @@ fn missing_required_parameters_are_reported() {
     }
 }
 
+/// (method, concrete path, parameters)
+type Case = (&'static str, String, Vec<(&'static str, &'static str)>);
+
 /// One valid request per implemented method, run in an order that keeps state consistent.
 #[test]
 fn every_method_accepts_a_valid_request() {
@@ -195,7 +198,7 @@ fn every_method_accepts_a_valid_request() {
     let api = Api::root(&sim);
     let upid = api.post("/nodes/pve1/qemu/100/status/reboot", &[]).upid();
     let upid_e = enc(&upid);
-    let cases: Vec<(&str, String, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         ("GET", "/version".into(), vec![]),
         ("GET", "/access/users".into(), vec![("full", "1")]),
         ("GET", "/access/users/ansible@pve/token".into(), vec![]),

@@ -10,7 +10,7 @@ use crate::model::{RunState, Vm};
 use crate::propstr;
 use crate::schema::value_str;
 use crate::server::Ctx;
-use crate::sim::Sim;
+use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
 use crate::vmconfig::*;
 
@@ -313,12 +313,14 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
     let secs = base_duration("qmcreate") + 0.5 * ndisks;
     let upid = ctx.sim.spawn(
         &who,
-        &node,
-        "qmcreate",
-        &vmid.to_string(),
-        Action::Create { vmid, start },
-        secs,
-        Some(vmid),
+        Spawn {
+            node: node.to_string(),
+            kind: "qmcreate".to_string(),
+            id: vmid.to_string().to_string(),
+            action: Action::Create { vmid, start },
+            base_secs: secs,
+            flock: Some(vmid),
+        },
     );
     Ok(json!(upid))
 }
@@ -469,12 +471,14 @@ pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
         let who = ctx.who.clone();
         let upid = ctx.sim.spawn(
             &who,
-            &node,
-            "qmconfig",
-            &vmid.to_string(),
-            Action::Config { vmid },
-            base_duration("qmconfig"),
-            Some(vmid),
+            Spawn {
+                node: node.to_string(),
+                kind: "qmconfig".to_string(),
+                id: vmid.to_string().to_string(),
+                action: Action::Config { vmid },
+                base_secs: base_duration("qmconfig"),
+                flock: Some(vmid),
+            },
         );
         if ctx.params.contains_key("background_delay") {
             if let Some(t) = ctx.sim.task(&upid) {
@@ -521,12 +525,14 @@ pub fn resize(ctx: &mut Ctx) -> ApiResult<Value> {
     let who = ctx.who.clone();
     let upid = ctx.sim.spawn(
         &who,
-        &node,
-        "resize",
-        &vmid.to_string(),
-        Action::Resize { vmid, disk, size },
-        base_duration("resize"),
-        Some(vmid),
+        Spawn {
+            node: node.to_string(),
+            kind: "resize".to_string(),
+            id: vmid.to_string().to_string(),
+            action: Action::Resize { vmid, disk, size },
+            base_secs: base_duration("resize"),
+            flock: Some(vmid),
+        },
     );
     Ok(json!(upid))
 }
@@ -651,18 +657,20 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
     let who = ctx.who.clone();
     let upid = ctx.sim.spawn(
         &who,
-        &node,
-        "qmclone",
-        &vmid.to_string(),
-        Action::Clone {
-            src: vmid,
-            newid,
-            full,
-            storage,
-            format,
+        Spawn {
+            node: node.to_string(),
+            kind: "qmclone".to_string(),
+            id: vmid.to_string().to_string(),
+            action: Action::Clone {
+                src: vmid,
+                newid,
+                full,
+                storage,
+                format,
+            },
+            base_secs: secs,
+            flock: Some(newid),
         },
-        secs,
-        Some(newid),
     );
     Ok(json!(upid))
 }
@@ -683,12 +691,14 @@ pub fn template(ctx: &mut Ctx) -> ApiResult<Value> {
     let who = ctx.who.clone();
     Ok(json!(ctx.sim.spawn(
         &who,
-        &node,
-        "qmtemplate",
-        &vmid.to_string(),
-        Action::Template { vmid },
-        base_duration("qmtemplate"),
-        Some(vmid),
+        Spawn {
+            node: node.to_string(),
+            kind: "qmtemplate".to_string(),
+            id: vmid.to_string().to_string(),
+            action: Action::Template { vmid },
+            base_secs: base_duration("qmtemplate"),
+            flock: Some(vmid)
+        }
     )))
 }
 
@@ -720,12 +730,14 @@ pub fn destroy(ctx: &mut Ctx) -> ApiResult<Value> {
     let who = ctx.who.clone();
     Ok(json!(ctx.sim.spawn(
         &who,
-        &node,
-        "qmdestroy",
-        &vmid.to_string(),
-        Action::Destroy { vmid, unreferenced },
-        base_duration("qmdestroy"),
-        Some(vmid),
+        Spawn {
+            node: node.to_string(),
+            kind: "qmdestroy".to_string(),
+            id: vmid.to_string().to_string(),
+            action: Action::Destroy { vmid, unreferenced },
+            base_secs: base_duration("qmdestroy"),
+            flock: Some(vmid)
+        }
     )))
 }
 
@@ -852,12 +864,14 @@ pub fn power(ctx: &mut Ctx, action: &str) -> ApiResult<Value> {
     };
     Ok(json!(ctx.sim.spawn(
         &who,
-        &node,
-        kind,
-        &id,
-        act,
-        secs,
-        Some(vmid)
+        Spawn {
+            node: node.to_string(),
+            kind: kind.to_string(),
+            id: id.to_string(),
+            action: act,
+            base_secs: secs,
+            flock: Some(vmid)
+        }
     )))
 }
 

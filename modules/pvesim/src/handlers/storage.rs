@@ -5,6 +5,7 @@ use sha2::Digest;
 
 use crate::error::{ApiError, ApiResult};
 use crate::server::Ctx;
+use crate::sim::Spawn;
 use crate::tasks::{base_duration, Action};
 use crate::vmconfig::storage_formats;
 
@@ -174,19 +175,21 @@ pub fn upload(ctx: &mut Ctx) -> ApiResult<Value> {
     let secs = base_duration("imgcopy") + size as f64 / (100.0 * 1048576.0);
     let upid = ctx.sim.spawn(
         &who,
-        &node,
-        "imgcopy",
-        "",
-        Action::Upload {
-            node: node.clone(),
-            storage: sid,
-            name,
-            size,
-            content,
-            checksum_error,
+        Spawn {
+            node: node.to_string(),
+            kind: "imgcopy".to_string(),
+            id: "".to_string(),
+            action: Action::Upload {
+                node: node.clone(),
+                storage: sid,
+                name,
+                size,
+                content,
+                checksum_error,
+            },
+            base_secs: secs,
+            flock: None,
         },
-        secs,
-        None,
     );
     Ok(json!(upid))
 }

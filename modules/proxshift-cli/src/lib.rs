@@ -1,0 +1,24 @@
+//! The `proxshift` command: the operator's front door to the ProxShift playbooks.
+//!
+//! Pure parts (unit-tested): [`plan`] (subcommand → playbook, tags, extra vars → command line),
+//! [`command`] (shell quoting), [`output`] (ansible-playbook output lines, PLAY RECAP), [`tracker`]
+//! (phase detection, per-phase results, progress line), [`inventory`] (clusters from
+//! `ansible-inventory --list`), [`live`] (VM states behind the [`live::VmSource`] trait), [`table`],
+//! [`report`] (text and JSON output), [`style`] (colour rules), [`exit`] (exit codes).
+//! I/O: [`runner`] (child processes, streaming) and [`app`] (wiring).
+
+pub mod app;
+pub mod cli;
+pub mod command;
+pub mod exit;
+pub mod inventory;
+pub mod live;
+pub mod output;
+pub mod plan;
+pub mod report;
+pub mod runner;
+pub mod style;
+pub mod table;
+pub mod tracker;
+
+pub use app::main_with;

@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(proxshift_cli::main_with(std::env::args_os()));
+}

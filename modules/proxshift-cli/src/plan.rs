@@ -1,0 +1,504 @@
+//! What each subcommand runs: the playbook, tags, extra vars and the phases to expect — and the
+//! `ansible-playbook` command line built from that. Pure: no I/O.
+
+use serde::Serialize;
+
+use crate::command::Command;
+use crate::exit::CliError;
+
+/// The phases of `playbooks/site.yaml`, in the order it runs them (each is also its tag).
+pub const SITE_PHASES: [&str; 9] = [
+    "preflight",
+    "secrets",
+    "manifests",
+    "iso",
+    "vms",
+    "start",
+    "install",
+    "credentials",
+    "acm",
+];
+
+/// A subcommand that runs a playbook, with its own options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `site.yaml`, every phase (or `only`, minus `skip`); `force` rebuilds the cluster.
+    Provision {
+        force: bool,
+        only: Vec<String>,
+        skip: Vec<String>,
+    },
+    /// `site.yaml --tags preflight,secrets,manifests`.
+    Manifests,
+    Start,
+    Stop,
+    Status,
+    /// `deprovision.yaml`; `vault` also removes the cluster's Vault entry.
+    Deprovision {
+        vault: bool,
+    },
+    Scale,
+    /// `site.yaml --tags acm`.
+    AcmImport,
+    /// `proxmox_access.yaml`: site-wide, takes no cluster.
+    ProxmoxAccess,
+}
+
+/// Everything needed to build and describe one playbook run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    /// The subcommand, e.g. `provision`.
+    pub command: &'static str,
+    /// File name under `playbooks/`.
+    pub playbook: &'static str,
+    pub cluster: Option<String>,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+    /// `-e key=value` pairs after `cluster_name`, in order.
+    pub extra_vars: Vec<(String, String)>,
+    /// The phases the run goes through, in order (progress and summary rows).
+    pub phases: Vec<String>,
+    /// Why the run destroys something and needs confirmation (`--yes`), if it does.
+    pub destructive: Option<String>,
+}
+
+impl Action {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Provision { .. } => "provision",
+            Action::Manifests => "manifests",
+            Action::Start => "start",
+            Action::Stop => "stop",
+            Action::Status => "status",
+            Action::Deprovision { .. } => "deprovision",
+            Action::Scale => "scale",
+            Action::AcmImport => "acm-import",
+            Action::ProxmoxAccess => "proxmox-access",
+        }
+    }
+
+    pub fn needs_cluster(&self) -> bool {
+        !matches!(self, Action::ProxmoxAccess)
+    }
+}
+
+/// Check a cluster name before it goes into `-e cluster_name=…` (Ansible splits `k=v` on spaces).
+/// OpenShift's own rules (a DNS label) are the flow's preflight job; this only keeps the argument intact.
+pub fn check_cluster_name(name: &str) -> Result<(), CliError> {
+    if name.is_empty() {
+        return Err(CliError::usage("the cluster name is empty"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-_.".contains(*c)))
+    {
+        return Err(CliError::usage(format!(
+            "cluster name '{name}' contains {c:?}: use the inventory group name (letters, digits, '-', '_', '.')"
+        )));
+    }
+    Ok(())
+}
+
+/// Parse `--only`/`--skip` values (`a,b` or repeated) into known site phases, in site order.
+pub fn parse_phases(values: &[String], option: &str) -> Result<Vec<String>, CliError> {
+    let mut wanted = Vec::new();
+    for v in values.iter().flat_map(|v| v.split(',')) {
+        let v = v.trim();
+        if v.is_empty() {
+            continue;
+        }
+        if !SITE_PHASES.contains(&v) {
+            return Err(CliError::usage(format!(
+                "{option}: unknown phase '{v}' (phases: {})",
+                SITE_PHASES.join(", ")
+            )));
+        }
+        wanted.push(v.to_string());
+    }
+    Ok(SITE_PHASES
+        .iter()
+        .filter(|p| wanted.iter().any(|w| w == *p))
+        .map(|p| p.to_string())
+        .collect())
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The plan for `action` on `cluster`.
+pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
+    let cluster = if action.needs_cluster() {
+        let name = cluster.ok_or_else(|| {
+            CliError::usage(format!(
+                "{} needs a cluster name (see `proxshift clusters`)",
+                action.name()
+            ))
+        })?;
+        check_cluster_name(name)?;
+        Some(name.to_string())
+    } else {
+        None
+    };
+    let mut p = Plan {
+        command: action.name(),
+        playbook: "site.yaml",
+        cluster: cluster.clone(),
+        tags: Vec::new(),
+        skip_tags: Vec::new(),
+        extra_vars: Vec::new(),
+        phases: Vec::new(),
+        destructive: None,
+    };
+    let name = cluster.unwrap_or_default();
+    match action {
+        Action::Provision { force, only, skip } => {
+            let only = parse_phases(only, "--only")?;
+            let skip = parse_phases(skip, "--skip")?;
+            p.phases = SITE_PHASES
+                .iter()
+                .map(|s| s.to_string())
+                .filter(|s| only.is_empty() || only.contains(s))
+                .filter(|s| !skip.contains(s))
+                .collect();
+            if p.phases.is_empty() {
+                return Err(CliError::usage("--only/--skip leave no phase to run"));
+            }
+            p.tags = only;
+            p.skip_tags = skip;
+            if *force {
+                p.extra_vars.push(("force_install".into(), "true".into()));
+                p.destructive = Some(format!(
+                    "--force deletes cluster {name}'s VMs and installs it again"
+                ));
+            }
+        }
+        Action::Manifests => {
+            p.tags = strings(&["preflight", "secrets", "manifests"]);
+            p.phases = p.tags.clone();
+        }
+        Action::AcmImport => {
+            p.tags = strings(&["acm"]);
+            p.phases = p.tags.clone();
+        }
+        Action::Start => single(&mut p, "start.yaml", "start"),
+        Action::Stop => single(&mut p, "stop.yaml", "stop"),
+        Action::Status => single(&mut p, "status.yaml", "status"),
+        Action::Scale => single(&mut p, "scale.yaml", "scale"),
+        Action::Deprovision { vault } => {
+            single(&mut p, "deprovision.yaml", "deprovision");
+            let mut what = format!("deprovision stops and deletes cluster {name}'s VMs");
+            if *vault {
+                p.extra_vars
+                    .push(("deprovision_vault".into(), "true".into()));
+                what.push_str(" and removes its Vault entry");
+            }
+            p.destructive = Some(what);
+        }
+        Action::ProxmoxAccess => single(&mut p, "proxmox_access.yaml", "proxmox-access"),
+    }
+    Ok(p)
+}
+
+fn single(p: &mut Plan, playbook: &'static str, phase: &str) {
+    p.playbook = playbook;
+    p.phases = vec![phase.to_string()];
+}
+
+/// How to run a plan: which program, where things are, and the pass-through flags.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunOptions {
+    /// `ansible-playbook`, or the path found for it.
+    pub program: String,
+    /// The inventory as given (`inventory/` by default).
+    pub inventory: String,
+    /// The playbooks folder as it should appear in the command (`playbooks` or an absolute path).
+    pub playbooks_dir: String,
+    pub check: bool,
+    pub diff: bool,
+    /// `-v` count passed through.
+    pub verbosity: u8,
+    /// Arguments after `--`, passed through unchanged at the end.
+    pub extra: Vec<String>,
+    /// Environment for the run (shown in the printed command).
+    pub env: Vec<(String, String)>,
+}
+
+/// Ansible's default collection paths, kept after ours so installed collections still resolve.
+const DEFAULT_COLLECTIONS: &str = "~/.ansible/collections:/usr/share/ansible/collections";
+
+/// `ANSIBLE_COLLECTIONS_PATH` so ansible-playbook finds the checkout's `ansible_collections/proxshift`
+/// from any working directory — unless the user already set one (then theirs is used as is).
+pub fn collections_env(project_root: &str, current: Option<&str>) -> Option<(String, String)> {
+    if current.is_some_and(|c| !c.is_empty()) {
+        return None;
+    }
+    Some((
+        "ANSIBLE_COLLECTIONS_PATH".into(),
+        format!("{project_root}:{DEFAULT_COLLECTIONS}"),
+    ))
+}
+
+/// The playbook's path as it appears in the command.
+pub fn playbook_path(plan: &Plan, opts: &RunOptions) -> String {
+    let dir = opts.playbooks_dir.trim_end_matches('/');
+    if dir.is_empty() {
+        plan.playbook.to_string()
+    } else {
+        format!("{dir}/{}", plan.playbook)
+    }
+}
+
+/// `ansible-playbook -i INV playbooks/X.yaml -e cluster_name=C [-e k=v]… [--tags …] [--skip-tags …]
+/// [--check] [--diff] [-v…] [extra…]`.
+pub fn playbook_command(plan: &Plan, opts: &RunOptions) -> Command {
+    let mut cmd = Command::new(&opts.program);
+    for (k, v) in &opts.env {
+        cmd = cmd.env(k, v);
+    }
+    let mut cmd = cmd
+        .arg("-i")
+        .arg(&opts.inventory)
+        .arg(playbook_path(plan, opts));
+    if let Some(c) = &plan.cluster {
+        cmd = cmd.arg("-e").arg(format!("cluster_name={c}"));
+    }
+    for (k, v) in &plan.extra_vars {
+        cmd = cmd.arg("-e").arg(format!("{k}={v}"));
+    }
+    if !plan.tags.is_empty() {
+        cmd = cmd.arg("--tags").arg(plan.tags.join(","));
+    }
+    if !plan.skip_tags.is_empty() {
+        cmd = cmd.arg("--skip-tags").arg(plan.skip_tags.join(","));
+    }
+    if opts.check {
+        cmd = cmd.arg("--check");
+    }
+    if opts.diff {
+        cmd = cmd.arg("--diff");
+    }
+    if opts.verbosity > 0 {
+        cmd = cmd.arg(format!("-{}", "v".repeat(opts.verbosity.min(6) as usize)));
+    }
+    cmd.args(opts.extra.iter().cloned())
+}
+
+/// `ansible-inventory -i INV --list`: the only way the CLI reads the inventory.
+pub fn inventory_command(program: &str, inventory: &str) -> Command {
+    Command::new(program).arg("-i").arg(inventory).arg("--list")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> RunOptions {
+        RunOptions {
+            program: "ansible-playbook".into(),
+            inventory: "inventory/".into(),
+            playbooks_dir: "playbooks".into(),
+            ..Default::default()
+        }
+    }
+
+    fn shell(action: Action, cluster: Option<&str>, o: &RunOptions) -> String {
+        playbook_command(&plan(&action, cluster).unwrap(), o).shell()
+    }
+
+    #[test]
+    fn every_subcommand_builds_its_command() {
+        let o = opts();
+        let base = "ansible-playbook -i inventory/ playbooks";
+        let cases = [
+            (
+                Action::Provision {
+                    force: false,
+                    only: vec![],
+                    skip: vec![],
+                },
+                format!("{base}/site.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Manifests,
+                format!(
+                    "{base}/site.yaml -e cluster_name=lab-sno --tags preflight,secrets,manifests"
+                ),
+            ),
+            (
+                Action::Start,
+                format!("{base}/start.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Stop,
+                format!("{base}/stop.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Status,
+                format!("{base}/status.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Deprovision { vault: false },
+                format!("{base}/deprovision.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Deprovision { vault: true },
+                format!(
+                    "{base}/deprovision.yaml -e cluster_name=lab-sno -e deprovision_vault=true"
+                ),
+            ),
+            (
+                Action::Scale,
+                format!("{base}/scale.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::AcmImport,
+                format!("{base}/site.yaml -e cluster_name=lab-sno --tags acm"),
+            ),
+        ];
+        for (action, want) in cases {
+            assert_eq!(
+                shell(action.clone(), Some("lab-sno"), &o),
+                want,
+                "{action:?}"
+            );
+        }
+        assert_eq!(
+            shell(Action::ProxmoxAccess, None, &o),
+            format!("{base}/proxmox_access.yaml")
+        );
+    }
+
+    #[test]
+    fn provision_force_only_skip_and_passthrough() {
+        let mut o = opts();
+        o.check = true;
+        o.diff = true;
+        o.verbosity = 2;
+        o.extra = vec![
+            "-e".into(),
+            "note=two words".into(),
+            "--limit".into(),
+            "localhost".into(),
+        ];
+        let a = Action::Provision {
+            force: true,
+            only: vec!["vms,manifests".into(), "start".into()],
+            skip: vec![],
+        };
+        assert_eq!(
+            shell(a, Some("prod-ha"), &o),
+            "ansible-playbook -i inventory/ playbooks/site.yaml -e cluster_name=prod-ha -e force_install=true \
+             --tags manifests,vms,start --check --diff -vv -e 'note=two words' --limit localhost"
+        );
+        let p = plan(
+            &Action::Provision {
+                force: false,
+                only: vec![],
+                skip: vec!["acm".into(), "install".into()],
+            },
+            Some("c"),
+        )
+        .unwrap();
+        assert_eq!(p.skip_tags, vec!["install", "acm"]);
+        assert_eq!(p.phases.len(), 7);
+        assert!(!p.phases.contains(&"acm".to_string()));
+        assert!(p.destructive.is_none());
+    }
+
+    #[test]
+    fn destructive_runs_say_why() {
+        let p = plan(&Action::Deprovision { vault: true }, Some("x")).unwrap();
+        assert!(p.destructive.as_deref().unwrap().contains("Vault entry"));
+        let p = plan(
+            &Action::Provision {
+                force: true,
+                only: vec![],
+                skip: vec![],
+            },
+            Some("x"),
+        )
+        .unwrap();
+        assert!(p.destructive.as_deref().unwrap().contains("--force"));
+        assert!(plan(&Action::Stop, Some("x"))
+            .unwrap()
+            .destructive
+            .is_none());
+    }
+
+    #[test]
+    fn usage_errors() {
+        let e = plan(&Action::Start, None).unwrap_err();
+        assert_eq!(e.code, crate::exit::USAGE);
+        assert!(e.message.contains("start needs a cluster name"));
+        let e = plan(&Action::Start, Some("a b")).unwrap_err();
+        assert!(e.message.contains("' '"), "{}", e.message);
+        let e = plan(&Action::Start, Some("x=y")).unwrap_err();
+        assert_eq!(e.code, crate::exit::USAGE);
+        let e = plan(
+            &Action::Provision {
+                force: false,
+                only: vec!["vm".into()],
+                skip: vec![],
+            },
+            Some("c"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("unknown phase 'vm'") && e.message.contains("preflight, secrets")
+        );
+        let e = plan(
+            &Action::Provision {
+                force: false,
+                only: vec!["vms".into()],
+                skip: vec!["vms".into()],
+            },
+            Some("c"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("no phase"));
+    }
+
+    #[test]
+    fn collections_path_is_set_only_when_the_user_has_none() {
+        let e = collections_env("/srv/proxshift", None).unwrap();
+        assert_eq!(e.0, "ANSIBLE_COLLECTIONS_PATH");
+        assert!(e.1.starts_with("/srv/proxshift:"));
+        assert_eq!(
+            collections_env("/srv/proxshift", Some("")),
+            collections_env("/srv/proxshift", None)
+        );
+        assert_eq!(collections_env("/srv/proxshift", Some("/mine")), None);
+        let mut o = opts();
+        o.env = vec![e];
+        let cmd = playbook_command(&plan(&Action::Stop, Some("c")).unwrap(), &o).shell();
+        assert!(
+            cmd.starts_with("ANSIBLE_COLLECTIONS_PATH='/srv/proxshift:~/.ansible/collections:/usr/share/ansible/collections' ansible-playbook -i inventory/ playbooks/stop.yaml"),
+            "{cmd}"
+        );
+    }
+
+    #[test]
+    fn paths_and_inventory_command() {
+        let mut o = opts();
+        o.playbooks_dir = "/srv/proxshift/playbooks/".into();
+        o.inventory = "/etc/proxshift inv".into();
+        let p = plan(&Action::Status, Some("c")).unwrap();
+        assert_eq!(
+            playbook_path(&p, &o),
+            "/srv/proxshift/playbooks/status.yaml"
+        );
+        assert_eq!(
+            playbook_command(&p, &o).shell(),
+            "ansible-playbook -i '/etc/proxshift inv' /srv/proxshift/playbooks/status.yaml -e cluster_name=c"
+        );
+        assert_eq!(
+            inventory_command("ansible-inventory", "inventory/").shell(),
+            "ansible-inventory -i inventory/ --list"
+        );
+        assert_eq!(
+            plan(&Action::Manifests, Some("c")).unwrap().phases,
+            vec!["preflight", "secrets", "manifests"]
+        );
+    }
+}

@@ -1,0 +1,240 @@
+"""AWX / AAP packaging: the execution environment context builds offline with ansible-builder and
+installs the three collection tarballs; the credential types inject exactly the modules' environment
+fallbacks; the job templates point at real playbooks and ask for `cluster_name`."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import jinja2
+import jinja2.meta
+import pytest
+import yaml
+
+from testlib import REPO, ansible_env, tool
+
+AWX = REPO / "awx"
+COLLECTIONS = ("proxmox", "hashi_vault", "openshift")
+# Any network use during `ansible-builder create` fails fast through these.
+OFFLINE = {
+    "http_proxy": "http://127.0.0.1:9",
+    "https_proxy": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "no_proxy": "",
+    "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    "PIP_NO_INDEX": "1",
+}
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def galaxy_version(coll: str) -> str:
+    return load(REPO / "ansible_collections/proxshift" / coll / "galaxy.yml")["version"]
+
+
+@pytest.fixture(scope="module")
+def ee_context(tmp_path_factory):
+    """Tarballs built into <tmp>/build, the EE file at <tmp>/awx/, and `ansible-builder create` run offline."""
+    root = tmp_path_factory.mktemp("ee")
+    build = root / "build"
+    env = ansible_env(root, OFFLINE)
+    for coll in COLLECTIONS:
+        proc = subprocess.run(
+            [tool("ansible-galaxy"), "collection", "build", "--force", "--output-path", str(build),
+             str(REPO / "ansible_collections/proxshift" / coll)],
+            env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    (root / "awx").mkdir()
+    shutil.copy(AWX / "execution-environment.yml", root / "awx" / "execution-environment.yml")
+    context = root / "context"
+    proc = subprocess.run(
+        [tool("ansible-builder"), "create", "-f", str(root / "awx/execution-environment.yml"),
+         "-c", str(context), "--output-filename", "Containerfile", "-v", "3"],
+        env=env, capture_output=True, text=True, timeout=300, cwd=root,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return context
+
+
+def test_builder_version_is_pinned():
+    pins = (REPO / "requirements-dev.txt").read_text()
+    assert re.search(r"^ansible-builder==3\.2\.0$", pins, re.M)
+    proc = subprocess.run([tool("ansible-builder"), "--version"], capture_output=True, text=True)
+    assert proc.stdout.strip() == "3.2.0", proc.stdout + proc.stderr
+
+
+def test_ee_file_names_the_tarballs_galaxy_builds():
+    ee = load(AWX / "execution-environment.yml")
+    assert ee["version"] == 3
+    names = [c["name"] for c in ee["dependencies"]["galaxy"]["collections"]]
+    assert names == [f"collections/proxshift-{c}-{galaxy_version(c)}.tar.gz" for c in COLLECTIONS]
+    assert all(c["type"] == "file" for c in ee["dependencies"]["galaxy"]["collections"])
+    # The controller inside the EE runs the same ansible-core the project tests with.
+    core_pin = re.search(r"^ansible-core==(\S+)$", (REPO / "requirements-dev.txt").read_text(), re.M).group(1)
+    assert ee["dependencies"]["ansible_core"]["package_pip"] == f"ansible-core=={core_pin}"
+
+
+def test_context_installs_the_three_collections(ee_context):
+    containerfile = (ee_context / "Containerfile").read_text()
+    # A galaxy stage installs from the requirements file into the image-wide collections dir …
+    galaxy_stage = containerfile.split("FROM base AS galaxy", 1)[1].split("\nFROM ", 1)[0]
+    assert "COPY _build /build" in galaxy_stage
+    assert re.search(
+        r"ansible-galaxy collection install .*-r requirements\.yml --collections-path \"/usr/share/ansible/collections\"",
+        galaxy_stage,
+    ), galaxy_stage
+    # … and the final image copies them in.
+    final_stage = containerfile.split("FROM base AS final", 1)[1]
+    assert "COPY --from=galaxy /usr/share/ansible /usr/share/ansible" in final_stage
+    assert 'ARG PYCMD="/usr/bin/python3.12"' in containerfile
+    assert "ansible-core==" in containerfile and "ansible-runner==" in containerfile
+
+    reqs = load(ee_context / "_build/requirements.yml")
+    assert [c["type"] for c in reqs["collections"]] == ["file"] * 3
+    for coll, entry in zip(COLLECTIONS, reqs["collections"]):
+        # The path in requirements.yml resolves from /build, where the context's _build is copied.
+        tarball = ee_context / "_build" / entry["name"]
+        assert tarball.is_file(), entry
+        with tarfile.open(tarball) as tf:
+            manifest = json.load(tf.extractfile("MANIFEST.json"))["collection_info"]
+        assert (manifest["namespace"], manifest["name"], manifest["version"]) == ("proxshift", coll, galaxy_version(coll))
+
+
+# --- credential types ------------------------------------------------------------------------------
+
+FIELD_TYPES = {"string", "boolean"}
+
+
+def credential_types() -> list[tuple[str, dict]]:
+    return [(p.name, load(p)) for p in sorted((AWX / "credential_types").glob("*.yml"))]
+
+
+def module_env_fallbacks() -> dict[str, set[str]]:
+    """Environment variables the module sources read as option fallbacks (`.env(&["X"])`), per crate."""
+    found: dict[str, set[str]] = {}
+    for src in (REPO / "modules").glob("*/src/**/*.rs"):
+        crate = src.relative_to(REPO / "modules").parts[0]
+        for group in re.findall(r"\.env\(&\[([^\]]*)\]\)", src.read_text()):
+            found.setdefault(crate, set()).update(re.findall(r'"([A-Z0-9_]+)"', group))
+    return found
+
+
+def render(template: str, values: dict) -> str:
+    return jinja2.Environment(undefined=jinja2.Undefined).from_string(template).render(**values)
+
+
+def test_credential_types_are_well_formed():
+    types = credential_types()
+    assert {name for name, _ in types} >= {"proxmox_api_token.yml", "vault.yml"}
+    for name, ct in types:
+        assert ct["kind"] == "cloud", name
+        fields = ct["inputs"]["fields"]
+        ids = [f["id"] for f in fields]
+        assert len(ids) == len(set(ids)), name
+        for f in fields:
+            assert f["type"] in FIELD_TYPES and f.get("label"), (name, f)
+            assert not (f.get("secret") and f["type"] != "string"), (name, f)
+        assert set(ct["inputs"].get("required", [])) <= set(ids), name
+        # Every injector template may only use the inputs and AWX's `tower` namespace.
+        injectors = ct["injectors"]
+        templates = [*injectors.get("env", {}).values(), *injectors.get("file", {}).values(),
+                     *injectors.get("extra_vars", {}).values()]
+        for t in templates:
+            used = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(str(t)))
+            assert used <= set(ids) | {"tower"}, (name, t, used)
+        # Secrets are injected, never baked into descriptions or defaults.
+        for f in fields:
+            if f.get("secret"):
+                assert "default" not in f, (name, f)
+
+
+def test_proxmox_credential_injects_the_modules_env_fallbacks():
+    ct = load(AWX / "credential_types/proxmox_api_token.yml")
+    env = ct["injectors"]["env"]
+    assert set(env) == {"PROXMOX_HOST", "PROXMOX_USER", "PROXMOX_TOKEN_ID", "PROXMOX_TOKEN_SECRET",
+                        "PROXMOX_VALIDATE_CERTS"}
+    fallbacks = module_env_fallbacks()
+    assert set(env) <= fallbacks.get("pve-client", set()), fallbacks.get("pve-client")
+    secret = "canary-7d1c-token-secret"
+    values = {"host": "pve1.example.com", "user": "proxshift@pve", "token_id": "ansible", "token_secret": secret,
+              "skip_tls_verify": False}
+    rendered = {k: render(v, values) for k, v in env.items()}
+    assert rendered == {"PROXMOX_HOST": "pve1.example.com", "PROXMOX_USER": "proxshift@pve",
+                        "PROXMOX_TOKEN_ID": "ansible", "PROXMOX_TOKEN_SECRET": secret,
+                        "PROXMOX_VALIDATE_CERTS": "true"}
+    # An unticked box (AWX sends false) keeps verification on; only ticking turns it off.
+    assert render(env["PROXMOX_VALIDATE_CERTS"], {**values, "skip_tls_verify": True}) == "false"
+    assert [f for f in ct["inputs"]["fields"] if f["id"] == "token_secret"][0]["secret"] is True
+
+
+def test_vault_credentials_inject_the_modules_env_fallbacks():
+    fallbacks = module_env_fallbacks().get("hashicorp_vault", set())
+    if not fallbacks:
+        pytest.skip("modules/hashicorp_vault declares no env fallbacks on this branch (module not merged yet)")
+    token = load(AWX / "credential_types/vault.yml")
+    env = token["injectors"]["env"]
+    # VAULT_SKIP_VERIFY is read by the module directly (it inverts validate_certs), not as a fallback.
+    assert set(env) - {"VAULT_SKIP_VERIFY"} <= fallbacks, fallbacks
+    assert {"VAULT_ADDR", "VAULT_TOKEN", "VAULT_CACERT"} <= set(env)
+    approle = load(AWX / "credential_types/vault_approle.yml")
+    assert set(approle["injectors"]["env"]) <= fallbacks
+
+
+def test_vault_credential_renders_ca_and_tls_only_when_given():
+    env = load(AWX / "credential_types/vault.yml")["injectors"]["env"]
+    tower = {"filename": {"cacert": "/runner/env/tmpXYZ"}}
+    base = {"url": "https://vault.example.com:8200", "token": "canary-token", "tower": tower,
+            "skip_verify": False, "namespace": "", "cacert": ""}
+    r = {k: render(v, base) for k, v in env.items()}
+    assert r["VAULT_ADDR"] == "https://vault.example.com:8200" and r["VAULT_TOKEN"] == "canary-token"
+    assert r["VAULT_CACERT"] == "" and r["VAULT_SKIP_VERIFY"] == "" and r["VAULT_NAMESPACE"] == ""
+    # Inputs never given at all (AWX leaves them out of the namespace) render the same way.
+    r = {k: render(v, {"url": "u", "token": "t", "tower": tower}) for k, v in env.items()}
+    assert r["VAULT_CACERT"] == "" and r["VAULT_SKIP_VERIFY"] == ""
+    r = {k: render(v, {**base, "cacert": "-----BEGIN CERTIFICATE-----", "skip_verify": True}) for k, v in env.items()}
+    assert r["VAULT_CACERT"] == "/runner/env/tmpXYZ" and r["VAULT_SKIP_VERIFY"] == "true"
+    approle = load(AWX / "credential_types/vault_approle.yml")["injectors"]["extra_vars"]
+    assert {k: render(v, {"role_id": "r", "secret_id": "s"}) for k, v in approle.items()} == {
+        "vault_auth_method": "approle", "vault_role_id": "r", "vault_secret_id": "s"}
+    # The names are the site variables the playbooks hand to the modules.
+    connections = REPO / "playbooks/vars/connections.yml"
+    if connections.exists():
+        text = connections.read_text()
+        for var in approle:
+            assert var in text, var
+
+
+# --- job templates ---------------------------------------------------------------------------------
+
+CONTRACT_PLAYBOOKS = {f"playbooks/{p}" for p in (
+    "site.yaml", "start.yaml", "stop.yaml", "status.yaml", "deprovision.yaml", "scale.yaml", "proxmox_access.yaml")}
+
+def test_job_templates_use_real_playbooks_and_ask_for_the_cluster():
+    templates = {p.name: load(p) for p in sorted((AWX / "job_templates").glob("*.yml"))}
+    assert templates["provision.yml"]["playbook"] == "playbooks/site.yaml"
+    cred_names = {ct["name"] for _, ct in credential_types()}
+    assert (REPO / "playbooks/site.yaml").is_file()
+    for name, jt in templates.items():
+        # The playbooks of the flow's contract (the CLI runs the same ones).
+        assert jt["playbook"] in CONTRACT_PLAYBOOKS, (name, jt["playbook"])
+        assert jt["job_type"] == "run" and jt["survey_enabled"] is True, name
+        assert set(jt["credentials"]) <= cred_names, (name, jt["credentials"])
+        spec = jt["survey_spec"]["spec"]
+        by_var = {q["variable"]: q for q in spec}
+        q = by_var["cluster_name"]
+        assert q["type"] == "text" and q["required"] is True and q["min"] >= 1 and q["max"] == 54, q
+        for q in spec:
+            assert q["question_name"] and q["type"] in {"text", "multiplechoice", "integer", "password"}, q
+            if q["type"] == "multiplechoice":
+                assert q["default"] in q["choices"], q
+    site = (REPO / "playbooks/site.yaml").read_text()
+    assert "force_install" in site
+    assert templates["provision.yml"]["survey_spec"]["spec"][1]["variable"] == "force_install"
