@@ -556,3 +556,41 @@ fn check_mode_create_writes_nothing_and_predicts() {
     assert!(writes(&sim).is_empty());
     assert!(sim.vm_config(4100).is_none());
 }
+
+#[test]
+fn a_timed_out_clone_is_finished_by_the_next_run_not_cloned_again() {
+    let sim = sim();
+    let args = json!({
+        "name": "slow-clone",
+        "clone": {"vmid": 9000, "storage": "local-lvm"},
+        "node": "pve1",
+        "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:90:01"}],
+        "owner_tag": "ocp9",
+        "timeouts": {"clone": 0},
+    });
+    let mut slow = sim.options();
+    slow.time_scale = 1.0;
+    sim.set_options(slow.clone());
+    let msg = failed(&run(&sim, &args));
+    assert!(msg.contains("rerun to converge"), "{msg}");
+    // The clone finishes in the background.
+    sim.advance(std::time::Duration::from_secs(3600));
+    slow.time_scale = 0.0;
+    sim.set_options(slow);
+    let mut again = args.clone();
+    again["timeouts"] = json!({});
+    let r = run(&sim, &again);
+    ok(&r);
+    assert_eq!(r["created"], json!(false), "{r:#}");
+    let id = r["vmid"].as_u64().unwrap() as u32;
+    let conf = sim.vm_config(id).unwrap();
+    assert_eq!(conf["net0"], "virtio=BC:24:11:00:90:01,bridge=vmbr0");
+    assert!(conf["tags"].split(';').any(|t| t == "ocp9"), "{conf:?}");
+    assert!(!conf.contains_key("description"), "{conf:?}");
+    let clones = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/clone"))
+        .count();
+    assert_eq!(clones, 1);
+}

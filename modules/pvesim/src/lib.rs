@@ -16,6 +16,7 @@ pub mod error;
 pub mod faults;
 mod handlers;
 pub mod model;
+pub mod multipart;
 pub mod propstr;
 pub mod schema;
 pub mod server;
@@ -40,6 +41,23 @@ pub use model::Seed;
 pub use sim::{Options, RequestRecord, Sim};
 
 use server::Shared;
+
+/// Credentials of the built-in lab seed (`examples/lab.yaml`).
+pub mod lab {
+    /// `root@pam` password.
+    pub const ROOT_PASSWORD: &str = "pvesim-root-password";
+    /// Token with full root rights (no privilege separation): `PVEAPIToken=<ROOT_TOKEN>`.
+    pub const ROOT_TOKEN: &str = "root@pam!pvesim=5e1e0c5a-7d2b-4c4e-9a51-000000000001";
+    pub const ROOT_TOKEN_ID: &str = "root@pam!pvesim";
+    pub const ROOT_TOKEN_SECRET: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
+    /// `ansible@pve` password (role ProxShiftProvisioner on `/`).
+    pub const ANSIBLE_PASSWORD: &str = "pvesim-ansible-password";
+    /// Privilege-separated token of ansible@pve (PVEVMAdmin on /vms, PVEDatastoreUser on
+    /// /storage, PVEAuditor on /nodes).
+    pub const CI_TOKEN: &str = "ansible@pve!ci=5e1e0c5a-7d2b-4c4e-9a51-000000000002";
+    /// ansible@pve's token without privilege separation.
+    pub const FULL_TOKEN: &str = "ansible@pve!full=5e1e0c5a-7d2b-4c4e-9a51-000000000003";
+}
 
 /// How the simulator serves HTTP.
 #[derive(Debug, Clone, Default)]

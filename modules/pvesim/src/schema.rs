@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 use serde_json::{Map, Value};
 
 use crate::propstr;

@@ -259,7 +259,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
                 }
             }
         } else if is_multipart {
-            match parse_multipart(&ctype, bytes.clone()).await {
+            match parse_upload(&ctype, &bytes) {
                 Ok((fields, file)) => {
                     params.extend(fields);
                     upload = file;
@@ -511,62 +511,38 @@ fn new_ctx<'a>(
 }
 
 /// Parses an upload body. PVE requires the file part to be named `filename`.
-async fn parse_multipart(
-    ctype: &str,
-    body: Bytes,
-) -> ApiResult<(BTreeMap<String, Value>, Option<Upload>)> {
-    let boundary = multer::parse_boundary(ctype)
-        .map_err(|_| ApiError::new(400, "unable to parse multipart boundary"))?;
-    let stream = futures_stream(body);
-    let mut mp = multer::Multipart::new(stream, boundary);
+fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>, Option<Upload>)> {
+    let boundary = crate::multipart::boundary(ctype)
+        .ok_or_else(|| ApiError::new(400, "unable to parse multipart boundary"))?;
+    let parts = crate::multipart::parse(body, &boundary)
+        .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
     let mut fields = BTreeMap::new();
     let mut file = None;
-    loop {
-        let field = match mp.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => return Err(ApiError::new(400, format!("multipart parse error: {e}"))),
-        };
-        let name = field.name().unwrap_or_default().to_string();
-        if let Some(fname) = field.file_name().map(str::to_string) {
-            if name != "filename" {
-                return Err(ApiError::new(
-                    400,
-                    format!("wrong field name '{name}' for file upload, expected 'filename'"),
-                ));
+    for p in parts {
+        match p.filename {
+            Some(fname) => {
+                if p.name != "filename" {
+                    return Err(ApiError::new(
+                        400,
+                        format!(
+                            "wrong field name '{}' for file upload, expected 'filename'",
+                            p.name
+                        ),
+                    ));
+                }
+                fields.insert("filename".into(), Value::String(fname.clone()));
+                file = Some(Upload {
+                    filename: fname,
+                    data: Bytes::from(p.data),
+                });
             }
-            let data = field
-                .bytes()
-                .await
-                .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
-            fields.insert("filename".into(), Value::String(fname.clone()));
-            file = Some(Upload {
-                filename: fname,
-                data,
-            });
-        } else {
-            let text = field
-                .text()
-                .await
-                .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
-            fields.insert(name, Value::String(text));
+            None => {
+                fields.insert(
+                    p.name,
+                    Value::String(String::from_utf8_lossy(&p.data).to_string()),
+                );
+            }
         }
     }
     Ok((fields, file))
-}
-
-fn futures_stream(
-    body: Bytes,
-) -> impl futures_core::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
-    struct Once(Option<Bytes>);
-    impl futures_core::Stream for Once {
-        type Item = Result<Bytes, std::io::Error>;
-        fn poll_next(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Option<Self::Item>> {
-            std::task::Poll::Ready(self.0.take().map(Ok))
-        }
-    }
-    Once(Some(body))
 }

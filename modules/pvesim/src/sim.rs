@@ -31,6 +31,12 @@ pub struct Options {
     pub mac_prefix: String,
     /// Cluster quorum; without it every write fails with `cluster not ready - no quorum?`.
     pub quorate: bool,
+    /// Seconds (before scaling) after the agent comes up during which it reports only
+    /// link-local IPv6 addresses (DHCP/SLAAC not done yet).
+    pub agent_ip_delay: f64,
+    /// More concurrent clones onto one storage than this fail with PVE's storage lock
+    /// timeout (0 = unlimited).
+    pub max_parallel_clones_per_storage: u32,
 }
 
 impl Default for Options {
@@ -44,6 +50,8 @@ impl Default for Options {
             lock_timeout: 10.0,
             mac_prefix: "BC:24:11".into(),
             quorate: true,
+            agent_ip_delay: 0.0,
+            max_parallel_clones_per_storage: 0,
         }
     }
 }
@@ -97,6 +105,8 @@ pub struct Spawn {
     pub base_secs: f64,
     /// The VM whose config file lock the worker holds while it runs.
     pub flock: Option<u32>,
+    /// Fail with this error (after the lock timeout) instead of running.
+    pub fail: Option<String>,
 }
 
 pub struct Sim {
@@ -115,6 +125,9 @@ pub struct Sim {
     next_pid: u32,
     clock_offset: Duration,
     epoch: Instant,
+    /// While a task's effect runs: its end time, so timestamps (start, agent readiness)
+    /// are those of the task, not of the later request that noticed it finished.
+    effect_at: Option<Instant>,
 }
 
 fn unix_now() -> u64 {
@@ -145,6 +158,7 @@ impl Sim {
             next_pid: 0x1000,
             clock_offset: Duration::ZERO,
             epoch: Instant::now(),
+            effect_at: None,
         };
         sim.access.builtin = sim.access.roles.keys().cloned().collect();
         sim.seed(seed)?;
@@ -490,6 +504,10 @@ impl Sim {
     pub fn now(&self) -> Instant {
         Instant::now() + self.clock_offset
     }
+    /// The time a task effect happens at (see `effect_at`).
+    fn effect_now(&self) -> Instant {
+        self.effect_at.unwrap_or_else(|| self.now())
+    }
     pub fn unix_now(&self) -> u64 {
         unix_now() + self.clock_offset.as_secs()
     }
@@ -617,12 +635,17 @@ impl Sim {
             action,
             base_secs,
             flock,
+            fail: early_fail,
         } = spec;
         let (node, kind, id) = (node.as_str(), kind.as_str(), id.as_str());
         let now = self.now();
         let mut dur = self.scaled(base_secs);
         let vmid = id.parse().ok();
         let mut fail = self.faults.take_task_failure(kind, vmid);
+        if early_fail.is_some() {
+            fail = early_fail;
+            dur = self.lock_timeout();
+        }
         let mut begin = now;
         if let Some(vmid) = flock {
             let timeout = self.lock_timeout();
@@ -712,6 +735,7 @@ impl Sim {
     fn finish(&mut self, i: usize) {
         let action = self.tasks[i].action.clone();
         let injected = self.tasks[i].fail_with.clone();
+        self.effect_at = Some(self.tasks[i].ends_at);
         let mut log = Vec::new();
         let result = match injected {
             Some(msg) => {
@@ -720,7 +744,9 @@ impl Sim {
             }
             None => self.run_action(&action, &mut log),
         };
-        let end = self.unix_now();
+        self.effect_at = None;
+        let late = self.now().saturating_duration_since(self.tasks[i].ends_at);
+        let end = self.unix_now().saturating_sub(late.as_secs());
         let t = &mut self.tasks[i];
         t.log.extend(log);
         t.endtime = Some(end);
@@ -780,6 +806,7 @@ impl Sim {
                 full,
                 storage,
                 format,
+                ..
             } => self.finish_clone(src, newid, full, storage, format, log),
             Action::Config { vmid } => {
                 // Changes were staged into `pending` under the config lock; apply what can be.
@@ -817,7 +844,7 @@ impl Sim {
             }
             Action::Reset { vmid } => {
                 let delay = self.agent_delay_of(vmid);
-                let now = self.now();
+                let now = self.effect_now();
                 let vm = self.vms.get_mut(&vmid).ok_or("VM vanished")?;
                 vm.agent_ready_at = Some(now + delay);
                 Ok(0)
@@ -960,7 +987,7 @@ impl Sim {
         self.apply_pending(vmid, true, log)?;
         let delay = self.agent_delay_of(vmid);
         let pid = self.alloc_pid();
-        let now = self.now();
+        let now = self.effect_now();
         let vm = self.vms.get_mut(&vmid).ok_or("VM vanished")?;
         if vm.lock() == Some("suspended") {
             vm.conf.remove("lock");

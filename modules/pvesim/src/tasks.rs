@@ -18,6 +18,8 @@ pub enum Action {
         full: bool,
         storage: Option<String>,
         format: Option<String>,
+        /// Storages the clone writes to (for storage-lock contention).
+        targets: Vec<String>,
     },
     Config {
         vmid: u32,

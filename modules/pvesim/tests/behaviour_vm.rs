@@ -809,3 +809,60 @@ fn tasks_keep_running_for_several_polls_at_realistic_scale() {
     assert_eq!(list[0]["status"], "OK");
     assert_eq!(list[0]["upid"], upid.as_str());
 }
+
+#[test]
+fn parallel_clones_hit_the_storage_lock() {
+    let sim = start_with(Options {
+        max_parallel_clones_per_storage: 2,
+        ..realtime()
+    });
+    let api = Api::root(&sim);
+    let ups: Vec<String> = (0..3)
+        .map(|i| {
+            let id = (420 + i).to_string();
+            api.post(
+                "/nodes/pve1/qemu/9000/clone",
+                &[("newid", &id), ("full", "1")],
+            )
+            .upid()
+        })
+        .collect();
+    sim.advance(Duration::from_secs(120));
+    assert_eq!(api.exit(&ups[0]), "OK");
+    assert_eq!(api.exit(&ups[1]), "OK");
+    assert_eq!(
+        api.exit(&ups[2]),
+        "clone failed: can't lock file '/var/lock/pve-manager/pve-storage-local-lvm' - got timeout"
+    );
+    assert!(sim.vm_config(422).is_none(), "a failed clone leaves no VM");
+}
+
+#[test]
+fn agent_reports_link_local_first() {
+    let sim = start_with(Options {
+        agent_delay: 10.0,
+        agent_ip_delay: 20.0,
+        ..realtime()
+    });
+    let api = Api::root(&sim);
+    let stop = api.post("/nodes/pve1/qemu/100/status/stop", &[]).upid();
+    sim.advance(Duration::from_secs(2));
+    assert_eq!(api.exit(&stop), "OK");
+    let start = api.post("/nodes/pve1/qemu/100/status/start", &[]).upid();
+    sim.advance(Duration::from_secs(15));
+    assert_eq!(api.exit(&start), "OK");
+    let early = api
+        .get("/nodes/pve1/qemu/100/agent/network-get-interfaces", &[])
+        .ok()
+        .to_string();
+    assert!(
+        early.contains("fe80::") && !early.contains("10.0.0.100"),
+        "{early}"
+    );
+    sim.advance(Duration::from_secs(20));
+    let later = api
+        .get("/nodes/pve1/qemu/100/agent/network-get-interfaces", &[])
+        .ok()
+        .to_string();
+    assert!(later.contains("10.0.0.100"), "{later}");
+}

@@ -316,10 +316,11 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
         Spawn {
             node: node.to_string(),
             kind: "qmcreate".to_string(),
-            id: vmid.to_string().to_string(),
+            id: vmid.to_string(),
             action: Action::Create { vmid, start },
             base_secs: secs,
             flock: Some(vmid),
+            fail: None,
         },
     );
     Ok(json!(upid))
@@ -474,10 +475,11 @@ pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
             Spawn {
                 node: node.to_string(),
                 kind: "qmconfig".to_string(),
-                id: vmid.to_string().to_string(),
+                id: vmid.to_string(),
                 action: Action::Config { vmid },
                 base_secs: base_duration("qmconfig"),
                 flock: Some(vmid),
+                fail: None,
             },
         );
         if ctx.params.contains_key("background_delay") {
@@ -528,10 +530,11 @@ pub fn resize(ctx: &mut Ctx) -> ApiResult<Value> {
         Spawn {
             node: node.to_string(),
             kind: "resize".to_string(),
-            id: vmid.to_string().to_string(),
+            id: vmid.to_string(),
             action: Action::Resize { vmid, disk, size },
             base_secs: base_duration("resize"),
             flock: Some(vmid),
+            fail: None,
         },
     );
     Ok(json!(upid))
@@ -579,6 +582,7 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
         _ => {}
     }
     let mut total = 0u64;
+    let mut targets: Vec<String> = Vec::new();
     for (k, v) in src
         .conf
         .iter()
@@ -600,6 +604,10 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
             return Err(ApiError::die(format!(
                 "can't clone VM to node '{target}' (VM uses local storage)"
             )));
+        }
+        let dst = storage.clone().unwrap_or_else(|| sid.to_string());
+        if !targets.contains(&dst) {
+            targets.push(dst);
         }
     }
     if let Some(s) = &storage {
@@ -654,22 +662,44 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
     } else {
         1.0
     };
+    // Storage-level lock contention under many parallel clones (CAPMOX #389, bpg #995).
+    let max = ctx.sim.opts.max_parallel_clones_per_storage as usize;
+    let busy = targets.iter().find(|sid| {
+        max > 0
+            && ctx
+                .sim
+                .tasks
+                .iter()
+                .filter(|t| t.running())
+                .filter(
+                    |t| matches!(&t.action, Action::Clone { targets: ts, .. } if ts.contains(sid)),
+                )
+                .count()
+                >= max
+    });
+    let fail = busy.map(|sid| {
+        format!(
+            "clone failed: can't lock file '/var/lock/pve-manager/pve-storage-{sid}' - got timeout"
+        )
+    });
     let who = ctx.who.clone();
     let upid = ctx.sim.spawn(
         &who,
         Spawn {
             node: node.to_string(),
             kind: "qmclone".to_string(),
-            id: vmid.to_string().to_string(),
+            id: vmid.to_string(),
             action: Action::Clone {
                 src: vmid,
                 newid,
                 full,
                 storage,
                 format,
+                targets,
             },
             base_secs: secs,
             flock: Some(newid),
+            fail,
         },
     );
     Ok(json!(upid))
@@ -694,10 +724,11 @@ pub fn template(ctx: &mut Ctx) -> ApiResult<Value> {
         Spawn {
             node: node.to_string(),
             kind: "qmtemplate".to_string(),
-            id: vmid.to_string().to_string(),
+            id: vmid.to_string(),
             action: Action::Template { vmid },
             base_secs: base_duration("qmtemplate"),
-            flock: Some(vmid)
+            flock: Some(vmid),
+            fail: None,
         }
     )))
 }
@@ -733,10 +764,11 @@ pub fn destroy(ctx: &mut Ctx) -> ApiResult<Value> {
         Spawn {
             node: node.to_string(),
             kind: "qmdestroy".to_string(),
-            id: vmid.to_string().to_string(),
+            id: vmid.to_string(),
             action: Action::Destroy { vmid, unreferenced },
             base_secs: base_duration("qmdestroy"),
-            flock: Some(vmid)
+            flock: Some(vmid),
+            fail: None,
         }
     )))
 }
@@ -870,7 +902,8 @@ pub fn power(ctx: &mut Ctx, action: &str) -> ApiResult<Value> {
             id: id.to_string(),
             action: act,
             base_secs: secs,
-            flock: Some(vmid)
+            flock: Some(vmid),
+            fail: None,
         }
     )))
 }
@@ -923,6 +956,12 @@ fn ip_entry(cidr: &str) -> Value {
 pub fn agent_interfaces(ctx: &mut Ctx) -> ApiResult<Value> {
     agent_ready(ctx)?;
     let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
+    // Right after boot only link-local addresses exist (bpg #776).
+    let ip_delay = ctx.sim.scaled(ctx.sim.opts.agent_ip_delay);
+    let addresses_ready = vm
+        .agent_ready_at
+        .map(|t| t + ip_delay <= ctx.sim.now())
+        .unwrap_or(false);
     let conf = &vm.conf;
     let mut ifaces = vec![json!({
         "name": "lo", "hardware-address": "00:00:00:00:00:00",
@@ -940,7 +979,9 @@ pub fn agent_interfaces(ctx: &mut Ctx) -> ApiResult<Value> {
             .unwrap_or("00:00:00:00:00:00")
             .to_lowercase();
         let mut addrs: Vec<Value> = Vec::new();
-        if let Some(ips) = vm.agent_ips.get(&key) {
+        if !addresses_ready {
+            // Only the link-local address below.
+        } else if let Some(ips) = vm.agent_ips.get(&key) {
             addrs.extend(ips.iter().map(|c| ip_entry(c)));
         } else if let Some(ipc) = conf.get(&format!("ipconfig{i}")) {
             let ps = propstr::parse_loose(ipc, "ip");

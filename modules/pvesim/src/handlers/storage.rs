@@ -189,6 +189,7 @@ pub fn upload(ctx: &mut Ctx) -> ApiResult<Value> {
             },
             base_secs: secs,
             flock: None,
+            fail: None,
         },
     );
     Ok(json!(upid))

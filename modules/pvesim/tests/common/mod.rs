@@ -6,9 +6,8 @@ use std::time::Duration;
 use pvesim::{Config, Options, Seed, SimHandle, Simulator};
 use serde_json::Value;
 
-pub const ROOT_TOKEN: &str = "root@pam!pvesim=5e1e0c5a-7d2b-4c4e-9a51-000000000001";
-pub const CI_TOKEN: &str = "ansible@pve!ci=5e1e0c5a-7d2b-4c4e-9a51-000000000002";
-pub const ROOT_PASSWORD: &str = "pvesim-root-password";
+#[allow(unused_imports)]
+pub use pvesim::lab::{CI_TOKEN, FULL_TOKEN, ROOT_PASSWORD, ROOT_TOKEN};
 
 pub fn start() -> SimHandle {
     Simulator::start(Config::default()).expect("simulator starts")
