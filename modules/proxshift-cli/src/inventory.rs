@@ -120,6 +120,8 @@ pub struct ProxmoxSettings {
 pub struct Inventory {
     pub clusters: Vec<Cluster>,
     pub proxmox: ProxmoxSettings,
+    /// The site's `proxmox_layout` (what the Proxmox cluster looks like), for `rehearse`.
+    pub proxmox_layout: Option<Value>,
 }
 
 impl Inventory {
@@ -298,6 +300,7 @@ pub fn parse(json: &str) -> Result<Inventory, CliError> {
             validate_certs: boolean(v.get("proxmox_validate_certs")),
             ca_path: text(v.get("proxmox_ca_path")),
         };
+        inv.proxmox_layout = v.get("proxmox_layout").cloned();
     }
     Ok(inv)
 }
