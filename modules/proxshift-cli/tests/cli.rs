@@ -897,3 +897,57 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("no proxmox_layout"), "{}", stderr(&o));
 }
+
+#[test]
+fn ctrl_c_stops_the_playbook_and_still_summarises() {
+    let p = Project::new("sigint");
+    p.fake_inventory(&example_inventory(None));
+    let pidfile = p.dir.join("child.pid");
+    // Like ansible-playbook: on SIGINT it reports the interruption and exits 99.
+    p.script(
+        "ansible-playbook",
+        &format!(
+            "echo $$ > '{pid}'\necho 'TASK [proxshift.proxmox.cluster_power : Start] ***'\n\
+             trap 'echo \"[ERROR]: User interrupted execution\"; exit 99' INT\n\
+             i=0; while [ $i -lt 300 ]; do i=$((i+1)); sleep 0.1; done\necho 'not interrupted'; exit 0\n",
+            pid = pidfile.display()
+        ),
+    );
+    let child = p
+        .command(&["start", "lab-sno"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the playbook never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // A terminal's Ctrl-C reaches the whole process group: proxshift must survive it …
+    let me = child.id() as i32;
+    assert_eq!(unsafe { libc::kill(me, libc::SIGINT) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    // … while ansible-playbook stops.
+    let playbook: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(unsafe { libc::kill(playbook, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("User interrupted execution") && !out.contains("not interrupted"),
+        "{out}"
+    );
+    assert!(
+        out.contains("proxshift start lab-sno was interrupted"),
+        "{out}"
+    );
+}
