@@ -246,14 +246,21 @@ fn clusters(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Result<i3
     Ok(exit::OK)
 }
 
-/// A throwaway token secret for the simulator (not a credential anywhere else).
+/// A throwaway token secret for the simulator (not a credential anywhere else), UUID-shaped.
 fn simulator_secret() -> String {
+    // splitmix64 over the clock and the pid: unpredictable enough for a local simulator.
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
+        .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let n = nanos ^ ((std::process::id() as u128) << 64);
-    let h = format!("{n:032x}");
+    let a = mix(nanos ^ u64::from(std::process::id()));
+    let h = format!("{a:016x}{:016x}", mix(a));
     format!(
         "{}-{}-{}-{}-{}",
         &h[0..8],

@@ -180,7 +180,8 @@ fn boolean(v: Option<&Value>) -> Option<bool> {
     }
 }
 
-fn names(group: Option<&Value>, key: &str) -> Vec<String> {
+/// The strings of the list under `key` (non-strings and a missing key give nothing).
+pub(crate) fn names(group: Option<&Value>, key: &str) -> Vec<String> {
     group
         .and_then(|g| g.get(key))
         .and_then(Value::as_array)

@@ -125,16 +125,8 @@ fn vm_seed(i: usize, v: &Value, nodes: &[String]) -> Result<Value, CliError> {
         "cores".into(),
         json!(v.get("cores").and_then(Value::as_u64).unwrap_or(1)),
     );
-    let strings = |key: &str| -> Vec<String> {
-        v.get(key)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let entry = Value::Object(v.clone());
+    let strings = |key: &str| crate::inventory::names(Some(&entry), key);
     let mut macs = strings("macs");
     if let Some(m) = v.get("mac").and_then(Value::as_str) {
         macs.insert(0, m.to_string());
