@@ -18,7 +18,7 @@ declare -A COLLECTION=(
 
 command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild not found: run 'make venv'" >&2; exit 1; }
 cargo zigbuild --release --target "$TRIPLE.$GLIBC" --workspace --bins
-OUT="target/$TRIPLE/release"
+OUT="${CARGO_TARGET_DIR:-target}/$TRIPLE/release"
 
 newest_glibc() {
   objdump -T "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1

@@ -1,16 +1,389 @@
 //! `proxshift.openshift.cluster_auth`: Log in to an OpenShift cluster and wait for it to be ready.
+//!
+//! Credentials come from a kubeconfig, `api_key`, or kubeadmin-style username + password through
+//! OpenShift's OAuth server (challenging client, token in the redirect fragment). `wait_for` polls
+//! `/readyz`, the ClusterVersion, the ClusterOperators and the Nodes until all are ready or the
+//! timeout passes, and then says what was still pending. `state: absent` revokes an OAuth token.
 
-use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
+pub mod readiness;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
+use kube_client::oauth;
+use kube_client::objects::known;
+use kube_client::{Client, ConnectionParams, KubeError, Poll, WaitError};
+use readiness::TargetState;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+const TARGETS: [&str; 4] = ["api", "clusterversion", "operators", "nodes"];
 
 /// The module's options; the sidecar `plugins/modules/cluster_auth.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
-    ArgSpec::new(vec![Opt::str("state")])
+    ArgSpec::new(vec![
+        Opt::str("state")
+            .choices(&["present", "absent"])
+            .default("present"),
+        Opt::str("api_url")
+            .aliases(&["host"])
+            .env(&["K8S_AUTH_HOST"]),
+        Opt::str("kubeconfig")
+            .no_log()
+            .env(&["K8S_AUTH_KUBECONFIG"]),
+        Opt::str("context").env(&["K8S_AUTH_CONTEXT"]),
+        Opt::str("username").env(&["K8S_AUTH_USERNAME"]),
+        Opt::str("password").no_log().env(&["K8S_AUTH_PASSWORD"]),
+        Opt::str("api_key").no_log().env(&["K8S_AUTH_API_KEY"]),
+        Opt::path("ca_cert")
+            .aliases(&["ssl_ca_cert"])
+            .env(&["K8S_AUTH_SSL_CA_CERT"]),
+        Opt::bool("validate_certs")
+            .aliases(&["verify_ssl"])
+            .default(true),
+        Opt::list("wait_for", Type::Str)
+            .choices(&TARGETS)
+            .default(json!([])),
+        Opt::int("timeout").default(1800),
+        Opt::int("poll_interval").default(10),
+        Opt::int("expected_nodes"),
+    ])
+    .mutually_exclusive(&["kubeconfig", "password"])
+    .mutually_exclusive(&["api_key", "password"])
+    .required_by("password", &["api_url"])
+    .required_if_any("state", "absent", &["api_key", "kubeconfig"])
 }
 
-pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new(
-        "proxshift.openshift.cluster_auth is not implemented yet",
-    ))
+#[derive(Debug, Deserialize)]
+struct Opts {
+    state: String,
+    api_url: Option<String>,
+    kubeconfig: Option<String>,
+    context: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    api_key: Option<String>,
+    ca_cert: Option<PathBuf>,
+    validate_certs: bool,
+    wait_for: Vec<String>,
+    timeout: i64,
+    poll_interval: i64,
+    expected_nodes: Option<i64>,
+}
+
+fn kube_fail(what: &str, e: KubeError) -> Failure {
+    Failure::new(format!("{what}: {e}"))
+}
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Opts = m.options()?;
+    if o.timeout < 0 || o.poll_interval < 1 {
+        return Err(Failure::new(
+            "timeout must be >= 0 and poll_interval >= 1 (seconds)",
+        ));
+    }
+    if let Some(n) = o.expected_nodes {
+        if n < 1 {
+            return Err(Failure::new("expected_nodes must be at least 1"));
+        }
+        if !o.wait_for.iter().any(|t| t == "nodes") {
+            m.warn("expected_nodes has no effect unless wait_for contains 'nodes'");
+        }
+    }
+    let params = ConnectionParams {
+        kubeconfig: o.kubeconfig.clone(),
+        context: o.context.clone(),
+        host: o.api_url.clone(),
+        api_key: o.api_key.clone(),
+        ca_cert: o.ca_cert.clone(),
+        validate_certs: o.validate_certs,
+    };
+    let conn = params.resolve().map_err(Failure::new)?;
+    // Tokens learnt at run time (kubeconfig, OAuth) are returned as `api_key` on success — that is
+    // the module's purpose, and masking them would hand later tasks a useless placeholder (use
+    // `no_log: true` on the task). Every failure masks them (see `present`).
+    if !conn.tls.validate_certs {
+        m.warn(format!(
+            "validate_certs is off: the certificate of {} is not checked",
+            conn.server
+        ));
+    }
+    if o.state == "absent" {
+        if let Some(t) = &conn.token {
+            m.add_secret(t.clone());
+        }
+        return revoke(m, &conn);
+    }
+    let mut learnt = conn.token.clone();
+    let r = present(&o, conn, &mut learnt);
+    if r.is_err() {
+        if let Some(t) = learnt {
+            m.add_secret(t);
+        }
+    }
+    r
+}
+
+/// `state: present`; `learnt` receives any token obtained, so that failures can mask it.
+fn present(
+    o: &Opts,
+    mut conn: kube_client::Connection,
+    learnt: &mut Option<String>,
+) -> Result<Outcome, Failure> {
+    let mut method = if o.password.is_some() {
+        "password"
+    } else if o.api_key.is_some() {
+        "api_key"
+    } else if o.kubeconfig.is_some() {
+        "kubeconfig"
+    } else {
+        "none"
+    };
+    let mut targets: Vec<&str> = TARGETS
+        .iter()
+        .copied()
+        .filter(|t| o.wait_for.iter().any(|w| w == t))
+        .collect();
+    targets.dedup();
+    let expected = o.expected_nodes.map(|n| n as u64);
+    let total = Duration::from_secs(o.timeout as u64);
+    let interval = Duration::from_secs(o.poll_interval as u64);
+    let started = Instant::now();
+    let mut last: Map<String, Value> = Map::new();
+    // The API may still be coming up: wait for it first, anonymously (`/readyz` is public, and a
+    // token the server cannot check yet would only turn into a 401), then log in.
+    if targets.contains(&"api") {
+        let mut anon = conn.clone();
+        anon.token = None;
+        anon.basic = None;
+        anon.tls.identity_pem = None;
+        let c = Client::new(&anon).map_err(|e| kube_fail("setting up the client", e))?;
+        if let Err(e) = proxshift_wait(&c, &["api"], None, &mut last, total, interval) {
+            let data = Map::from_iter([
+                ("host".to_string(), json!(conn.server)),
+                ("readiness".to_string(), Value::Object(last)),
+            ]);
+            return Err(wait_failure(e, &conn.server, data));
+        }
+    }
+    let mut expiry: (Option<u64>, Option<String>) = (None, None);
+    if let Some(pw) = &o.password {
+        let user = o.username.clone().unwrap_or_else(|| "kubeadmin".into());
+        let tok = oauth::login(&conn, &user, pw)
+            .map_err(|e| kube_fail(&format!("OAuth login to {}", conn.server), e))?;
+        *learnt = Some(tok.access_token.clone());
+        if let Some(secs) = tok.expires_in {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            expiry = (Some(secs), Some(oauth::rfc3339(now + secs)));
+        }
+        conn.token = Some(tok.access_token);
+        conn.user_name = Some(user);
+    }
+    if conn.token.is_none() && conn.tls.identity_pem.is_none() && conn.basic.is_none() {
+        method = "none";
+    }
+    let client = Client::new(&conn).map_err(|e| kube_fail("setting up the client", e))?;
+
+    // Check the credentials now: a bad token should fail here, not as a timeout later.
+    let username = if method == "none" {
+        None
+    } else {
+        whoami(&client)?
+    }
+    .or_else(|| conn.user_name.clone());
+
+    let mut out = Outcome::new(false);
+    let ca = conn.ca_path.as_ref().map(|p| p.display().to_string());
+    out = out
+        .with("host", conn.server.clone())
+        .with("api_key", conn.token.clone().map(Value::String).unwrap_or(Value::Null))
+        .with("ca_cert", ca.clone().map(Value::String).unwrap_or(Value::Null))
+        .with("validate_certs", conn.tls.validate_certs)
+        .with("username", username.clone().map(Value::String).unwrap_or(Value::Null))
+        .with("auth_method", method)
+        .with("token_expires_in", expiry.0.map(Value::from).unwrap_or(Value::Null))
+        .with("token_expiry", expiry.1.clone().map(Value::String).unwrap_or(Value::Null))
+        .with(
+            "k8s_auth",
+            json!({"host": conn.server, "api_key": conn.token, "ca_cert": ca, "validate_certs": conn.tls.validate_certs, "username": username}),
+        );
+
+    if targets.is_empty() {
+        return Ok(out.msg(format!("authenticated to {} ({method})", conn.server)));
+    }
+    let rest: Vec<&str> = targets.iter().copied().filter(|t| *t != "api").collect();
+    let waited = if rest.is_empty() {
+        Ok(())
+    } else {
+        let left = total.saturating_sub(started.elapsed());
+        proxshift_wait(&client, &rest, expected, &mut last, left, interval)
+    };
+    let version = last
+        .get("clusterversion")
+        .and_then(|c| c.get("version"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    out = out
+        .with("readiness", Value::Object(last))
+        .with("version", version);
+    match waited {
+        Ok(()) => Ok(out.msg(format!("{} is ready ({})", conn.server, targets.join(", ")))),
+        Err(e) => Err(wait_failure(e, &conn.server, out.data)),
+    }
+}
+
+/// A failed wait as the module's failure: on a timeout, what was still pending (also as a list).
+fn wait_failure(e: WaitError<KubeError>, server: &str, data: Map<String, Value>) -> Failure {
+    match e {
+        WaitError::Timeout { waited, pending } => {
+            let list: Vec<String> = pending.split(" | ").map(str::to_string).collect();
+            let mut f = Failure::new(format!(
+                "timed out after {}s waiting for {server}: still pending: {pending}",
+                waited.as_secs()
+            ));
+            for (k, v) in data {
+                f = f.with(&k, v);
+            }
+            f.with("pending", json!(list))
+        }
+        WaitError::Failed(e) => kube_fail("checking readiness", e),
+    }
+}
+
+/// Who the server says we are: OpenShift's `users/~`, else only proof that the credentials work.
+fn whoami(client: &Client) -> Result<Option<String>, Failure> {
+    match client.get_path("/apis/user.openshift.io/v1/users/~") {
+        Ok(u) => Ok(u
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string)),
+        Err(e) if matches!(e.status(), Some(404) | Some(403)) => {
+            // Plain Kubernetes: discovery is open to every authenticated user, so 401 = bad credentials.
+            client
+                .get_path("/api")
+                .map_err(|e| kube_fail("checking the credentials", e))?;
+            Ok(None)
+        }
+        Err(e) => Err(kube_fail("checking the credentials", e)),
+    }
+}
+
+/// Errors that waiting may cure (the API coming up, a gateway hiccup) count as pending.
+fn waitable(e: &KubeError) -> bool {
+    match e {
+        KubeError::Transport(_) => true,
+        KubeError::Api { status, .. } => *status == 404 || *status >= 500,
+        KubeError::Other(_) => false,
+    }
+}
+
+fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetState, KubeError> {
+    let res = match target {
+        "api" => {
+            return Ok(match client.get_text("/readyz") {
+                Ok(t) => readiness::api(Ok(&t)),
+                Err(e) if waitable(&e) => readiness::api(Err(&e.to_string())),
+                Err(e) => return Err(e),
+            })
+        }
+        "clusterversion" => client
+            .get(&known::cluster_versions(), None, "version")
+            .map(|v| {
+                v.map(|cv| readiness::clusterversion(&cv))
+                    .unwrap_or_else(|| {
+                        TargetState::pending(
+                            "clusterversion: ClusterVersion 'version' does not exist yet",
+                        )
+                    })
+            }),
+        "operators" => client
+            .list(&known::cluster_operators(), None, None)
+            .map(|l| readiness::operators(&l)),
+        _ => client
+            .list(&known::nodes(), None, None)
+            .map(|l| readiness::nodes(&l, expected)),
+    };
+    match res {
+        Ok(s) => Ok(s),
+        Err(e) if waitable(&e) => Ok(TargetState::pending(format!("{target}: {e}"))),
+        Err(e) => Err(e),
+    }
+}
+
+fn proxshift_wait(
+    client: &Client,
+    targets: &[&str],
+    expected: Option<u64>,
+    last: &mut Map<String, Value>,
+    timeout: Duration,
+    interval: Duration,
+) -> Result<(), WaitError<KubeError>> {
+    kube_client::wait_for(timeout, interval, || {
+        let mut pending = Vec::new();
+        for t in targets {
+            let s = look(client, t, expected)?;
+            pending.extend(s.pending.iter().cloned());
+            last.insert(t.to_string(), s.to_json());
+        }
+        Ok(if pending.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending(pending.join(" | "))
+        })
+    })
+}
+
+/// `state: absent`: revoke the OAuth token in use (the token authorises its own deletion).
+fn revoke(m: &mut Module, conn: &kube_client::Connection) -> Result<Outcome, Failure> {
+    let token = conn
+        .token
+        .clone()
+        .ok_or("state=absent revokes an OAuth token: give it as api_key (or a kubeconfig whose user has a token)")?;
+    let name = oauth::token_object_name(&token);
+    let client = Client::new(conn).map_err(|e| kube_fail("setting up the client", e))?;
+    let paths = [
+        format!("/apis/oauth.openshift.io/v1/useroauthaccesstokens/{name}"),
+        format!("/apis/oauth.openshift.io/v1/oauthaccesstokens/{name}"),
+    ];
+    let gone = |why: &str| {
+        Ok(Outcome::new(false)
+            .msg(format!(
+                "the token is not valid any more ({why}); nothing to revoke"
+            ))
+            .with("revoked", false)
+            .with("host", conn.server.clone()))
+    };
+    for (i, path) in paths.iter().enumerate() {
+        let r = if m.check_mode {
+            client.get_path(path).map(|_| ())
+        } else {
+            client.send("DELETE", path, None).map(|_| ())
+        };
+        match r {
+            Ok(()) => {
+                let msg = if m.check_mode {
+                    "the token would be revoked"
+                } else {
+                    "the token was revoked"
+                };
+                return Ok(Outcome::new(true)
+                    .msg(msg)
+                    .with("revoked", !m.check_mode)
+                    .with("host", conn.server.clone()));
+            }
+            // A revoked token cannot authenticate any more.
+            Err(e) if e.status() == Some(401) => return gone("the server rejects it"),
+            // Older clusters lack useroauthaccesstokens; try the cluster-wide kind next.
+            Err(e) if i == 0 && matches!(e.status(), Some(404) | Some(403)) => continue,
+            Err(e) if e.status() == Some(404) => return gone("no such OAuth access token"),
+            Err(e) => return Err(kube_fail("revoking the token", e)),
+        }
+    }
+    gone("no such OAuth access token")
 }
 
 #[cfg(test)]

@@ -1,16 +1,374 @@
-//! `proxshift.proxmox.proxmox_vm`: Create, converge and remove Proxmox VE virtual machines for OpenShift nodes.
+//! `proxshift.proxmox.proxmox_vm`: create, converge and remove Proxmox VE virtual machines for
+//! OpenShift nodes — idempotent, with check mode and diff, safe to rerun after any failure.
+//!
+//! The flow per run: read the cluster once (`/cluster/resources`), plan every VM in order (identity,
+//! placement, vmid — sequential, so placement is deterministic), then carry the plans out in
+//! parallel (bounded by `parallel`), one result per VM; a failing VM does not hide the others.
 
-use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
+pub mod converge;
+pub mod options;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use ansible_module::{ArgSpec, Failure, Module, Outcome};
+use pve_client::{Client, NodeInfo};
+use pve_types::{commit, place, NodeLoad};
+use serde_json::{json, Map, Value};
+
+use converge::{node_usage, requested_memory, resolve, run_one, Ctx, Target, VmResult};
+use options::{merge_item, shared_defaults, vm_args, Args, Timeouts, VmArgs};
+
+/// A VM's plan, or why it could not be planned (with its options when they parsed).
+type Planned = Result<(VmArgs, Target), (Option<VmArgs>, String)>;
 
 /// The module's options; the sidecar `plugins/modules/proxmox_vm.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
-    ArgSpec::new(vec![Opt::str("state")])
+    options::argument_spec()
 }
 
-pub fn run(_m: &mut Module) -> Result<Outcome, Failure> {
-    Err(Failure::new(
-        "proxshift.proxmox.proxmox_vm is not implemented yet",
-    ))
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let args: Args = m.options()?;
+    let single = args.vms.is_none();
+    let defaults = shared_defaults(&m.params);
+    let items: Vec<Map<String, Value>> = match &args.vms {
+        Some(list) => list.iter().map(|i| merge_item(&defaults, i)).collect(),
+        None => vec![defaults.clone()],
+    };
+    if items.is_empty() {
+        return Ok(Outcome::new(false)
+            .msg("no VMs given")
+            .with("vms", json!([])));
+    }
+    let mut parsed: Vec<Result<VmArgs, String>> = items
+        .into_iter()
+        .map(|i| vm_args(i).and_then(|a| check_args(&a).map(|_| a)))
+        .collect();
+    if single {
+        if let Some(Err(e)) = parsed.first() {
+            return Err(Failure::new(e.clone()));
+        }
+    }
+
+    let client = Client::connect(&args.conn)
+        .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?;
+    if let Some(t) = client.session_ticket() {
+        m.add_secret(t);
+    }
+    if !args.conn.validate_certs {
+        m.warn("validate_certs is false: the Proxmox API certificate is not verified");
+    }
+    let snapshot = client
+        .cluster_vms()
+        .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))?;
+    let ctx = Ctx {
+        client: &client,
+        check_mode: m.check_mode,
+        timeouts: args.timeouts.unwrap_or_default(),
+        snapshot,
+        reserved: Mutex::new(BTreeSet::new()),
+        isos: Mutex::new(HashMap::new()),
+    };
+
+    // Plan in order: identity, node, vmid.
+    let mut nodes: Option<Vec<NodeInfo>> = None;
+    let mut loads: HashMap<String, Vec<NodeLoad>> = HashMap::new();
+    let mut plans: Vec<Planned> = Vec::new();
+    for p in parsed.drain(..) {
+        let a = match p {
+            Ok(a) => a,
+            Err(e) => {
+                plans.push(Err((None, e)));
+                continue;
+            }
+        };
+        match plan(&ctx, &a, &mut nodes, &mut loads) {
+            Ok(t) => plans.push(Ok((a, t))),
+            Err(e) => plans.push(Err((Some(a), e))),
+        }
+    }
+
+    let results = execute(&ctx, &plans, args.parallel.max(1) as usize);
+
+    for r in &results {
+        for w in &r.warnings {
+            let who = r
+                .name
+                .clone()
+                .or(r.vmid.map(|v| v.to_string()))
+                .unwrap_or_default();
+            m.warn(if single {
+                w.clone()
+            } else {
+                format!("{who}: {w}")
+            });
+        }
+        if !r.before.is_empty() || !r.after.is_empty() {
+            let who = match (&r.name, r.vmid) {
+                (Some(n), Some(id)) => format!("{n} ({id})"),
+                (Some(n), None) => n.clone(),
+                (None, Some(id)) => id.to_string(),
+                (None, None) => "VM".into(),
+            };
+            m.add_diff(
+                Value::Object(r.before.clone()),
+                Value::Object(r.after.clone()),
+                &format!("{who} before"),
+                &format!("{who} after"),
+            );
+        }
+    }
+    let changed = results.iter().any(|r| r.changed);
+    if single {
+        let r = &results[0];
+        let mut data = r.to_json();
+        data.remove("changed");
+        data.remove("failed");
+        let msg = data
+            .remove("msg")
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        if r.failed {
+            let mut f = Failure::new(msg).changed(changed);
+            for (k, v) in data {
+                f = f.with(&k, v);
+            }
+            return Err(f);
+        }
+        let mut o = Outcome::new(changed).msg(msg);
+        for (k, v) in data {
+            o = o.with(&k, v);
+        }
+        return Ok(o);
+    }
+    let list: Vec<Value> = results.iter().map(|r| Value::Object(r.to_json())).collect();
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| r.failed)
+        .map(|r| {
+            let who = r
+                .name
+                .clone()
+                .or(r.vmid.map(|v| v.to_string()))
+                .unwrap_or("?".into());
+            format!("{who}: {}", r.msg)
+        })
+        .collect();
+    let summary = json!({
+        "total": results.len(),
+        "changed": results.iter().filter(|r| r.changed).count(),
+        "failed": failed.len(),
+    });
+    if !failed.is_empty() {
+        return Err(Failure::new(format!(
+            "{} of {} VMs failed: {}",
+            failed.len(),
+            results.len(),
+            failed.join("; ")
+        ))
+        .changed(changed)
+        .with("vms", Value::Array(list))
+        .with("summary", summary));
+    }
+    Ok(Outcome::new(changed)
+        .msg(format!(
+            "{} VMs, {} changed",
+            results.len(),
+            summary["changed"]
+        ))
+        .with("vms", Value::Array(list))
+        .with("summary", summary))
+}
+
+/// Option checks that need no API.
+fn check_args(a: &VmArgs) -> Result<(), String> {
+    let who = a
+        .spec
+        .name
+        .clone()
+        .or(a.vmid.map(|v| v.to_string()))
+        .unwrap_or_default();
+    if a.spec.name.is_none() && a.vmid.is_none() {
+        return Err("each VM needs a name or a vmid".into());
+    }
+    if let Some(id) = a.vmid {
+        if !(100..=999_999_999).contains(&id) {
+            return Err(format!("{who}: vmid {id} is outside 100-999999999"));
+        }
+    }
+    if let Some(r) = &a.vmid_range {
+        if r.len() != 2 {
+            return Err(format!(
+                "{who}: vmid_range needs exactly two numbers, [start, end]"
+            ));
+        }
+        pve_types::placement::validate_range(r[0], r[1]).map_err(|e| format!("{who}: {e}"))?;
+    }
+    if a.state == "present" {
+        let errs = a.spec.validate();
+        if !errs.is_empty() {
+            return Err(format!("{who}: {}", errs.join("; ")));
+        }
+        if a.owner_tag.is_empty() || !pve_types::propstring::valid_tag(&a.owner_tag) {
+            return Err(format!(
+                "{who}: owner_tag '{}' is not a valid Proxmox tag",
+                a.owner_tag
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn plan(
+    ctx: &Ctx,
+    a: &VmArgs,
+    nodes: &mut Option<Vec<NodeInfo>>,
+    loads: &mut HashMap<String, Vec<NodeLoad>>,
+) -> Result<Target, String> {
+    let found = resolve(&ctx.snapshot, a.vmid, a.spec.name.as_deref())?;
+    if let Some(vm) = found {
+        if let (Some(want), Some(n)) = (&a.node, Some(&vm.node)) {
+            if want != n && a.state == "present" {
+                return Err(format!(
+                    "VM {} is on node '{n}', not '{want}'; proxmox_vm does not migrate VMs",
+                    vm.vmid
+                ));
+            }
+        }
+        return Ok(Target::Existing(vm));
+    }
+    if a.state == "absent" {
+        return Ok(Target::Missing);
+    }
+    if nodes.is_none() {
+        *nodes = Some(
+            ctx.client
+                .nodes()
+                .map_err(|e| format!("cannot list the cluster's nodes: {e}"))?,
+        );
+    }
+    let nodes = nodes.as_ref().expect("just set");
+    let load = loads.entry(a.owner_tag.clone()).or_insert_with(|| {
+        let usage = node_usage(&ctx.snapshot, &a.owner_tag);
+        nodes
+            .iter()
+            .map(|n| {
+                let (committed, count) = usage.get(&n.node).copied().unwrap_or_default();
+                NodeLoad {
+                    node: n.node.clone(),
+                    online: n.online(),
+                    total_memory: n.maxmem,
+                    committed_memory: committed,
+                    cluster_vms: count,
+                }
+            })
+            .collect()
+    });
+    let mem = requested_memory(a, &ctx.snapshot);
+    let mut warnings = Vec::new();
+    let node = match &a.node {
+        Some(n) => {
+            let l = load.iter().find(|l| &l.node == n).ok_or_else(|| {
+                format!(
+                    "node '{n}' is not in the cluster (nodes: {})",
+                    load.iter()
+                        .map(|l| l.node.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+            if !l.online {
+                return Err(format!("node '{n}' is offline"));
+            }
+            if let Some(room) = l.reservable(a.memory_adjustment) {
+                if mem > room {
+                    let msg = format!(
+                        "node '{n}' has {:.1} GiB of reservable memory left (memory_adjustment {}%), the VM needs {:.1} GiB",
+                        room as f64 / (1u64 << 30) as f64,
+                        a.memory_adjustment,
+                        mem as f64 / (1u64 << 30) as f64
+                    );
+                    if !a.allow_overcommit {
+                        return Err(format!(
+                            "{msg}; set allow_overcommit: true or raise memory_adjustment"
+                        ));
+                    }
+                    warnings.push(format!("{msg} (allowed by allow_overcommit)"));
+                }
+            }
+            n.clone()
+        }
+        None => {
+            let allowed = a.allowed_nodes.clone().unwrap_or_default();
+            match place(load, &allowed, mem, a.memory_adjustment) {
+                Ok(n) => n,
+                Err(e @ pve_types::PlacementError::InsufficientMemory { .. })
+                    if a.allow_overcommit =>
+                {
+                    warnings.push(format!("{e} (placed anyway: allow_overcommit)"));
+                    place(load, &allowed, mem, 0).map_err(|_| e.to_string())?
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    };
+    commit(load, &node, mem);
+    let vmid = match (a.vmid, &a.vmid_range) {
+        (Some(id), _) => Some(id),
+        (None, Some(_)) => Some(converge::next_vmid(ctx, a)?),
+        (None, None) => None,
+    };
+    Ok(Target::New {
+        node,
+        vmid,
+        warnings,
+    })
+}
+
+/// Carry out the plans with at most `parallel` at a time; results keep the input order.
+fn execute(ctx: &Ctx, plans: &[Planned], parallel: usize) -> Vec<VmResult> {
+    let slots: Vec<Mutex<Option<VmResult>>> = plans.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..parallel.min(plans.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= plans.len() {
+                    break;
+                }
+                let r = match &plans[i] {
+                    Ok((a, t)) => run_one(ctx, a, t),
+                    Err((a, e)) => VmResult {
+                        failed: true,
+                        msg: e.clone(),
+                        name: a.as_ref().and_then(|a| a.spec.name.clone()),
+                        vmid: a.as_ref().and_then(|a| a.vmid),
+                        state: a.as_ref().map(|a| a.state.clone()).unwrap_or_default(),
+                        ..Default::default()
+                    },
+                };
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner().ok().flatten().unwrap_or_else(|| VmResult {
+                failed: true,
+                msg: "internal error: no result".into(),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+/// Default timeouts, for documentation and tests.
+pub fn default_timeouts() -> Timeouts {
+    Timeouts::default()
 }
 
 #[cfg(test)]

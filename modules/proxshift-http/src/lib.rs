@@ -41,6 +41,8 @@ pub struct ClientOptions {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub user_agent: String,
+    /// Follow HTTP redirects (OAuth flows need to read the 302 themselves).
+    pub follow_redirects: bool,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +52,7 @@ impl Default for ClientOptions {
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             user_agent: concat!("proxshift/", env!("CARGO_PKG_VERSION")).into(),
+            follow_redirects: true,
         }
     }
 }
@@ -87,6 +90,9 @@ pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
         .connect_timeout(opts.connect_timeout)
         .user_agent(opts.user_agent.clone())
         .use_rustls_tls();
+    if !opts.follow_redirects {
+        b = b.redirect(reqwest::redirect::Policy::none());
+    }
     if !opts.tls.validate_certs {
         b = b.danger_accept_invalid_certs(true);
     }

@@ -99,7 +99,7 @@ impl Client {
             auth,
             session: Mutex::new(None),
             backoff: Backoff::default(),
-            poll_interval: Duration::from_secs(1),
+            poll_interval: Duration::from_millis(500),
         })
     }
 
@@ -109,7 +109,7 @@ impl Client {
         self
     }
 
-    /// How often task and lock waits poll (default 1 s).
+    /// How often task and lock waits poll (default 0.5 s).
     pub fn with_poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = interval;
         self

@@ -56,6 +56,7 @@ mod api;
 mod client;
 mod connection;
 mod error;
+pub mod power;
 mod task;
 mod upload;
 

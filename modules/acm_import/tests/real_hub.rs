@@ -1,0 +1,577 @@
+//! acm_import end to end against a real kube-apiserver v1.20.2 + etcd with the upstream ACM CRDs.
+//! The test plays the hub's controllers: it renders `<cluster>-import`, patches ManagedCluster
+//! conditions and deletes the auto-import-secret after "importing". The spoke is the same API server
+//! reached through its own kubeconfig.
+
+use std::time::Duration;
+
+use base64::Engine;
+use kube_client::objects::{known, Resource};
+use kube_client::testenv::{unique, TestEnv, ADMIN_TOKEN, VIEWER_TOKEN};
+use serde_json::{json, Value};
+
+const SPOKE_TOKEN: &str = "spoke-token-canary-3e8d";
+
+fn env() -> &'static TestEnv {
+    TestEnv::with_crds()
+}
+
+fn module(args: Value) -> (Value, i32) {
+    ansible_module::execute(
+        &args.to_string(),
+        "acm_import",
+        &acm_import::argument_spec(),
+        acm_import::run,
+    )
+}
+
+fn ok(args: Value) -> Value {
+    let (r, code) = module(args);
+    assert_eq!(code, 0, "module failed: {r:#}");
+    r
+}
+
+fn failed(args: Value) -> Value {
+    let (r, code) = module(args);
+    assert_eq!(code, 1, "module should have failed: {r:#}");
+    r
+}
+
+fn hub_args(env: &TestEnv, cluster: &str) -> Value {
+    json!({"cluster_name": cluster, "hub_host": env.url, "hub_api_key": ADMIN_TOKEN,
+           "hub_ca_cert": env.ca_path.display().to_string(), "poll_interval": 1, "wait_timeout": 20})
+}
+
+fn merged(mut a: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().unwrap() {
+        a[k] = v.clone();
+    }
+    a
+}
+
+fn cond(t: &str, s: &str) -> Value {
+    json!({"type": t, "status": s, "reason": "Test", "message": format!("{t} {s}"), "lastTransitionTime": "2026-01-01T00:00:00Z"})
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+fn actions(r: &Value) -> Vec<String> {
+    r["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                a["object"].as_str().unwrap(),
+                a["action"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn auto_import_check_create_rerun_labels_and_join() {
+    let env = env();
+    let hub = env.admin();
+    let c = unique("auto");
+    let base = merged(
+        hub_args(env, &c),
+        json!({"spoke_host": "https://api.spoke.example.com:6443", "spoke_api_key": SPOKE_TOKEN,
+        "labels": {"env": "lab"}, "clusterset": "lab-set", "addons": {"search_collector": false}}),
+    );
+
+    // Check mode with diff: reports everything, writes nothing.
+    let r = ok(merged(
+        base.clone(),
+        json!({"_ansible_check_mode": true, "_ansible_diff": true}),
+    ));
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["diff"].as_array().unwrap().len(), 4, "{r:#}");
+    assert!(hub.get(&known::namespaces(), None, &c).unwrap().is_none());
+    assert!(!r.to_string().contains(SPOKE_TOKEN));
+
+    // The real run, in the documented order.
+    let r = ok(base.clone());
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(
+        actions(&r),
+        vec![
+            format!("Namespace {c} created"),
+            format!("Secret {c}/auto-import-secret created"),
+            format!("ManagedCluster {c} created"),
+            format!("KlusterletAddonConfig {c}/{c} created"),
+        ]
+    );
+    let secret = hub
+        .get(&known::secrets(), Some(&c), "auto-import-secret")
+        .unwrap()
+        .unwrap();
+    assert_eq!(secret["data"]["token"], json!(b64(SPOKE_TOKEN)));
+    assert_eq!(
+        secret["data"]["server"],
+        json!(b64("https://api.spoke.example.com:6443"))
+    );
+    let mc = hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .unwrap();
+    let uid = mc["metadata"]["uid"].clone();
+    assert_eq!(mc["spec"]["hubAcceptsClient"], json!(true));
+    assert_eq!(
+        mc["metadata"]["labels"]["cluster.open-cluster-management.io/clusterset"],
+        json!("lab-set")
+    );
+    assert_eq!(mc["metadata"]["labels"]["env"], json!("lab"));
+    assert_eq!(mc["metadata"]["labels"]["cloud"], json!("auto-detect"));
+    let kac = hub
+        .get(&known::klusterlet_addon_configs(), Some(&c), &c)
+        .unwrap()
+        .unwrap();
+    assert_eq!(kac["spec"]["searchCollector"]["enabled"], json!(false));
+    assert_eq!(kac["spec"]["policyController"]["enabled"], json!(true));
+
+    let w = r["warnings"].to_string();
+    assert!(
+        w.contains("ManagedClusterSet \\\"lab-set\\\" does not exist"),
+        "{w}"
+    );
+
+    // Rerun: nothing to do. With the clusterset created, no warning either.
+    hub.create(
+        &Resource::new("cluster.open-cluster-management.io/v1beta2", "ManagedClusterSet", "managedclustersets", false),
+        None,
+        &json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "lab-set"}, "spec": {}}),
+    )
+    .unwrap();
+    let r = ok(base.clone());
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert!(r.get("warnings").is_none(), "{r:#}");
+
+    // The hub detects cloud/vendor and adds its own label; a label change must merge, not reset them.
+    hub.patch(&known::managed_clusters(), None, &c, &json!({"metadata": {"labels": {"cloud": "Other", "vendor": "OpenShift", "feature.open-cluster-management.io/addon-x": "available"}}}), kube_client::PatchType::Merge).unwrap();
+    let r = ok(merged(
+        base.clone(),
+        json!({"labels": {"env": "prod", "team": "infra"}, "_ansible_diff": true}),
+    ));
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(
+        r["diff"]["before"]["metadata"]["labels"]["env"],
+        json!("lab"),
+        "{r:#}"
+    );
+    assert_eq!(
+        r["diff"]["after"]["metadata"]["labels"]["env"],
+        json!("prod")
+    );
+    let mc = hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        mc["metadata"]["uid"], uid,
+        "the ManagedCluster must be updated in place"
+    );
+    let l = &mc["metadata"]["labels"];
+    assert_eq!(
+        (
+            l["env"].clone(),
+            l["team"].clone(),
+            l["cloud"].clone(),
+            l["vendor"].clone()
+        ),
+        (
+            json!("prod"),
+            json!("infra"),
+            json!("Other"),
+            json!("OpenShift")
+        )
+    );
+    assert_eq!(
+        l["feature.open-cluster-management.io/addon-x"],
+        json!("available")
+    );
+
+    // wait: true times out while the klusterlet has not joined, and says which conditions are missing.
+    let r = failed(merged(
+        base.clone(),
+        json!({"labels": {"env": "prod", "team": "infra"}, "wait": true, "wait_timeout": 2}),
+    ));
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains("ManagedClusterJoined=True (not reported yet)")
+            && msg.contains("ManagedClusterConditionAvailable=True"),
+        "{msg}"
+    );
+
+    // The hub imports: conditions appear, the auto-import-secret is consumed.
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let hub = TestEnv::shared().admin();
+        hub.patch_status(&known::managed_clusters(), None, &c2, &json!({"status": {"conditions": [
+            cond("HubAcceptedManagedCluster", "True"), cond("ManagedClusterImportSucceeded", "True"),
+            cond("ManagedClusterJoined", "True"), cond("ManagedClusterConditionAvailable", "True")]}})).unwrap();
+        hub.delete(&known::secrets(), Some(&c2), "auto-import-secret")
+            .unwrap();
+    });
+    let r = ok(merged(
+        base.clone(),
+        json!({"labels": {"env": "prod", "team": "infra"}, "wait": true, "wait_timeout": 30}),
+    ));
+    t.join().unwrap();
+    assert_eq!(
+        (r["joined"].clone(), r["available"].clone()),
+        (json!(true), json!(true)),
+        "{r:#}"
+    );
+    assert!(r["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["type"] == "ManagedClusterImportSucceeded"));
+
+    // Imported: the consumed auto-import-secret is not recreated, and nothing changes.
+    let r = ok(merged(
+        base,
+        json!({"labels": {"env": "prod", "team": "infra"}}),
+    ));
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert!(actions(&r)
+        .iter()
+        .any(|a| a.contains("auto-import-secret skipped")));
+    assert!(hub
+        .get(&known::secrets(), Some(&c), "auto-import-secret")
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn auto_import_with_spoke_kubeconfig_and_keep_annotation() {
+    let env = env();
+    let c = unique("kc");
+    let kc = env.kubeconfig(SPOKE_TOKEN);
+    let r = ok(merged(
+        hub_args(env, &c),
+        json!({"spoke_kubeconfig": kc, "keep_auto_import_secret": true, "klusterlet_addon_config": false}),
+    ));
+    assert_eq!(actions(&r).len(), 3);
+    let s = env
+        .admin()
+        .get(&known::secrets(), Some(&c), "auto-import-secret")
+        .unwrap()
+        .unwrap();
+    let decoded = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(s["data"]["kubeconfig"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(decoded, kc);
+    assert!(s["metadata"]["annotations"].get("managedcluster-import-controller.open-cluster-management.io/keeping-auto-import-secret").is_some());
+    assert!(!r.to_string().contains(SPOKE_TOKEN));
+    // A broken spoke kubeconfig is caught before anything is written.
+    let r = failed(merged(
+        hub_args(env, &unique("bad")),
+        json!({"spoke_kubeconfig": "apiVersion: v1\nclusters: []\n"}),
+    ));
+    assert!(
+        r["msg"].as_str().unwrap().contains("spoke_kubeconfig"),
+        "{r}"
+    );
+}
+
+fn klusterlet_crd() -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        // Like controller-gen output: a null creationTimestamp and an empty status.
+        "metadata": {"name": "klusterlets.operator.open-cluster-management.io", "creationTimestamp": null},
+        "status": {"acceptedNames": {"kind": "", "plural": ""}, "conditions": [], "storedVersions": []},
+        "spec": {"group": "operator.open-cluster-management.io", "scope": "Cluster",
+            "names": {"kind": "Klusterlet", "listKind": "KlusterletList", "plural": "klusterlets", "singular": "klusterlet"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}})
+}
+
+/// What the hub's import controller renders into `<cluster>-import` (trimmed to a few objects).
+fn import_secret(c: &str, agent_ns: &str, bootstrap: &str) -> Value {
+    let crds = serde_yaml_ng::to_string(&klusterlet_crd()).unwrap();
+    let docs = [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": agent_ns}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "klusterlet", "namespace": agent_ns}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
+            "data": {"kubeconfig": b64(bootstrap)}}),
+        json!({"apiVersion": "operator.open-cluster-management.io/v1", "kind": "Klusterlet", "metadata": {"name": format!("klusterlet-{c}")},
+            "spec": {"clusterName": c, "namespace": agent_ns, "deployOption": {"mode": "Singleton"}}}),
+    ];
+    let import: Vec<String> = docs
+        .iter()
+        .map(|d| serde_yaml_ng::to_string(d).unwrap())
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": format!("{c}-import"), "namespace": c},
+        "data": {"crds.yaml": b64(&format!("---\n{crds}")), "import.yaml": b64(&format!("---\n{}", import.join("---\n"))),
+                 "expiration": b64("2027-11-27T00:00:00Z"), "creation": b64("2026-12-02T00:00:00Z")}})
+}
+
+/// The hub rotates the import manifests (a new bootstrap kubeconfig).
+fn rerender_import(c: &str, agent_ns: &str, bootstrap: &str) {
+    let hub = TestEnv::shared().admin();
+    let sec = known::secrets();
+    let name = format!("{c}-import");
+    let mut s = import_secret(c, agent_ns, bootstrap);
+    s["metadata"]["resourceVersion"] =
+        hub.get(&sec, Some(c), &name).unwrap().unwrap()["metadata"]["resourceVersion"].clone();
+    hub.replace(&sec, Some(c), &name, &s).unwrap();
+}
+
+/// Someone edits the bootstrap secret by hand with server-side apply (field manager `kubectl-edit`).
+fn hand_edit(agent_ns: &str, force: bool) -> Result<Vec<u8>, kube_client::KubeError> {
+    let sec = known::secrets();
+    let body = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
+        "data": {"kubeconfig": b64("edited-by-hand")}});
+    let path = format!(
+        "{}?fieldManager=kubectl-edit{}",
+        sec.item(Some(agent_ns), "bootstrap-hub-kubeconfig"),
+        if force { "&force=true" } else { "" }
+    );
+    TestEnv::shared().admin().send(
+        "PATCH",
+        &path,
+        Some((
+            "application/apply-patch+yaml",
+            body.to_string().into_bytes(),
+        )),
+    )
+}
+
+#[test]
+fn manual_import_waits_for_the_import_secret_and_applies_it() {
+    let env = env();
+    let hub = env.admin();
+    let c = unique("man");
+    let agent_ns = format!("ocm-agent-{c}");
+    let args = merged(
+        hub_args(env, &c),
+        json!({"mode": "manual", "spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN), "wait_timeout": 30}),
+    );
+
+    // The hub renders the import secret a moment after the ManagedCluster appears.
+    let (c2, ns2) = (c.clone(), agent_ns.clone());
+    let t = std::thread::spawn(move || {
+        let hub = TestEnv::shared().admin();
+        for _ in 0..100 {
+            if hub
+                .get(&known::managed_clusters(), None, &c2)
+                .unwrap()
+                .is_some()
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(1200));
+        hub.create(
+            &known::secrets(),
+            Some(&c2),
+            &import_secret(&c2, &ns2, "bootstrap-v1"),
+        )
+        .unwrap();
+    });
+    let r = ok(args.clone());
+    t.join().unwrap();
+    assert_eq!(r["changed"], json!(true));
+    let spoke: Vec<String> = r["spoke_objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {} ({})",
+                o["object"].as_str().unwrap(),
+                o["action"].as_str().unwrap(),
+                o["from"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(spoke, vec![
+        "CustomResourceDefinition klusterlets.operator.open-cluster-management.io created (crds.yaml)".to_string(),
+        format!("Namespace {agent_ns} created (import.yaml)"),
+        format!("ServiceAccount {agent_ns}/klusterlet created (import.yaml)"),
+        format!("Secret {agent_ns}/bootstrap-hub-kubeconfig created (import.yaml)"),
+        format!("Klusterlet klusterlet-{c} created (import.yaml)"),
+    ]);
+    let kl = Resource::new(
+        "operator.open-cluster-management.io/v1",
+        "Klusterlet",
+        "klusterlets",
+        false,
+    );
+    let obj = hub
+        .get(&kl, None, &format!("klusterlet-{c}"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(obj["spec"]["clusterName"], json!(c));
+    assert!(
+        hub.get(&known::secrets(), Some(&c), "auto-import-secret")
+            .unwrap()
+            .is_none(),
+        "manual mode writes no auto-import-secret"
+    );
+
+    // Rerun: unchanged everywhere.
+    let r = ok(args.clone());
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+
+    // Someone else owns a field of the bootstrap secret now; a new bootstrap from the hub conflicts.
+    let sec = known::secrets();
+    // A plain apply by another manager over our field is itself a conflict; force it, as a human would.
+    assert!(hand_edit(&agent_ns, false).unwrap_err().is_conflict());
+    hand_edit(&agent_ns, true).unwrap();
+    rerender_import(&c, &agent_ns, "bootstrap-v2");
+    let r = failed(args.clone());
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains("HTTP 409 conflict")
+            && msg.contains("kubectl-edit")
+            && msg.contains("force_conflicts"),
+        "{msg}"
+    );
+    let r = ok(merged(args.clone(), json!({"force_conflicts": true})));
+    assert_eq!(r["changed"], json!(true));
+    let s = hub
+        .get(&sec, Some(&agent_ns), "bootstrap-hub-kubeconfig")
+        .unwrap()
+        .unwrap();
+    assert_eq!(s["data"]["kubeconfig"], json!(b64("bootstrap-v2")));
+
+    // Once joined, the (rotating) import manifests are not reapplied.
+    hub.patch_status(&known::managed_clusters(), None, &c, &json!({"status": {"conditions": [cond("ManagedClusterJoined", "True"), cond("ManagedClusterConditionAvailable", "True")]}})).unwrap();
+    rerender_import(&c, &agent_ns, "bootstrap-v3");
+    let r = ok(merged(args, json!({"wait": true})));
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert_eq!(r["joined"], json!(true));
+}
+
+#[test]
+fn manual_import_times_out_without_the_import_secret() {
+    let env = env();
+    let c = unique("noimp");
+    let r = failed(merged(
+        hub_args(env, &c),
+        json!({"mode": "manual", "spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN), "wait_timeout": 2}),
+    ));
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("Secret {c}/{c}-import to be rendered")),
+        "{msg}"
+    );
+    assert_eq!(
+        r["changed"],
+        json!(true),
+        "the hub objects were written before the wait"
+    );
+}
+
+#[test]
+fn rbac_forbidden_on_the_hub() {
+    let env = env();
+    let c = unique("rbac");
+    let r = failed(merged(
+        hub_args(env, &c),
+        json!({"hub_api_key": VIEWER_TOKEN, "spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN}),
+    ));
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains("HTTP 403 forbidden")
+            && msg.contains("User \"viewer\" cannot get resource \"managedclusters\""),
+        "{msg}"
+    );
+    assert_eq!(r["changed"], json!(false));
+}
+
+#[test]
+fn detach_deletes_and_waits_and_times_out_on_stuck_namespaces() {
+    let env = env();
+    assert!(env.controller_manager, "detach tests need kube-controller-manager (namespace deletion) in KUBEBUILDER_ASSETS; run scripts/deps/kube.sh");
+    let hub = env.admin();
+    let c = unique("det");
+    let present = merged(
+        hub_args(env, &c),
+        json!({"spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN}),
+    );
+    ok(present.clone());
+    let absent = merged(
+        hub_args(env, &c),
+        json!({"state": "absent", "wait_timeout": 60}),
+    );
+
+    let r = ok(merged(absent.clone(), json!({"_ansible_check_mode": true})));
+    assert_eq!(r["changed"], json!(true));
+    assert!(hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .is_some());
+
+    let r = ok(absent.clone());
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(
+        actions(&r),
+        vec![
+            format!("ManagedCluster {c} deleted"),
+            format!("Namespace {c} deleted")
+        ]
+    );
+    assert!(hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .is_none());
+    assert!(hub.get(&known::namespaces(), None, &c).unwrap().is_none());
+    let r = ok(absent);
+    assert_eq!(r["changed"], json!(false));
+
+    // A namespace that cannot finish deleting (an object with a finalizer nobody removes).
+    let c = unique("stuck");
+    ok(merged(
+        hub_args(env, &c),
+        json!({"spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN}),
+    ));
+    let cm = Resource::new("v1", "ConfigMap", "configmaps", true);
+    hub.create(
+        &cm,
+        Some(&c),
+        &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
+    let r = failed(merged(
+        hub_args(env, &c),
+        json!({"state": "absent", "wait_timeout": 4}),
+    ));
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("Namespace {c} to be deleted")) && msg.contains("Terminating"),
+        "{msg}"
+    );
+    assert_eq!(r["changed"], json!(true));
+    // Re-importing into a namespace that is still terminating is refused with a clear message.
+    let r = failed(merged(
+        hub_args(env, &c),
+        json!({"spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN}),
+    ));
+    assert!(r["msg"].as_str().unwrap().contains("being deleted"), "{r}");
+    hub.patch(
+        &cm,
+        Some(&c),
+        "held",
+        &json!({"metadata": {"finalizers": null}}),
+        kube_client::PatchType::Merge,
+    )
+    .unwrap();
+    ok(merged(
+        hub_args(env, &c),
+        json!({"state": "absent", "wait_timeout": 60}),
+    ));
+}

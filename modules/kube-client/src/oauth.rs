@@ -1,0 +1,266 @@
+//! OpenShift OAuth: username + password → bearer token with the challenging client (what `oc login`
+//! does), token revocation, and the pure parts (fragment parsing, token object names, expiry times).
+
+use base64::Engine;
+use proxshift_http::{describe, ClientOptions};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::KubeError;
+use crate::kubeconfig::Connection;
+
+pub const CHALLENGING_CLIENT: &str = "openshift-challenging-client";
+
+/// A token obtained by logging in.
+#[derive(Clone)]
+pub struct Token {
+    pub access_token: String,
+    pub expires_in: Option<u64>,
+    pub scope: Option<String>,
+}
+
+/// Percent-decoding for `application/x-www-form-urlencoded` values.
+fn form_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 3 <= bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn pairs(s: &str) -> Vec<(String, String)> {
+    s.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (form_decode(k), form_decode(v)),
+            None => (form_decode(p), String::new()),
+        })
+        .collect()
+}
+
+/// Read the token (or the error) from the `Location` of the authorize endpoint's 302.
+pub fn token_from_location(location: &str) -> Result<Token, String> {
+    let (before, fragment) = match location.split_once('#') {
+        Some((b, f)) => (b, f),
+        None => (location, ""),
+    };
+    let query = before.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let all: Vec<(String, String)> = pairs(fragment).into_iter().chain(pairs(query)).collect();
+    let get = |k: &str| all.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    if let Some(err) = get("error") {
+        let desc = get("error_description").unwrap_or_default();
+        return Err(if desc.is_empty() {
+            format!("the OAuth server refused the login: {err}")
+        } else {
+            format!("the OAuth server refused the login: {err}: {desc}")
+        });
+    }
+    match get("access_token").filter(|t| !t.is_empty()) {
+        Some(t) => Ok(Token {
+            access_token: t,
+            expires_in: get("expires_in").and_then(|e| e.parse().ok()),
+            scope: get("scope"),
+        }),
+        None => {
+            Err("the OAuth server redirected without an access_token in the URL fragment".into())
+        }
+    }
+}
+
+/// The name of the `OAuthAccessToken` object behind a `sha256~` token: `sha256~` + unpadded
+/// URL-safe base64 of SHA-256 over the token without its prefix.
+pub fn token_object_name(token: &str) -> String {
+    let raw = token.strip_prefix("sha256~").unwrap_or(token);
+    let digest = Sha256::digest(raw.as_bytes());
+    format!(
+        "sha256~{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    )
+}
+
+/// `secs` since the Unix epoch as RFC 3339 UTC (`2026-12-02T13:20:38Z`).
+pub fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Log in with username and password against the cluster behind `api` (its TLS settings are used
+/// for the OAuth host too; give a CA bundle with both the API and the ingress CA).
+pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, KubeError> {
+    let opts = ClientOptions {
+        tls: api.tls.clone(),
+        follow_redirects: false,
+        ..Default::default()
+    };
+    let http = proxshift_http::client(&opts).map_err(|e| KubeError::Other(e.to_string()))?;
+    let discovery_url = format!("{}/.well-known/oauth-authorization-server", api.server);
+    let transport = |what: &str, e: &proxshift_http::reqwest::Error| {
+        KubeError::Transport(format!("{what}: {}", describe(e)))
+    };
+    let resp = http
+        .get(&discovery_url)
+        .send()
+        .map_err(|e| transport(&format!("GET {discovery_url}"), &e))?;
+    let status = resp.status().as_u16();
+    let body = resp
+        .bytes()
+        .map_err(|e| transport("reading the OAuth discovery document", &e))?;
+    if status != 200 {
+        let mut e = KubeError::from_response(
+            "GET",
+            "/.well-known/oauth-authorization-server",
+            status,
+            &body,
+        );
+        // 404 (or 403 for anonymous on plain Kubernetes): no OpenShift OAuth behind this API.
+        if status == 404 || status == 403 {
+            e = KubeError::Other(format!(
+                "{e} (the server offers no OpenShift OAuth login; use api_key or kubeconfig)"
+            ));
+        }
+        return Err(e);
+    }
+    let meta: Value = serde_json::from_slice(&body)
+        .map_err(|e| KubeError::Other(format!("the OAuth discovery document is not JSON: {e}")))?;
+    let authorize = meta
+        .get("authorization_endpoint")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            KubeError::Other("the OAuth discovery document has no authorization_endpoint".into())
+        })?;
+    let url = format!("{authorize}?client_id={CHALLENGING_CLIENT}&response_type=token");
+    // First without credentials, as oc does: the server must offer a Basic challenge.
+    let first = http
+        .get(&url)
+        .header("X-CSRF-Token", "1")
+        .send()
+        .map_err(|e| transport(&format!("GET {authorize}"), &e))?;
+    let offers_basic = first.headers().get_all("WWW-Authenticate").iter().any(|h| {
+        h.to_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+            .starts_with("basic")
+    });
+    let status = first.status().as_u16();
+    if status == 302 {
+        // Already authenticated (e.g. by a client certificate); take what it gives.
+        return location_token(&first);
+    }
+    if status != 401 || !offers_basic {
+        return Err(KubeError::Other(format!(
+            "the OAuth server at {authorize} answered HTTP {status} without a Basic challenge; password login is not possible there (is an identity provider with challenge login configured?)"
+        )));
+    }
+    let resp = http
+        .get(&url)
+        .header("X-CSRF-Token", "1")
+        .basic_auth(username, Some(password))
+        .send()
+        .map_err(|e| transport(&format!("GET {authorize}"), &e))?;
+    match resp.status().as_u16() {
+        302 | 303 => location_token(&resp),
+        401 => Err(KubeError::Other(format!("login as {username:?} failed: wrong username or password (HTTP 401 from the OAuth server)"))),
+        s => {
+            let body = resp.bytes().unwrap_or_default();
+            Err(KubeError::from_response("GET", "/oauth/authorize", s, &body))
+        }
+    }
+}
+
+impl std::fmt::Debug for Token {
+    // Never print the token itself.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Token")
+            .field("expires_in", &self.expires_in)
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+fn location_token(resp: &proxshift_http::reqwest::blocking::Response) -> Result<Token, KubeError> {
+    let loc = resp
+        .headers()
+        .get("Location")
+        .and_then(|l| l.to_str().ok())
+        .ok_or_else(|| KubeError::Other("the OAuth server redirected without a Location".into()))?;
+    token_from_location(loc).map_err(KubeError::Other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_is_read_from_the_fragment() {
+        let t = token_from_location("https://oauth/oauth/token/implicit#access_token=sha256~abc_DEF-1&expires_in=86400&scope=user%3Afull&token_type=Bearer").unwrap();
+        assert_eq!(t.access_token, "sha256~abc_DEF-1");
+        assert_eq!(t.expires_in, Some(86400));
+        assert_eq!(t.scope.as_deref(), Some("user:full"));
+    }
+
+    #[test]
+    fn errors_and_missing_tokens() {
+        let e = token_from_location(
+            "https://oauth/x?error=access_denied&error_description=scope+not+allowed",
+        )
+        .unwrap_err();
+        assert!(e.contains("access_denied: scope not allowed"), "{e}");
+        assert!(token_from_location("https://oauth/x#token_type=Bearer")
+            .unwrap_err()
+            .contains("without an access_token"));
+    }
+
+    #[test]
+    fn object_name_matches_openshift() {
+        // sha256("abc") = ba7816bf…; URL-safe base64 without padding.
+        assert_eq!(
+            token_object_name("sha256~abc"),
+            "sha256~ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0"
+        );
+        assert_eq!(token_object_name("abc"), token_object_name("sha256~abc"));
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_217_638), "2026-12-02T13:20:38Z");
+    }
+
+    #[test]
+    fn form_decoding() {
+        assert_eq!(form_decode("a%3Ab+c%zz%4"), "a:b c%zz%4");
+    }
+}

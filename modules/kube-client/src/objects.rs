@@ -1,0 +1,390 @@
+//! Pure helpers on Kubernetes objects as JSON: resource paths, conditions, "is the desired state
+//! already there", JSON merge patches, and masking Secret data for diffs.
+
+use serde_json::{Map, Value};
+
+/// Where a kind lives in the API: `group/version` (`v1` for core), plural, namespaced or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    pub api_version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespaced: bool,
+}
+
+impl Resource {
+    pub fn new(api_version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        Resource {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+        }
+    }
+
+    /// The collection path, e.g. `/api/v1/namespaces/x/secrets` or `/apis/g/v1/things`.
+    pub fn collection(&self, namespace: Option<&str>) -> String {
+        let root = api_root(&self.api_version);
+        match (self.namespaced, namespace) {
+            (true, Some(ns)) => format!("{root}/namespaces/{ns}/{}", self.plural),
+            _ => format!("{root}/{}", self.plural),
+        }
+    }
+
+    pub fn item(&self, namespace: Option<&str>, name: &str) -> String {
+        format!("{}/{name}", self.collection(namespace))
+    }
+
+    /// `Secret open-cluster-management-agent/bootstrap-hub-kubeconfig`, for messages.
+    pub fn describe(&self, namespace: Option<&str>, name: &str) -> String {
+        match (self.namespaced, namespace) {
+            (true, Some(ns)) => format!("{} {ns}/{name}", self.kind),
+            _ => format!("{} {name}", self.kind),
+        }
+    }
+}
+
+/// `/api/v1` for the core group, `/apis/<group>/<version>` otherwise.
+pub fn api_root(api_version: &str) -> String {
+    if api_version.contains('/') {
+        format!("/apis/{api_version}")
+    } else {
+        format!("/api/{api_version}")
+    }
+}
+
+/// The resources the modules use; anything else is found by discovery.
+pub mod known {
+    use super::Resource;
+    pub fn namespaces() -> Resource {
+        Resource::new("v1", "Namespace", "namespaces", false)
+    }
+    pub fn secrets() -> Resource {
+        Resource::new("v1", "Secret", "secrets", true)
+    }
+    pub fn nodes() -> Resource {
+        Resource::new("v1", "Node", "nodes", false)
+    }
+    pub fn managed_clusters() -> Resource {
+        Resource::new(
+            "cluster.open-cluster-management.io/v1",
+            "ManagedCluster",
+            "managedclusters",
+            false,
+        )
+    }
+    pub fn klusterlet_addon_configs() -> Resource {
+        Resource::new(
+            "agent.open-cluster-management.io/v1",
+            "KlusterletAddonConfig",
+            "klusterletaddonconfigs",
+            true,
+        )
+    }
+    pub fn cluster_versions() -> Resource {
+        Resource::new(
+            "config.openshift.io/v1",
+            "ClusterVersion",
+            "clusterversions",
+            false,
+        )
+    }
+    pub fn cluster_operators() -> Resource {
+        Resource::new(
+            "config.openshift.io/v1",
+            "ClusterOperator",
+            "clusteroperators",
+            false,
+        )
+    }
+}
+
+/// One entry of `status.conditions`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+pub fn conditions(obj: &Value) -> Vec<Condition> {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|c| Condition {
+                    type_: str_at(c, "type").unwrap_or_default(),
+                    status: str_at(c, "status").unwrap_or_else(|| "Unknown".into()),
+                    reason: str_at(c, "reason"),
+                    message: str_at(c, "message"),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn str_at(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Which of the `wanted` `(type, status)` pairs the object does not meet yet, each as
+/// `Type=Status (now: Actual, reason: message)`. Empty means all are met. Conditions count only
+/// with the exact status (a condition that merely exists is not "True").
+pub fn unmet(obj: &Value, wanted: &[(&str, &str)]) -> Vec<String> {
+    let have = conditions(obj);
+    wanted
+        .iter()
+        .filter_map(|(t, s)| {
+            let c = have.iter().find(|c| c.type_ == *t);
+            match c {
+                Some(c) if c.status == *s => None,
+                Some(c) => {
+                    let mut why = format!("{t}={s} (now {}", c.status);
+                    if let Some(r) = c.reason.as_deref().filter(|r| !r.is_empty()) {
+                        why.push_str(&format!(", {r}"));
+                    }
+                    if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+                        why.push_str(&format!(": {m}"));
+                    }
+                    why.push(')');
+                    Some(why)
+                }
+                None => Some(format!("{t}={s} (not reported yet)")),
+            }
+        })
+        .collect()
+}
+
+/// Does `current` already hold everything in `desired`? Objects compare key by key (extra keys in
+/// `current` are fine: server defaults, other owners' labels); anything else compares equal.
+pub fn contains(current: &Value, desired: &Value) -> bool {
+    match (current, desired) {
+        (Value::Object(c), Value::Object(d)) => d.iter().all(|(k, dv)| match c.get(k) {
+            Some(cv) => contains(cv, dv),
+            None => dv.is_null(),
+        }),
+        (c, d) => c == d,
+    }
+}
+
+/// RFC 7386 JSON merge patch applied to `target` (what the server will do with a merge patch).
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    match patch {
+        Value::Object(p) => {
+            if !target.is_object() {
+                *target = Value::Object(Map::new());
+            }
+            let t = target.as_object_mut().expect("object");
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        other => *target = other.clone(),
+    }
+}
+
+/// The parts of `current` that `desired` talks about, for a readable diff.
+pub fn project(current: &Value, desired: &Value) -> Value {
+    match (current, desired) {
+        (Value::Object(c), Value::Object(d)) => {
+            let mut out = Map::new();
+            for (k, dv) in d {
+                if let Some(cv) = c.get(k) {
+                    out.insert(k.clone(), project(cv, dv));
+                }
+            }
+            Value::Object(out)
+        }
+        (c, _) => c.clone(),
+    }
+}
+
+/// Replace Secret `data`/`stringData` values (for diffs and results).
+pub fn mask_secret(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if o.get("kind").and_then(Value::as_str) == Some("Secret") || o.get("data").is_some() {
+        for key in ["data", "stringData"] {
+            if let Some(Value::Object(m)) = o.get_mut(key) {
+                for v in m.values_mut() {
+                    *v = Value::String("<hidden>".into());
+                }
+            }
+        }
+    }
+    o
+}
+
+/// A manifest as it should be applied and compared: without `status` (the server owns it; generated
+/// CRD files carry an empty one) and without `metadata.creationTimestamp: null` (from `-o yaml` dumps),
+/// either of which would make an unchanged object look different on every run.
+pub fn clean_manifest(doc: &Value) -> Value {
+    let mut d = doc.clone();
+    if let Some(m) = d.as_object_mut() {
+        m.remove("status");
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            if meta.get("creationTimestamp").is_some_and(Value::is_null) {
+                meta.remove("creationTimestamp");
+            }
+        }
+    }
+    d
+}
+
+/// `metadata.name` and `metadata.namespace`.
+pub fn name_of(obj: &Value) -> (Option<String>, Option<String>) {
+    (
+        obj.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        obj.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    )
+}
+
+/// Split a multi-document YAML stream into JSON objects, skipping empty documents and `List`s flattened.
+pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+    use serde::Deserialize;
+    let mut out = Vec::new();
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let v = Value::deserialize(doc)
+            .map_err(|e| format!("YAML document {} is not valid: {e}", i + 1))?;
+        match v {
+            Value::Null => {}
+            Value::Object(ref m)
+                if m.get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List")) =>
+            {
+                if let Some(items) = m.get("items").and_then(Value::as_array) {
+                    out.extend(items.iter().cloned());
+                }
+            }
+            Value::Object(_) => out.push(v),
+            other => {
+                return Err(format!(
+                    "YAML document {} is not an object but {other}",
+                    i + 1
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths() {
+        let s = known::secrets();
+        assert_eq!(s.item(Some("ns"), "a"), "/api/v1/namespaces/ns/secrets/a");
+        let m = known::managed_clusters();
+        assert_eq!(
+            m.item(Some("ignored"), "c1"),
+            "/apis/cluster.open-cluster-management.io/v1/managedclusters/c1"
+        );
+        assert_eq!(s.describe(Some("ns"), "a"), "Secret ns/a");
+    }
+
+    #[test]
+    fn unmet_conditions_need_the_exact_status() {
+        let o = json!({"status": {"conditions": [
+            {"type": "ManagedClusterJoined", "status": "True"},
+            {"type": "ManagedClusterConditionAvailable", "status": "Unknown", "reason": "LeaseExpired", "message": "no lease"}]}});
+        let u = unmet(
+            &o,
+            &[
+                ("ManagedClusterJoined", "True"),
+                ("ManagedClusterConditionAvailable", "True"),
+                ("HubAcceptedManagedCluster", "True"),
+            ],
+        );
+        assert_eq!(
+            u,
+            vec![
+                "ManagedClusterConditionAvailable=True (now Unknown, LeaseExpired: no lease)"
+                    .to_string(),
+                "HubAcceptedManagedCluster=True (not reported yet)".to_string(),
+            ]
+        );
+        assert!(unmet(&o, &[("ManagedClusterJoined", "True")]).is_empty());
+        assert_eq!(unmet(&json!({}), &[("A", "True")]).len(), 1);
+    }
+
+    #[test]
+    fn contains_ignores_extra_keys_but_not_changed_values() {
+        let cur = json!({"metadata": {"labels": {"a": "1", "b": "2"}, "uid": "x"}, "spec": {"hubAcceptsClient": true, "leaseDurationSeconds": 60}});
+        assert!(contains(
+            &cur,
+            &json!({"metadata": {"labels": {"a": "1"}}, "spec": {"hubAcceptsClient": true}})
+        ));
+        assert!(!contains(
+            &cur,
+            &json!({"metadata": {"labels": {"a": "9"}}})
+        ));
+        assert!(!contains(
+            &cur,
+            &json!({"metadata": {"labels": {"c": "3"}}})
+        ));
+        assert!(contains(
+            &cur,
+            &json!({"metadata": {"labels": {"c": null}}})
+        ));
+        assert!(!contains(&json!({"l": [1, 2]}), &json!({"l": [1]})));
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc7386() {
+        let mut t = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1]});
+        merge_patch(
+            &mut t,
+            &json!({"a": "z", "c": {"f": null, "h": 1}, "l": [2, 3]}),
+        );
+        assert_eq!(t, json!({"a": "z", "c": {"d": "e", "h": 1}, "l": [2, 3]}));
+    }
+
+    #[test]
+    fn project_and_mask() {
+        let cur = json!({"kind": "Secret", "metadata": {"name": "s", "uid": "u"}, "data": {"token": "c2VjcmV0"}});
+        let p = project(
+            &cur,
+            &json!({"metadata": {"name": "s"}, "data": {"token": "bmV3"}}),
+        );
+        assert_eq!(
+            p,
+            json!({"metadata": {"name": "s"}, "data": {"token": "c2VjcmV0"}})
+        );
+        assert_eq!(mask_secret(&cur)["data"]["token"], json!("<hidden>"));
+    }
+
+    #[test]
+    fn manifests_lose_status_and_null_timestamps() {
+        let d = json!({"kind": "CustomResourceDefinition", "metadata": {"name": "x", "creationTimestamp": null},
+            "spec": {"group": "g"}, "status": {"storedVersions": [], "acceptedNames": {"kind": ""}}});
+        assert_eq!(
+            clean_manifest(&d),
+            json!({"kind": "CustomResourceDefinition", "metadata": {"name": "x"}, "spec": {"group": "g"}})
+        );
+        let keep = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(clean_manifest(&keep), keep);
+    }
+
+    #[test]
+    fn documents_split_and_lists_flatten() {
+        let docs = parse_documents("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n---\nkind: List\nitems:\n- {kind: Secret, metadata: {name: b}}\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(name_of(&docs[1]).0.as_deref(), Some("b"));
+        assert!(parse_documents("- 1\n")
+            .unwrap_err()
+            .contains("not an object"));
+    }
+}

@@ -1,0 +1,448 @@
+//! A real etcd + kube-apiserver (+ kube-controller-manager) for integration tests, found by the
+//! envtest convention: `KUBEBUILDER_ASSETS` names a folder with `kube-apiserver` and `etcd`
+//! (default: the cache `scripts/deps/kube.sh` fills, `/var/cache/proxshift/kube-v1.20.2/bin`).
+//!
+//! Missing binaries are a test FAILURE with instructions, never a silent pass. One environment is
+//! shared by all tests of a test binary; a watchdog shell stops the servers (by PID) and removes the
+//! scratch folder when the test process exits.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::client::Client;
+use crate::kubeconfig::{render_token_kubeconfig, Connection};
+use crate::objects::Resource;
+
+pub const DEFAULT_ASSETS: &str = "/var/cache/proxshift/kube-v1.20.2/bin";
+pub const ADMIN_TOKEN: &str = "admin-token-canary-5f1e";
+pub const VIEWER_TOKEN: &str = "viewer-token-canary-9c2a";
+/// A second cluster-admin token, for kubeconfigs (tests keep it out of no_log options).
+pub const KUBECONFIG_TOKEN: &str = "kubeconfig-token-canary-41b7";
+
+pub struct TestEnv {
+    pub dir: PathBuf,
+    /// `https://127.0.0.1:<port>`
+    pub url: String,
+    /// The test CA that signed the serving certificate.
+    pub ca_path: PathBuf,
+    /// Another CA, which did not sign anything the server uses (for "wrong CA" tests).
+    pub wrong_ca_path: PathBuf,
+    /// Serving certificate and key for 127.0.0.1 signed by `ca_path` (for test HTTPS servers too).
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    /// A kubeconfig for `system:masters` with a client certificate (installer-style `auth/kubeconfig`).
+    pub admin_cert_kubeconfig: PathBuf,
+    /// Whether kube-controller-manager runs (namespace deletion finalises only then).
+    pub controller_manager: bool,
+    pids: Vec<u32>,
+}
+
+pub fn assets_dir() -> PathBuf {
+    std::env::var_os("KUBEBUILDER_ASSETS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_ASSETS))
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free loopback port")
+}
+
+fn run(dir: &Path, cmd: &str) {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "test setup command failed: {cmd}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Test CA, a second unrelated CA, a 127.0.0.1 serving certificate and an admin client certificate.
+fn make_pki(dir: &Path) {
+    run(
+        dir,
+        r#"set -e
+ca() { openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key -out $1.crt -days 3650 \
+  -subj "/CN=$2" -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null; }
+ca ca proxshift-test-ca; ca wrong-ca proxshift-wrong-ca
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" 2>/dev/null
+printf "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n" > server.ext
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 825 -extfile server.ext 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=system:admin" 2>/dev/null
+printf "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n" > client.ext
+openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt -days 825 -extfile client.ext 2>/dev/null
+openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+"#,
+    );
+}
+
+fn spawn(dir: &Path, name: &str, bin: &Path, args: &[String]) -> Child {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log file");
+    Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()))
+}
+
+fn wait_until(what: &str, dir: &Path, log: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().rev().take(30).collect();
+    panic!(
+        "{what} did not become ready within {timeout:?}; last log lines:\n{}",
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
+}
+
+impl TestEnv {
+    /// The environment shared by this test binary, started on first use.
+    pub fn shared() -> &'static TestEnv {
+        static ENV: OnceLock<TestEnv> = OnceLock::new();
+        ENV.get_or_init(TestEnv::start)
+    }
+
+    /// [`TestEnv::shared`] with the repository's fixture CRDs installed (once).
+    pub fn with_crds() -> &'static TestEnv {
+        static CRDS: std::sync::Once = std::sync::Once::new();
+        let env = TestEnv::shared();
+        CRDS.call_once(|| env.install_crds(&fixture_crds()));
+        env
+    }
+
+    // The servers outlive every test of the binary; the watchdog, not `wait()`, ends and reaps them.
+    #[allow(clippy::zombie_processes)]
+    fn start() -> TestEnv {
+        let assets = assets_dir();
+        let apiserver = assets.join("kube-apiserver");
+        let etcd = assets.join("etcd");
+        for b in [&apiserver, &etcd] {
+            assert!(
+                b.is_file(),
+                "{} is missing. These tests need a real etcd + kube-apiserver: run `scripts/deps/kube.sh` \
+                 (builds kube-apiserver v1.20.2 from Debian's source package, ~12 min, cached in {DEFAULT_ASSETS}) \
+                 or set KUBEBUILDER_ASSETS to a folder with kube-apiserver and etcd.",
+                b.display()
+            );
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "proxshift-kube-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        make_pki(&dir);
+        std::fs::write(
+            dir.join("tokens.csv"),
+            format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n{KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n"),
+        )
+        .expect("tokens");
+        let (client_port, peer_port, port, kcm_port) =
+            (free_port(), free_port(), free_port(), free_port());
+        let d = |p: &str| dir.join(p).display().to_string();
+        let mut pids = Vec::new();
+        let etcd_child = spawn(
+            &dir,
+            "etcd",
+            &etcd,
+            &[
+                "--name=t".into(),
+                format!("--data-dir={}", d("etcd-data")),
+                format!("--listen-client-urls=http://127.0.0.1:{client_port}"),
+                format!("--advertise-client-urls=http://127.0.0.1:{client_port}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-cluster=t=http://127.0.0.1:{peer_port}"),
+            ],
+        );
+        pids.push(etcd_child.id());
+        let api_child = spawn(
+            &dir,
+            "kube-apiserver",
+            &apiserver,
+            &[
+                format!("--etcd-servers=http://127.0.0.1:{client_port}"),
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                format!("--secure-port={port}"),
+                format!("--tls-cert-file={}", d("server.crt")),
+                format!("--tls-private-key-file={}", d("server.key")),
+                format!("--client-ca-file={}", d("ca.crt")),
+                "--service-account-issuer=https://kubernetes.default.svc".into(),
+                format!("--service-account-key-file={}", d("sa.pub")),
+                format!("--service-account-signing-key-file={}", d("sa.key")),
+                "--service-cluster-ip-range=10.96.0.0/24".into(),
+                "--authorization-mode=RBAC".into(),
+                format!("--token-auth-file={}", d("tokens.csv")),
+                "--enable-priority-and-fairness=false".into(),
+            ],
+        );
+        pids.push(api_child.id());
+        // The watchdog: stop the servers by PID once this test process is gone.
+        let me = std::process::id();
+        let watchdog = |pids: &[u32]| {
+            let list = pids
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" ");
+            Command::new("bash")
+                .arg("-c")
+                .arg(format!(
+                    "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill {list} 2>/dev/null; sleep 3; kill -9 {list} 2>/dev/null; rm -rf '{}'",
+                    dir.display()
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("watchdog");
+        };
+        watchdog(&pids);
+        let url = format!("https://127.0.0.1:{port}");
+        let mut env = TestEnv {
+            ca_path: dir.join("ca.crt"),
+            wrong_ca_path: dir.join("wrong-ca.crt"),
+            server_cert: dir.join("server.crt"),
+            server_key: dir.join("server.key"),
+            admin_cert_kubeconfig: dir.join("admin-cert.kubeconfig"),
+            dir: dir.clone(),
+            url: url.clone(),
+            controller_manager: false,
+            pids,
+        };
+        let admin = env.client(ADMIN_TOKEN);
+        wait_until(
+            "kube-apiserver",
+            &dir,
+            "kube-apiserver.log",
+            Duration::from_secs(90),
+            || {
+                admin
+                    .get_text("/readyz")
+                    .map(|t| t.trim() == "ok")
+                    .unwrap_or(false)
+            },
+        );
+        std::fs::write(dir.join("admin.kubeconfig"), env.kubeconfig(ADMIN_TOKEN))
+            .expect("kubeconfig");
+        let b64 = |p: &str| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .encode(std::fs::read(dir.join(p)).expect("pem"))
+        };
+        let cert_kc = json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "test", "cluster": {"server": url, "certificate-authority-data": b64("ca.crt")}}],
+            "users": [{"name": "admin", "user": {"client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")}}],
+            "contexts": [{"name": "admin", "context": {"cluster": "test", "user": "admin"}}],
+            "current-context": "admin",
+        });
+        std::fs::write(
+            &env.admin_cert_kubeconfig,
+            serde_yaml_ng::to_string(&cert_kc).expect("yaml"),
+        )
+        .expect("kubeconfig");
+
+        let kcm = assets.join("kube-controller-manager");
+        if kcm.is_file() {
+            let child = spawn(
+                &dir,
+                "kube-controller-manager",
+                &kcm,
+                &[
+                    format!("--kubeconfig={}", d("admin.kubeconfig")),
+                    "--bind-address=127.0.0.1".into(),
+                    format!("--secure-port={kcm_port}"),
+                    "--port=0".into(),
+                    "--leader-elect=false".into(),
+                    "--controllers=namespace,garbagecollector".into(),
+                    format!("--service-account-private-key-file={}", d("sa.key")),
+                    format!("--root-ca-file={}", d("ca.crt")),
+                ],
+            );
+            env.pids.push(child.id());
+            watchdog(&[child.id()]);
+            env.controller_manager = true;
+        }
+        env
+    }
+
+    /// A connection with a bearer token, verifying the server with the test CA.
+    pub fn connection(&self, token: &str) -> Connection {
+        Connection {
+            server: self.url.clone(),
+            token: Some(token.into()),
+            tls: proxshift_http::Tls {
+                validate_certs: true,
+                ca_path: Some(self.ca_path.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    pub fn client(&self, token: &str) -> Client {
+        let mut c = Client::new(&self.connection(token)).expect("client");
+        c.set_backoff(proxshift_http::Backoff::none());
+        c
+    }
+
+    pub fn admin(&self) -> Client {
+        self.client(ADMIN_TOKEN)
+    }
+
+    /// kubeconfig text for a token user, with the CA inline.
+    pub fn kubeconfig(&self, token: &str) -> String {
+        let ca = std::fs::read(&self.ca_path).expect("ca");
+        render_token_kubeconfig(&self.url, Some(&ca), false, token, "test")
+    }
+
+    /// Create (or replace) CRDs from YAML files and wait until they are Established.
+    pub fn install_crds(&self, files: &[PathBuf]) {
+        let admin = self.admin();
+        let crd = Resource::new(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+        );
+        for f in files {
+            let text =
+                std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            for doc in crate::objects::parse_documents(&text).expect("CRD yaml") {
+                let name = doc
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .expect("CRD name")
+                    .to_string();
+                if admin.get(&crd, None, &name).expect("get CRD").is_none() {
+                    if let Err(e) = admin.create(&crd, None, &doc) {
+                        if !e.is_conflict() {
+                            panic!("installing CRD {name} from {}: {e}", f.display());
+                        }
+                    }
+                }
+                admin
+                    .wait_for_conditions(
+                        &crd,
+                        None,
+                        &name,
+                        &[("Established", "True")],
+                        Duration::from_secs(30),
+                        Duration::from_millis(200),
+                    )
+                    .unwrap_or_else(|e| panic!("CRD {name}: {e}"));
+            }
+        }
+        // Discovery of new groups lags a moment behind Established.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    pub fn pids(&self) -> &[u32] {
+        &self.pids
+    }
+}
+
+/// The CRDs the repository carries for tests (`tests/fixtures/crds/*.yaml`, upstream copies).
+pub fn fixture_crds() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/crds");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A name unique within this test process (tests share one API server).
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::SeqCst))
+}
+
+/// The repository's fake OpenShift OAuth/API endpoint (`tests/fixtures/fake_openshift_oauth.py`),
+/// served over HTTPS with the test CA's 127.0.0.1 certificate. Stopped when dropped.
+pub struct FakeOAuth {
+    pub url: String,
+    child: Child,
+}
+
+impl FakeOAuth {
+    /// Start it with one `user:password` login; `challenge=false` makes it refuse to offer Basic login.
+    pub fn start(env: &TestEnv, user: &str, password: &str, challenge: bool) -> FakeOAuth {
+        Self::start_on(env, user, password, challenge, 0)
+    }
+
+    /// The same on a given port (0: any free one).
+    pub fn start_on(
+        env: &TestEnv,
+        user: &str,
+        password: &str,
+        challenge: bool,
+        port: u16,
+    ) -> FakeOAuth {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/fake_openshift_oauth.py");
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script)
+            .arg("--cert")
+            .arg(&env.server_cert)
+            .arg("--key")
+            .arg(&env.server_key)
+            .arg("--user")
+            .arg(format!("{user}:{password}"))
+            .arg("--port")
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if !challenge {
+            cmd.arg("--no-challenge");
+        }
+        let mut child = cmd.spawn().expect("python3 for the fake OAuth server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("fake OAuth server output");
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .unwrap_or_else(|| panic!("fake OAuth server said {line:?}"));
+        FakeOAuth {
+            url: format!("https://127.0.0.1:{port}"),
+            child,
+        }
+    }
+}
+
+impl Drop for FakeOAuth {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,200 @@
+//! The module's options as typed serde structs (they mirror `argument_spec()` one to one) and the
+//! derived plan that the templates render.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Options {
+    pub cluster_name: String,
+    pub base_domain: String,
+    pub version: String,
+    pub machine_networks: Vec<String>,
+    pub cluster_networks: Vec<ClusterNetwork>,
+    pub service_networks: Vec<String>,
+    pub network_type: String,
+    pub ovn_internal_join_subnet: Option<String>,
+    pub gateway: Option<String>,
+    pub dns_servers: Option<Vec<String>>,
+    pub ntp_servers: Option<Vec<String>>,
+    pub interface_name: String,
+    pub api_vips: Option<Vec<String>>,
+    pub ingress_vips: Option<Vec<String>>,
+    pub platform: String,
+    pub load_balancer: Option<String>,
+    pub nodes: Vec<NodeOpt>,
+    pub ip_pool: Option<IpPool>,
+    pub rendezvous_ip: Option<String>,
+    pub pull_secret: String,
+    pub ssh_key: Option<String>,
+    pub additional_trust_bundle: Option<String>,
+    pub additional_trust_bundle_policy: Option<String>,
+    pub proxy: Option<ProxyOpt>,
+    pub image_digest_sources: Option<Vec<MirrorOpt>>,
+    pub capabilities: Option<CapabilitiesOpt>,
+    pub fips: bool,
+    pub output_dir: PathBuf,
+    pub template_dir: Option<PathBuf>,
+    pub backup: bool,
+    pub openshift_install: Option<String>,
+    pub iso_max_age_hours: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterNetwork {
+    pub cidr: String,
+    pub host_prefix: i64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct NodeOpt {
+    pub name: String,
+    pub role: Option<String>,
+    pub mac: String,
+    pub ip: Option<String>,
+    pub interface: Option<String>,
+    pub root_device_hints: Option<RootDeviceHintsOpt>,
+    pub network_config: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RootDeviceHintsOpt {
+    pub device_name: Option<String>,
+    pub wwn: Option<String>,
+    pub serial_number: Option<String>,
+    pub hctl: Option<String>,
+    pub model: Option<String>,
+    pub vendor: Option<String>,
+    pub min_size_gigabytes: Option<i64>,
+    pub rotational: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IpPool {
+    pub start: String,
+    pub end: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProxyOpt {
+    pub http_proxy: Option<String>,
+    pub https_proxy: Option<String>,
+    pub no_proxy: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MirrorOpt {
+    pub source: String,
+    pub mirrors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CapabilitiesOpt {
+    pub baseline_capability_set: Option<String>,
+    pub additional_enabled_capabilities: Option<Vec<String>>,
+}
+
+/// The derived cluster shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// Single-node OpenShift: 1 control-plane node, no workers.
+    Sno,
+    /// 3–5 control-plane nodes that also run workloads, no workers.
+    Compact,
+    /// 3–5 control-plane nodes plus workers.
+    Ha,
+}
+
+impl Topology {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topology::Sno => "sno",
+            Topology::Compact => "compact",
+            Topology::Ha => "ha",
+        }
+    }
+}
+
+/// Everything the templates see: validated, defaulted and derived values, in the installer's terms.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub cluster_name: String,
+    pub base_domain: String,
+    pub version: String,
+    pub topology: Topology,
+    pub platform: String,
+    pub control_plane_replicas: usize,
+    pub compute_replicas: usize,
+    pub network_type: String,
+    pub machine_networks: Vec<String>,
+    pub cluster_networks: Vec<PlanClusterNetwork>,
+    pub service_networks: Vec<String>,
+    pub ovn_internal_join_subnet: Option<String>,
+    pub api_vips: Vec<String>,
+    pub ingress_vips: Vec<String>,
+    pub load_balancer: Option<String>,
+    pub pull_secret: String,
+    pub ssh_key: Option<String>,
+    pub additional_trust_bundle: Option<String>,
+    pub additional_trust_bundle_policy: Option<String>,
+    pub proxy: Option<PlanProxy>,
+    pub image_digest_sources: Vec<PlanMirror>,
+    pub capabilities: Option<PlanCapabilities>,
+    pub fips: bool,
+    pub rendezvous_ip: String,
+    pub ntp_servers: Vec<String>,
+    pub hosts: Vec<PlanHost>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanClusterNetwork {
+    pub cidr: String,
+    pub host_prefix: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanProxy {
+    pub http_proxy: Option<String>,
+    pub https_proxy: Option<String>,
+    /// Comma-joined, as the installer wants it.
+    pub no_proxy: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanMirror {
+    pub source: String,
+    pub mirrors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanCapabilities {
+    pub baseline_capability_set: Option<String>,
+    pub additional_enabled_capabilities: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanHost {
+    pub name: String,
+    pub role: String,
+    pub ip: String,
+    /// Lowercase `aa:bb:cc:dd:ee:ff`.
+    pub mac: String,
+    pub interface: String,
+    /// agent-config `interfaces[]`: the NIC above, or every interface with a MAC in the user's
+    /// own networkConfig.
+    pub interfaces: Vec<PlanInterface>,
+    pub prefix_length: u8,
+    /// Installer field names (`deviceName`, `serialNumber`, …); `null` when no hint was given.
+    pub root_device_hints: Option<Value>,
+    /// The nmstate document for this host (generated, or the user's own).
+    pub network_config: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanInterface {
+    pub name: String,
+    pub mac: String,
+}

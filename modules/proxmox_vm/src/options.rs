@@ -1,0 +1,338 @@
+//! The module's options: the argument spec (shared between the top level and each `vms` item) and
+//! the typed structs they deserialise into.
+
+use ansible_module::{ArgSpec, Opt, Type};
+use pve_client::ConnectionOptions;
+use pve_types::VmSpec;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// Options that describe one VM. `with_defaults` is false for `vms` items, whose unset options are
+/// taken from the top level (the shared defaults), so they must not carry defaults of their own.
+pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
+    let d = |o: Opt, v: Value| if with_defaults { o.default(v) } else { o };
+    vec![
+        d(
+            Opt::str("state").choices(&["present", "absent"]),
+            "present".into(),
+        ),
+        Opt::int("vmid"),
+        Opt::str("name"),
+        Opt::str("node"),
+        Opt::list("allowed_nodes", Type::Str),
+        d(Opt::int("memory_adjustment"), 100.into()),
+        Opt::list("vmid_range", Type::Int),
+        Opt::dict("clone").options(
+            ArgSpec::new(vec![
+                Opt::int("vmid"),
+                Opt::str("name"),
+                Opt::bool("full").default(true),
+                Opt::str("storage"),
+                Opt::str("format").choices(&["raw", "qcow2", "vmdk"]),
+            ])
+            .required_one_of(&["vmid", "name"])
+            .mutually_exclusive(&["vmid", "name"]),
+        ),
+        Opt::str("pool"),
+        d(Opt::str("cpu"), "host".into()),
+        Opt::int("cores"),
+        Opt::int("sockets"),
+        Opt::int("memory"),
+        Opt::int("balloon"),
+        Opt::str("bios").choices(&["seabios", "ovmf"]),
+        Opt::dict("efidisk").options(ArgSpec::new(vec![
+            Opt::str("storage"),
+            Opt::str("efitype").choices(&["2m", "4m"]).default("4m"),
+            Opt::bool("pre_enrolled_keys").default(false),
+        ])),
+        Opt::str("machine"),
+        Opt::dict("tpm").options(ArgSpec::new(vec![
+            Opt::str("storage"),
+            Opt::str("version")
+                .choices(&["v1.2", "v2.0"])
+                .default("v2.0"),
+        ])),
+        Opt::str("scsihw").choices(&[
+            "lsi",
+            "lsi53c810",
+            "virtio-scsi-pci",
+            "virtio-scsi-single",
+            "megasas",
+            "pvscsi",
+        ]),
+        Opt::list("disks", Type::Dict).options(ArgSpec::new(vec![
+            Opt::str("slot").required(),
+            Opt::str("storage").required(),
+            Opt::str("size").required(),
+            Opt::str("format").choices(&["raw", "qcow2", "vmdk"]),
+            Opt::bool("ssd"),
+            Opt::bool("iothread"),
+            Opt::bool("discard"),
+            Opt::str("cache").choices(&[
+                "none",
+                "writethrough",
+                "writeback",
+                "unsafe",
+                "directsync",
+            ]),
+            Opt::str("wwn"),
+            Opt::str("serial"),
+            Opt::bool("backup"),
+        ])),
+        Opt::list("nics", Type::Dict).options(ArgSpec::new(vec![
+            Opt::str("slot").required(),
+            Opt::str("model")
+                .default("virtio")
+                .choices(pve_types::spec::NIC_MODELS),
+            Opt::str("bridge").required(),
+            Opt::str("mac"),
+            Opt::int("vlan"),
+            Opt::int("mtu"),
+            Opt::bool("firewall"),
+            Opt::int("queues"),
+            Opt::bool("link_down"),
+        ])),
+        Opt::dict("cdrom").options(ArgSpec::new(vec![
+            Opt::str("slot").default("ide2"),
+            Opt::str("iso"),
+        ])),
+        Opt::list("boot", Type::Str),
+        Opt::bool("onboot"),
+        Opt::str("ostype"),
+        Opt::bool("agent"),
+        Opt::list("tags", Type::Str),
+        Opt::str("description"),
+        Opt::bool("protection"),
+        Opt::dict("agent_iso").options(ArgSpec::new(vec![
+            Opt::path("src").required(),
+            Opt::str("storage").required(),
+            Opt::str("filename"),
+        ])),
+        d(Opt::str("owner_tag"), "proxshift".into()),
+        d(Opt::bool("adopt"), false.into()),
+        d(Opt::bool("force"), false.into()),
+        d(
+            Opt::str("apply_pending").choices(&["none", "reboot"]),
+            "none".into(),
+        ),
+        d(Opt::bool("allow_overcommit"), false.into()),
+    ]
+}
+
+/// Per-operation timeouts in seconds.
+fn timeout_options() -> ArgSpec {
+    ArgSpec::new(vec![
+        Opt::int("create").default(600),
+        Opt::int("clone").default(1800),
+        Opt::int("config").default(300),
+        Opt::int("resize").default(300),
+        Opt::int("delete").default(600),
+        Opt::int("upload").default(1800),
+        Opt::int("stop").default(300),
+        Opt::int("reboot").default(600),
+        Opt::int("lock").default(300),
+    ])
+}
+
+/// Names of the per-VM options (what a `vms` item may set and what it inherits).
+pub fn vm_option_names() -> Vec<&'static str> {
+    vm_options(false).iter().map(|o| o.name).collect()
+}
+
+pub fn argument_spec() -> ArgSpec {
+    let mut opts = vm_options(true);
+    opts.push(Opt::list("vms", Type::Dict).options(ArgSpec::new(vm_options(false))));
+    opts.push(Opt::int("parallel").default(4));
+    opts.push(
+        Opt::dict("timeouts")
+            .options(timeout_options())
+            .default(serde_json::json!({})),
+    );
+    ArgSpec::new(opts)
+        .with(pve_client::connection_options())
+        .mutually_exclusive(&["vms", "name"])
+        .mutually_exclusive(&["vms", "vmid"])
+        .mutually_exclusive(&["node", "allowed_nodes"])
+        .required_one_of(&["name", "vmid", "vms"])
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CloneArgs {
+    #[serde(default)]
+    pub vmid: Option<u32>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "yes")]
+    pub full: bool,
+    #[serde(default)]
+    pub storage: Option<String>,
+    #[serde(default)]
+    pub format: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AgentIso {
+    pub src: std::path::PathBuf,
+    pub storage: String,
+    #[serde(default)]
+    pub filename: Option<String>,
+}
+
+/// One VM's options after merging a `vms` item over the shared defaults.
+#[derive(Debug, Clone, Deserialize)]
+pub struct VmArgs {
+    #[serde(default = "present")]
+    pub state: String,
+    #[serde(default)]
+    pub vmid: Option<u32>,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub allowed_nodes: Option<Vec<String>>,
+    #[serde(default = "hundred")]
+    pub memory_adjustment: u32,
+    #[serde(default)]
+    pub vmid_range: Option<Vec<u32>>,
+    #[serde(default)]
+    pub clone: Option<CloneArgs>,
+    #[serde(default)]
+    pub pool: Option<String>,
+    #[serde(default)]
+    pub agent_iso: Option<AgentIso>,
+    #[serde(default = "owner")]
+    pub owner_tag: String,
+    #[serde(default)]
+    pub adopt: bool,
+    #[serde(default)]
+    pub force: bool,
+    #[serde(default = "none")]
+    pub apply_pending: String,
+    #[serde(default)]
+    pub allow_overcommit: bool,
+    #[serde(flatten)]
+    pub spec: VmSpec,
+}
+
+fn present() -> String {
+    "present".into()
+}
+fn hundred() -> u32 {
+    100
+}
+fn owner() -> String {
+    "proxshift".into()
+}
+fn none() -> String {
+    "none".into()
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct Timeouts {
+    #[serde(default = "t600")]
+    pub create: u64,
+    #[serde(default = "t1800")]
+    pub clone: u64,
+    #[serde(default = "t300")]
+    pub config: u64,
+    #[serde(default = "t300")]
+    pub resize: u64,
+    #[serde(default = "t600")]
+    pub delete: u64,
+    #[serde(default = "t1800")]
+    pub upload: u64,
+    #[serde(default = "t300")]
+    pub stop: u64,
+    #[serde(default = "t600")]
+    pub reboot: u64,
+    #[serde(default = "t300")]
+    pub lock: u64,
+}
+
+fn t300() -> u64 {
+    300
+}
+fn t600() -> u64 {
+    600
+}
+fn t1800() -> u64 {
+    1800
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        serde_json::from_value(serde_json::json!({})).expect("defaults")
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Args {
+    #[serde(flatten)]
+    pub conn: ConnectionOptions,
+    #[serde(default)]
+    pub vms: Option<Vec<Value>>,
+    #[serde(default = "four")]
+    pub parallel: u32,
+    #[serde(default)]
+    pub timeouts: Option<Timeouts>,
+}
+
+fn four() -> u32 {
+    4
+}
+
+/// The VM option values of the top level (the shared defaults of `vms`).
+pub fn shared_defaults(params: &Map<String, Value>) -> Map<String, Value> {
+    vm_option_names()
+        .into_iter()
+        .filter_map(|k| params.get(k).map(|v| (k.to_string(), v.clone())))
+        .collect()
+}
+
+/// A `vms` item over the shared defaults: set keys of the item win, whole values (dicts are not merged).
+pub fn merge_item(defaults: &Map<String, Value>, item: &Value) -> Map<String, Value> {
+    let mut m = defaults.clone();
+    if let Value::Object(it) = item {
+        for (k, v) in it {
+            if !v.is_null() {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    m
+}
+
+pub fn vm_args(m: Map<String, Value>) -> Result<VmArgs, String> {
+    serde_json::from_value(Value::Object(m)).map_err(|e| format!("invalid VM options: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn items_inherit_shared_defaults_and_override_them() {
+        let top = json!({"cpu": "host", "memory": 16384, "state": "present", "cores": 4,
+                         "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "120G"}],
+                         "api_host": "x"});
+        let defaults = shared_defaults(top.as_object().unwrap());
+        assert!(!defaults.contains_key("api_host"));
+        let item = json!({"name": "worker-0", "cores": 2, "memory": null});
+        let a = vm_args(merge_item(&defaults, &item)).unwrap();
+        assert_eq!(a.spec.name.as_deref(), Some("worker-0"));
+        assert_eq!(a.spec.cores, Some(2));
+        assert_eq!(a.spec.memory, Some(16384));
+        assert_eq!(a.spec.disks.unwrap()[0].size, "120G");
+        assert_eq!(a.owner_tag, "proxshift");
+    }
+
+    #[test]
+    fn timeouts_default() {
+        let t = Timeouts::default();
+        assert_eq!((t.create, t.clone, t.lock), (600, 1800, 300));
+    }
+}

@@ -1,0 +1,558 @@
+//! proxmox_vm against the in-process Proxmox simulator: the module body runs through
+//! `ansible_module::execute` exactly as the binary does, and the simulator's request log shows what
+//! went over the wire (check mode must send no write).
+
+use pvesim::{Config, Fault, SimHandle, Simulator};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
+
+fn sim() -> SimHandle {
+    Simulator::start(Config::default()).expect("simulator starts")
+}
+
+fn run_mode(sim: &SimHandle, args: &Value, check: bool) -> Value {
+    let mut a = args.clone();
+    a["api_host"] = json!(sim.url());
+    a["api_token_id"] = json!("root@pam!pvesim");
+    a["api_token_secret"] = json!(TOKEN);
+    a["_ansible_check_mode"] = json!(check);
+    a["_ansible_diff"] = json!(true);
+    // Tests must not wait on real backoff for long.
+    let (r, _) = ansible_module::execute(
+        &a.to_string(),
+        "proxmox_vm",
+        &proxmox_vm::argument_spec(),
+        proxmox_vm::run,
+    );
+    assert!(!r.to_string().contains(TOKEN), "secret leaked: {r}");
+    r
+}
+
+fn run(sim: &SimHandle, args: &Value) -> Value {
+    run_mode(sim, args, false)
+}
+
+fn ok(r: &Value) -> &Value {
+    assert!(r.get("failed").is_none(), "unexpected failure: {r:#}");
+    r
+}
+
+fn failed(r: &Value) -> String {
+    assert_eq!(r["failed"], json!(true), "expected a failure: {r:#}");
+    r["msg"].as_str().unwrap_or_default().to_string()
+}
+
+/// An SNO-sized UEFI node on pve1.
+fn sno() -> Value {
+    json!({
+        "name": "sno-0",
+        "node": "pve1",
+        "vmid_range": [4100, 4199],
+        "cores": 8,
+        "memory": 16384,
+        "balloon": 0,
+        "bios": "ovmf",
+        "machine": "q35",
+        "efidisk": {"storage": "local-lvm"},
+        "scsihw": "virtio-scsi-single",
+        "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "120G", "ssd": true,
+                   "iothread": true, "discard": true, "serial": "sno-root"}],
+        "nics": [{"slot": "net0", "bridge": "vmbr0", "vlan": 20, "mac": "bc:24:11:00:41:00"}],
+        "cdrom": {"iso": "local:iso/agent.x86_64.iso"},
+        "boot": ["scsi0", "ide2"],
+        "ostype": "l26",
+        "onboot": true,
+        "agent": true,
+        "tags": ["ocp-sno"],
+        "owner_tag": "ocp-sno-owned",
+    })
+}
+
+fn writes(sim: &SimHandle) -> Vec<(String, String)> {
+    sim.writes()
+        .into_iter()
+        .map(|w| (w.method, w.path))
+        .collect()
+}
+
+#[test]
+fn create_rerun_change_check_and_diff() {
+    let sim = sim();
+    let r = run(&sim, &sno());
+    ok(&r);
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["created"], json!(true));
+    assert_eq!(r["vmid"], json!(4100));
+    assert_eq!(r["node"], json!("pve1"));
+    assert_eq!(r["mac_addresses"]["net0"], json!("BC:24:11:00:41:00"));
+    let conf = sim.vm_config(4100).expect("VM exists");
+    assert_eq!(conf["cpu"], "host");
+    assert!(conf["efidisk0"].contains("efitype=4m"), "{conf:?}");
+    assert!(conf["scsi0"].contains("size=120G"), "{conf:?}");
+    assert_eq!(conf["tags"], "ocp-sno;ocp-sno-owned");
+
+    // Rerun: nothing to do, nothing written.
+    sim.clear_requests();
+    let r = run(&sim, &sno());
+    ok(&r);
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+
+    // Check mode with a change: reported, not written.
+    let mut bigger = sno();
+    bigger["memory"] = json!(32768);
+    bigger["disks"][0]["size"] = json!("150G");
+    let r = run_mode(&sim, &bigger, true);
+    ok(&r);
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["changed_keys"], json!(["memory", "scsi0"]));
+    assert_eq!(r["diff"]["before"]["memory"], json!("16384"));
+    assert_eq!(r["diff"]["after"]["memory"], json!("32768"));
+    assert!(
+        writes(&sim).is_empty(),
+        "check mode wrote: {:?}",
+        writes(&sim)
+    );
+
+    // Change one thing: only that is sent.
+    let mut more_mem = sno();
+    more_mem["memory"] = json!(32768);
+    let r = run(&sim, &more_mem);
+    ok(&r);
+    assert_eq!(r["changed_keys"], json!(["memory"]));
+    let w = sim.writes();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].path, "/nodes/pve1/qemu/4100/config");
+    // The log merges URI parameters (node, vmid) into the params, as PVE does.
+    let keys: Vec<&String> = w[0]
+        .params
+        .keys()
+        .filter(|k| !["digest", "node", "vmid"].contains(&k.as_str()))
+        .collect();
+    assert_eq!(keys, vec!["memory"]);
+
+    // Grow the disk: a resize, nothing else.
+    sim.clear_requests();
+    let r = run(&sim, &bigger);
+    ok(&r);
+    assert_eq!(r["changed_keys"], json!(["scsi0"]));
+    assert_eq!(
+        writes(&sim),
+        vec![(
+            "PUT".to_string(),
+            "/nodes/pve1/qemu/4100/resize".to_string()
+        )]
+    );
+    assert!(sim.vm_config(4100).unwrap()["scsi0"].contains("size=150G"));
+
+    // Change the NIC's VLAN: the fixed MAC stays.
+    let mut vlan = bigger.clone();
+    vlan["nics"][0]["vlan"] = json!(30);
+    let r = run(&sim, &vlan);
+    ok(&r);
+    assert_eq!(r["changed_keys"], json!(["net0"]));
+    assert_eq!(
+        sim.vm_config(4100).unwrap()["net0"],
+        "virtio=BC:24:11:00:41:00,bridge=vmbr0,tag=30"
+    );
+}
+
+#[test]
+fn clone_with_fixed_macs_never_twice() {
+    let sim = sim();
+    let args = json!({
+        "name": "ocp-m0",
+        "clone": {"name": "rhcos-template", "storage": "local-lvm"},
+        "node": "pve1",
+        "cores": 4,
+        "memory": 16384,
+        "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "120G", "iothread": true}],
+        "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:50:01"}],
+        "owner_tag": "ocp1",
+    });
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["cloned"], json!(true));
+    let id = r["vmid"].as_u64().unwrap() as u32;
+    let conf = sim.vm_config(id).unwrap();
+    assert_eq!(conf["net0"], "virtio=BC:24:11:00:50:01,bridge=vmbr0");
+    assert!(conf["scsi0"].contains("size=120G"), "{conf:?}");
+    assert_eq!(conf["cores"], "4");
+    assert!(conf["tags"].contains("ocp1"));
+    assert_eq!(r["mac_addresses"]["net0"], json!("BC:24:11:00:50:01"));
+
+    sim.clear_requests();
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert_eq!(r["vmid"], json!(id));
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+}
+
+#[test]
+fn agent_iso_is_uploaded_once_and_attached() {
+    let sim = sim();
+    let dir = std::env::temp_dir().join(format!("proxmox-vm-iso-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let iso = dir.join("agent.x86_64.iso");
+    std::fs::write(&iso, vec![7u8; 4096]).unwrap();
+    let mut args = sno();
+    args["cdrom"] = json!({"slot": "ide2"});
+    args["agent_iso"] = json!({"src": iso.to_string_lossy(), "storage": "local"});
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["iso_uploaded"], json!(true));
+    let volid = r["iso_volid"].as_str().unwrap().to_string();
+    assert!(
+        volid.starts_with("local:iso/agent.x86_64-") && volid.ends_with(".iso"),
+        "{volid}"
+    );
+    let id = r["vmid"].as_u64().unwrap() as u32;
+    assert_eq!(
+        sim.vm_config(id).unwrap()["ide2"],
+        format!("{volid},media=cdrom")
+    );
+
+    sim.clear_requests();
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert_eq!(r["iso_uploaded"], json!(false));
+    assert!(writes(&sim).is_empty());
+
+    // A different ISO: new content-addressed name, uploaded and swapped in.
+    std::fs::write(&iso, vec![8u8; 4096]).unwrap();
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["iso_uploaded"], json!(true));
+    assert_ne!(r["iso_volid"].as_str().unwrap(), volid);
+    assert!(r["changed_keys"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("ide2")));
+
+    // lvmthin cannot hold ISOs: a clear error before any upload.
+    args["agent_iso"]["storage"] = json!("local-lvm");
+    let msg = failed(&run(&sim, &args));
+    assert!(msg.contains("cannot hold ISO images"), "{msg}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pending_changes_on_a_running_vm() {
+    let sim = sim();
+    let r = run(&sim, &sno());
+    ok(&r);
+    let client = client_for(&sim);
+    client
+        .vm_action(
+            "pve1",
+            4100,
+            "start",
+            &pve_client::Params::new(),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
+    let mut more = sno();
+    more["cores"] = json!(12);
+    let r = run(&sim, &more);
+    ok(&r);
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["reboot_required"], json!(true), "{r:#}");
+    assert_eq!(r["pending_keys"], json!(["cores"]));
+    // Nothing new to send, still pending.
+    let r = run(&sim, &more);
+    ok(&r);
+    assert_eq!(r["changed"], json!(false));
+    assert_eq!(r["reboot_required"], json!(true));
+    // Ask for it to be applied.
+    more["apply_pending"] = json!("reboot");
+    let r = run(&sim, &more);
+    ok(&r);
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["reboot_required"], json!(false), "{r:#}");
+}
+
+fn client_for(sim: &SimHandle) -> pve_client::Client {
+    let mut o = pve_client::ConnectionOptions::new(sim.url());
+    o.api_token_id = Some("root@pam!pvesim".into());
+    o.api_token_secret = Some(TOKEN.into());
+    pve_client::Client::new(&o).unwrap()
+}
+
+#[test]
+fn vms_list_is_placed_deterministically_in_parallel() {
+    let sim = sim();
+    let args = json!({
+        "allowed_nodes": ["pve1", "pve2", "pve3"],
+        "vmid_range": [5000, 5099],
+        "memory": 16384,
+        "cores": 4,
+        "disks": [{"slot": "scsi0", "storage": "nfs-shared", "size": "100G"}],
+        "owner_tag": "ocp-ha",
+        "parallel": 3,
+        "vms": [
+            {"name": "ha-m0", "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:60:00"}]},
+            {"name": "ha-m1", "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:60:01"}]},
+            {"name": "ha-m2", "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:60:02"}]},
+            {"name": "ha-w0", "memory": 8192},
+        ],
+    });
+    let r = run(&sim, &args);
+    ok(&r);
+    let vms = r["vms"].as_array().unwrap();
+    let placed: Vec<(&str, &str, u64)> = vms
+        .iter()
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap(),
+                v["node"].as_str().unwrap(),
+                v["vmid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // No cluster VM anywhere yet: pve2 has the most reservable memory, then pve1, then pve3;
+    // the fourth goes round again.
+    assert_eq!(
+        placed,
+        vec![
+            ("ha-m0", "pve2", 5000),
+            ("ha-m1", "pve1", 5001),
+            ("ha-m2", "pve3", 5002),
+            ("ha-w0", "pve2", 5003)
+        ]
+    );
+    assert_eq!(r["summary"], json!({"total": 4, "changed": 4, "failed": 0}));
+    assert_eq!(sim.vm_config(5003).unwrap()["memory"], "8192");
+
+    // One bad VM does not hide the others.
+    let mut bad = args.clone();
+    bad["vms"][1]["disks"] = json!([{"slot": "scsi0", "storage": "nope", "size": "10G"}]);
+    bad["vms"][3]["memory"] = json!(16384);
+    let r = run(&sim, &bad);
+    let msg = failed(&r);
+    assert!(msg.contains("1 of 4 VMs failed"), "{msg}");
+    let vms = r["vms"].as_array().unwrap();
+    assert_eq!(vms[1]["failed"], json!(true));
+    assert_eq!(vms[3]["changed"], json!(true));
+    assert_eq!(vms[0]["changed"], json!(false));
+}
+
+#[test]
+fn absent_with_and_without_force_and_unowned_refusal() {
+    let sim = sim();
+    ok(&run(&sim, &sno()));
+    let client = client_for(&sim);
+    client
+        .vm_action(
+            "pve1",
+            4100,
+            "start",
+            &pve_client::Params::new(),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
+    let absent = json!({"name": "sno-0", "state": "absent", "owner_tag": "ocp-sno-owned"});
+    sim.clear_requests();
+    let msg = failed(&run(&sim, &absent));
+    assert!(msg.contains("is running; set force: true"), "{msg}");
+    assert!(writes(&sim).is_empty());
+    let r = run_mode(
+        &sim,
+        &json!({"name": "sno-0", "state": "absent", "force": true, "owner_tag": "ocp-sno-owned"}),
+        true,
+    );
+    assert_eq!(ok(&r)["changed"], json!(true));
+    assert!(writes(&sim).is_empty());
+    let r = run(
+        &sim,
+        &json!({"name": "sno-0", "state": "absent", "force": true, "owner_tag": "ocp-sno-owned"}),
+    );
+    ok(&r);
+    assert_eq!(r["deleted"], json!(true));
+    assert!(sim.vm_config(4100).is_none());
+    let destroy = sim
+        .writes()
+        .into_iter()
+        .find(|w| w.method == "DELETE")
+        .unwrap();
+    assert_eq!(destroy.params.get("purge").map(String::as_str), Some("1"));
+    assert_eq!(
+        destroy
+            .params
+            .get("destroy-unreferenced-disks")
+            .map(String::as_str),
+        Some("1")
+    );
+    // Gone already: no change.
+    let r = run(&sim, &absent);
+    assert_eq!(ok(&r)["changed"], json!(false));
+
+    // bastion (vmid 100) was not made by us.
+    sim.clear_requests();
+    let msg = failed(&run(&sim, &json!({"vmid": 100, "memory": 4096})));
+    assert!(
+        msg.contains("does not carry the ownership tag 'proxshift'") && msg.contains("adopt: true"),
+        "{msg}"
+    );
+    let msg = failed(&run(
+        &sim,
+        &json!({"vmid": 100, "state": "absent", "force": true}),
+    ));
+    assert!(msg.contains("refusing to delete"), "{msg}");
+    assert!(writes(&sim).is_empty());
+    let r = run(&sim, &json!({"vmid": 100, "memory": 4096, "adopt": true}));
+    ok(&r);
+    assert!(sim.vm_config(100).unwrap()["tags"].contains("proxshift"));
+}
+
+#[test]
+fn identity_and_format_errors_are_clear_and_write_nothing() {
+    let sim = sim();
+    let mut a = sno();
+    a["disks"][0]["format"] = json!("qcow2");
+    let msg = failed(&run(&sim, &a));
+    assert!(
+        msg.contains(
+            "disk scsi0: format 'qcow2' is not supported on storage 'local-lvm' (type lvmthin"
+        ),
+        "{msg}"
+    );
+    assert!(writes(&sim).is_empty());
+    // Two VMs with one name.
+    ok(&run(
+        &sim,
+        &json!({"name": "dup", "vmid": 4300, "node": "pve1", "memory": 512}),
+    ));
+    ok(&run(
+        &sim,
+        &json!({"name": "dup-x", "vmid": 4301, "node": "pve2", "memory": 512}),
+    ));
+    let client = client_for(&sim);
+    client
+        .update_config(
+            "pve2",
+            4301,
+            &pve_client::Params::new().set("name", "dup"),
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap();
+    let msg = failed(&run(&sim, &json!({"name": "dup", "memory": 1024})));
+    assert!(
+        msg.contains("matches 2 VMs: 4300 on pve1, 4301 on pve2"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn faults_give_clear_errors_and_reruns_converge() {
+    let sim = sim();
+    // A failing create task: error with the task's exit status; nothing left behind; rerun works.
+    sim.inject(Fault::FailTasks {
+        kind: "qmcreate".into(),
+        vmid: None,
+        count: 1,
+        message: "unable to create VM 4100 - lvcreate failed".into(),
+    })
+    .unwrap();
+    let msg = failed(&run(&sim, &sno()));
+    assert!(msg.contains("lvcreate failed"), "{msg}");
+    assert!(sim.vm_config(4100).is_none());
+    ok(&run(&sim, &sno()));
+
+    // A lock timeout and a 503 are retried.
+    sim.inject(Fault::HttpError {
+        path: "/nodes/pve1/qemu/4100/config".into(),
+        method: Some("POST".into()),
+        status: 500,
+        message: Some(
+            "can't lock file '/var/lock/qemu-server/lock-4100.conf' - got timeout".into(),
+        ),
+        count: 1,
+    })
+    .unwrap();
+    sim.inject(Fault::HttpError {
+        path: "/cluster/resources".into(),
+        method: None,
+        status: 503,
+        message: Some("Service Unavailable".into()),
+        count: 1,
+    })
+    .unwrap();
+    let mut more = sno();
+    more["cores"] = json!(10);
+    let r = run(&sim, &more);
+    ok(&r);
+    assert_eq!(sim.vm_config(4100).unwrap()["cores"], "10");
+
+    // A stale lock that never clears: the wait times out naming the lock.
+    sim.inject(Fault::StaleLock {
+        vmid: 4100,
+        lock: "backup".into(),
+    })
+    .unwrap();
+    more["cores"] = json!(12);
+    more["timeouts"] = json!({"lock": 1});
+    let msg = failed(&run(&sim, &more));
+    assert!(msg.contains("locked (backup)"), "{msg}");
+
+    // An offline node: named as such, not "VM missing".
+    sim.inject(Fault::NodeOffline {
+        node: "pve1".into(),
+        offline: true,
+    })
+    .unwrap();
+    let msg = failed(&run(&sim, &more));
+    assert!(
+        msg.contains("'pve1' is offline or unreachable") && msg.contains("595"),
+        "{msg}"
+    );
+    let msg = failed(&run(
+        &sim,
+        &json!({"name": "new-on-pve1", "node": "pve1", "memory": 1024}),
+    ));
+    assert!(msg.contains("node 'pve1' is offline"), "{msg}");
+
+    // A full storage: refused before allocating.
+    sim.inject(Fault::FillStorage {
+        node: "pve2".into(),
+        storage: "local-lvm".into(),
+        free: 0,
+    })
+    .unwrap();
+    let mut full = sno();
+    full["name"] = json!("sno-1");
+    full["node"] = json!("pve2");
+    full["nics"][0]["mac"] = json!("BC:24:11:00:41:01");
+    let msg = failed(&run(&sim, &full));
+    assert!(
+        msg.contains("storage 'local-lvm' on node 'pve2' has 0.0 GiB free"),
+        "{msg}"
+    );
+    full["allow_overcommit"] = json!(true);
+    let r = run_mode(&sim, &full, true);
+    ok(&r);
+    assert!(
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("allowed by allow_overcommit"),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn check_mode_create_writes_nothing_and_predicts() {
+    let sim = sim();
+    let r = run_mode(&sim, &sno(), true);
+    ok(&r);
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["vmid"], json!(4100));
+    assert!(r["changed_keys"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("efidisk0")));
+    assert!(writes(&sim).is_empty());
+    assert!(sim.vm_config(4100).is_none());
+}

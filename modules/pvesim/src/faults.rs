@@ -1,0 +1,263 @@
+//! Fault injection: the same `Fault` values come from the scenario file, the admin API
+//! (`POST /_pvesim/faults`) and `SimHandle::inject`.
+
+use serde::{Deserialize, Serialize};
+
+fn one() -> u32 {
+    1
+}
+
+/// One fault. JSON/YAML form: `{"fail_tasks": {"type": "qmclone", "count": 1, "message": "…"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// The next `count` tasks of `type` (e.g. `qmclone`, `qmstart`, `*` for any), optionally
+    /// only for `vmid`, end with `TASK ERROR: <message>`.
+    FailTasks {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        vmid: Option<u32>,
+        #[serde(default = "one")]
+        count: u32,
+        message: String,
+    },
+    /// The next `count` requests whose API path (after `/api2/json`) starts with `path`
+    /// (and whose method matches, if given) answer `status` with `message`.
+    HttpError {
+        path: String,
+        #[serde(default)]
+        method: Option<String>,
+        status: u16,
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default = "one")]
+        count: u32,
+    },
+    /// Adds `ms` milliseconds to every request whose API path starts with `path`
+    /// (default: all). `count` 0 = forever.
+    Latency {
+        #[serde(default)]
+        path: Option<String>,
+        ms: u64,
+        #[serde(default)]
+        count: u32,
+    },
+    /// Node online state (offline: its proxied calls answer 595).
+    NodeOffline {
+        node: String,
+        #[serde(default = "yes")]
+        offline: bool,
+    },
+    /// Leaves a config `lock` on a VM, as a crashed task would.
+    StaleLock {
+        vmid: u32,
+        #[serde(default = "backup")]
+        lock: String,
+    },
+    /// Holds the VM's config file lock (flock) for `seconds` of simulated time.
+    HoldFileLock { vmid: u32, seconds: f64 },
+    /// Leaves only `free` bytes (default 0) on a storage.
+    FillStorage {
+        node: String,
+        storage: String,
+        #[serde(default)]
+        free: u64,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+fn backup() -> String {
+    "backup".into()
+}
+
+/// A scenario file: a list of faults applied at start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+}
+
+impl Scenario {
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read scenario {}: {e}", path.display()))?;
+        Scenario::from_yaml(&text)
+    }
+
+    /// YAML or JSON. Goes through a JSON value so faults are plain maps
+    /// (`- node_offline: {node: pve3}`), not YAML tags.
+    pub fn from_yaml(text: &str) -> Result<Scenario, String> {
+        let v: serde_json::Value =
+            serde_yaml_ng::from_str(text).map_err(|e| format!("invalid scenario: {e}"))?;
+        serde_json::from_value(v).map_err(|e| format!("invalid scenario: {e}"))
+    }
+}
+
+/// Armed request/task faults (state faults are applied directly to the state).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Faults {
+    pub armed: Vec<Fault>,
+}
+
+impl Faults {
+    /// Consumes one matching task failure.
+    pub fn take_task_failure(&mut self, kind: &str, vmid: Option<u32>) -> Option<String> {
+        let idx = self.armed.iter().position(|f| match f {
+            Fault::FailTasks {
+                kind: k,
+                vmid: v,
+                count,
+                ..
+            } => *count > 0 && (k == "*" || k == kind) && (v.is_none() || *v == vmid),
+            _ => false,
+        })?;
+        let msg = match &mut self.armed[idx] {
+            Fault::FailTasks { count, message, .. } => {
+                *count -= 1;
+                message.clone()
+            }
+            _ => unreachable!(),
+        };
+        self.gc();
+        Some(msg)
+    }
+
+    /// Consumes one matching HTTP error.
+    pub fn take_http_error(&mut self, method: &str, path: &str) -> Option<(u16, String)> {
+        let idx = self.armed.iter().position(|f| match f {
+            Fault::HttpError {
+                path: p,
+                method: m,
+                count,
+                ..
+            } => {
+                *count > 0
+                    && path.starts_with(p.as_str())
+                    && m.as_deref()
+                        .map(|m| m.eq_ignore_ascii_case(method))
+                        .unwrap_or(true)
+            }
+            _ => false,
+        })?;
+        let out = match &mut self.armed[idx] {
+            Fault::HttpError {
+                status,
+                message,
+                count,
+                ..
+            } => {
+                *count -= 1;
+                (
+                    *status,
+                    message
+                        .clone()
+                        .unwrap_or_else(|| format!("injected HTTP {status}")),
+                )
+            }
+            _ => unreachable!(),
+        };
+        self.gc();
+        Some(out)
+    }
+
+    /// Total latency to add for a request (consumes counted latency faults).
+    pub fn take_latency(&mut self, path: &str) -> u64 {
+        let mut total = 0;
+        for f in &mut self.armed {
+            if let Fault::Latency { path: p, ms, count } = f {
+                let hit = p.as_deref().map(|p| path.starts_with(p)).unwrap_or(true);
+                if hit {
+                    total += *ms;
+                    if *count == 1 {
+                        *count = u32::MAX; // mark spent
+                    } else if *count > 1 {
+                        *count -= 1;
+                    }
+                }
+            }
+        }
+        self.armed.retain(|f| {
+            !matches!(
+                f,
+                Fault::Latency {
+                    count: u32::MAX,
+                    ..
+                }
+            )
+        });
+        total
+    }
+
+    fn gc(&mut self) {
+        self.armed.retain(|f| {
+            !matches!(
+                f,
+                Fault::FailTasks { count: 0, .. } | Fault::HttpError { count: 0, .. }
+            )
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_failures_are_counted() {
+        let mut f = Faults::default();
+        f.armed.push(Fault::FailTasks {
+            kind: "qmclone".into(),
+            vmid: None,
+            count: 2,
+            message: "boom".into(),
+        });
+        assert_eq!(f.take_task_failure("qmstart", Some(1)), None);
+        assert_eq!(
+            f.take_task_failure("qmclone", Some(1)).as_deref(),
+            Some("boom")
+        );
+        assert_eq!(
+            f.take_task_failure("qmclone", Some(2)).as_deref(),
+            Some("boom")
+        );
+        assert_eq!(f.take_task_failure("qmclone", Some(3)), None);
+        assert!(f.armed.is_empty());
+    }
+
+    #[test]
+    fn scenario_yaml_parses() {
+        let s = Scenario::from_yaml(
+            "faults:\n  - fail_tasks: {type: qmstart, message: 'start failed: x'}\n  - http_error: {path: /cluster/nextid, status: 500, count: 2}\n  - node_offline: {node: pve3}\n",
+        )
+        .unwrap();
+        assert_eq!(s.faults.len(), 3);
+        let mut f = Faults {
+            armed: s.faults.clone(),
+        };
+        assert_eq!(f.take_http_error("GET", "/cluster/nextid").unwrap().0, 500);
+        assert!(f.take_http_error("GET", "/cluster/nextid").is_some());
+        assert!(f.take_http_error("GET", "/cluster/nextid").is_none());
+    }
+
+    #[test]
+    fn latency_count() {
+        let mut f = Faults::default();
+        f.armed.push(Fault::Latency {
+            path: None,
+            ms: 5,
+            count: 1,
+        });
+        f.armed.push(Fault::Latency {
+            path: Some("/nodes".into()),
+            ms: 7,
+            count: 0,
+        });
+        assert_eq!(f.take_latency("/nodes/x"), 12);
+        assert_eq!(f.take_latency("/nodes/x"), 7);
+        assert_eq!(f.take_latency("/version"), 0);
+    }
+}

@@ -1,0 +1,226 @@
+//! `/version`, `/cluster/*`, `/nodes`, `/nodes/{node}/status`.
+
+use serde_json::{json, Value};
+
+use crate::error::{ApiError, ApiResult};
+use crate::model::RunState;
+use crate::server::Ctx;
+use crate::sim::Sim;
+use crate::vmconfig::{is_cdrom, is_drive_key, parse_drive, split_volid};
+
+pub fn version(ctx: &mut Ctx) -> ApiResult<Value> {
+    let v = &ctx.sim.cluster.version;
+    let release: String = v.split('.').take(2).collect::<Vec<_>>().join(".");
+    Ok(
+        json!({"version": v, "release": release, "repoid": "b5b5e27f1d43a2c9", "console": "xtermjs"}),
+    )
+}
+
+pub fn nextid(ctx: &mut Ctx) -> ApiResult<Value> {
+    if let Some(id) = ctx.num("vmid") {
+        if ctx.sim.vms.contains_key(&(id as u32)) {
+            return Err(ApiError::param("vmid", format!("VM {id} already exists")));
+        }
+        return Ok(json!(id.to_string()));
+    }
+    let lower = ctx.sim.cluster.nextid_lower.max(100);
+    let upper = 1_000_000u32;
+    let id = (lower..upper)
+        .find(|i| !ctx.sim.vms.contains_key(i))
+        .ok_or_else(|| {
+            ApiError::die(format!(
+                "unable to get any free VMID in range [{lower}, {upper}]"
+            ))
+        })?;
+    // Real servers answer a string although the schema says integer.
+    Ok(json!(id.to_string()))
+}
+
+/// Sum of the sizes of a VM's disks (bytes).
+pub fn maxdisk(sim: &Sim, vmid: u32) -> u64 {
+    let Some(vm) = sim.vms.get(&vmid) else {
+        return 0;
+    };
+    vm.conf
+        .iter()
+        .filter(|(k, _)| is_drive_key(k) && !k.starts_with("unused"))
+        .filter_map(|(k, v)| {
+            let d = parse_drive(k, v);
+            if is_cdrom(&d) {
+                return None;
+            }
+            let (sid, name) = split_volid(d.get("file")?)?;
+            sim.storage(&vm.node, sid)?
+                .volumes
+                .get(name)
+                .map(|v| v.size)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn vm_mem(vm: &crate::model::Vm) -> u64 {
+    if vm.running() {
+        (vm.memory_mib() << 20) / 3
+    } else {
+        0
+    }
+}
+
+pub fn node_used_mem(sim: &Sim, node: &str) -> u64 {
+    (2u64 << 30)
+        + sim
+            .vms
+            .values()
+            .filter(|v| v.node == node)
+            .map(vm_mem)
+            .sum::<u64>()
+}
+
+pub fn resources(ctx: &mut Ctx) -> ApiResult<Value> {
+    let ty = ctx.opt("type");
+    let sim = &*ctx.sim;
+    let mut out = Vec::new();
+    let want = |t: &str| ty.as_deref().map(|x| x == t).unwrap_or(true);
+    if want("vm") {
+        for vm in sim.vms.values() {
+            if !sim
+                .access
+                .has(&ctx.who, &format!("/vms/{}", vm.vmid), "VM.Audit")
+            {
+                continue;
+            }
+            let online = sim.nodes.get(&vm.node).map(|n| n.online).unwrap_or(false);
+            let status = if !online {
+                "unknown"
+            } else if vm.running() {
+                "running"
+            } else {
+                "stopped"
+            };
+            let mut o = json!({
+                "id": format!("qemu/{}", vm.vmid),
+                "type": "qemu",
+                "node": vm.node,
+                "vmid": vm.vmid,
+                "name": vm.conf.get("name").cloned().unwrap_or_else(|| format!("VM {}", vm.vmid)),
+                "status": status,
+                "template": if vm.is_template() { 1 } else { 0 },
+                "maxmem": vm.memory_mib() << 20,
+                "mem": vm_mem(vm),
+                "maxcpu": vm.cpus(),
+                "cpu": 0,
+                "maxdisk": maxdisk(sim, vm.vmid),
+                "disk": 0,
+                "uptime": sim.uptime_secs(vm.started_at),
+                "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+            });
+            if let Some(t) = vm.conf.get("tags") {
+                o["tags"] = json!(t);
+            }
+            if let Some(l) = vm.lock() {
+                o["lock"] = json!(l);
+            }
+            if vm.ha {
+                o["hastate"] = json!(if vm.running() { "started" } else { "stopped" });
+            }
+            out.push(o);
+        }
+    }
+    if want("node") {
+        for n in sim.nodes.values() {
+            let mut o = json!({"id": format!("node/{}", n.name), "type": "node", "node": n.name,
+                "status": if n.online { "online" } else { "offline" }});
+            if n.online {
+                o["maxcpu"] = json!(n.cpus);
+                o["maxmem"] = json!(n.maxmem);
+                o["mem"] = json!(node_used_mem(sim, &n.name));
+                o["cpu"] = json!(0.02);
+                o["uptime"] = json!(sim.started_secs() + 86400);
+                o["level"] = json!("");
+                o["disk"] = json!(8u64 << 30);
+                o["maxdisk"] = json!(100u64 << 30);
+            }
+            out.push(o);
+        }
+    }
+    if want("storage") {
+        for n in sim.nodes.values() {
+            for sid in &n.storages {
+                let Some(st) = sim.storage(&n.name, sid) else {
+                    continue;
+                };
+                if !sim
+                    .access
+                    .has(&ctx.who, &format!("/storage/{sid}"), "Datastore.Audit")
+                    && !sim.access.has(
+                        &ctx.who,
+                        &format!("/storage/{sid}"),
+                        "Datastore.AllocateSpace",
+                    )
+                {
+                    continue;
+                }
+                out.push(json!({
+                    "id": format!("storage/{}/{}", n.name, sid),
+                    "type": "storage", "node": n.name, "storage": sid,
+                    "status": if n.online { "available" } else { "unknown" },
+                    "plugintype": st.kind,
+                    "content": st.content.iter().cloned().collect::<Vec<_>>().join(","),
+                    "shared": if st.shared { 1 } else { 0 },
+                    "disk": st.used(), "maxdisk": st.total,
+                }));
+            }
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+pub fn nodes(ctx: &mut Ctx) -> ApiResult<Value> {
+    let sim = &*ctx.sim;
+    let list = sim
+        .nodes
+        .values()
+        .map(|n| {
+            if !n.online {
+                return json!({"node": n.name, "status": "offline", "id": format!("node/{}", n.name), "type": "node"});
+            }
+            json!({
+                "node": n.name, "status": "online", "id": format!("node/{}", n.name), "type": "node",
+                "cpu": 0.02, "maxcpu": n.cpus, "mem": node_used_mem(sim, &n.name), "maxmem": n.maxmem,
+                "disk": 8u64 << 30, "maxdisk": 100u64 << 30, "uptime": sim.started_secs() + 86400,
+                "level": "", "ssl_fingerprint": "AB:CD:EF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC",
+            })
+        })
+        .collect();
+    Ok(Value::Array(list))
+}
+
+pub fn node_status(ctx: &mut Ctx) -> ApiResult<Value> {
+    let node = ctx.node();
+    let sim = &*ctx.sim;
+    let n = sim
+        .nodes
+        .get(&node)
+        .ok_or_else(|| ApiError::die(format!("no such node '{node}'")))?;
+    let used = node_used_mem(sim, &node).min(n.maxmem);
+    let running = sim
+        .vms
+        .values()
+        .filter(|v| v.node == node && v.state != RunState::Stopped)
+        .count();
+    Ok(json!({
+        "cpu": 0.02 + 0.01 * running as f64,
+        "cpuinfo": {"cpus": n.cpus, "cores": n.cpus / 2, "sockets": 1, "model": "pvesim virtual CPU", "mhz": "2400.000", "hvm": "1"},
+        "memory": {"total": n.maxmem, "used": used, "free": n.maxmem - used, "available": n.maxmem - used},
+        "swap": {"total": 0, "used": 0, "free": 0},
+        "rootfs": {"total": 100u64 << 30, "used": 8u64 << 30, "free": 92u64 << 30, "avail": 92u64 << 30},
+        "loadavg": ["0.10", "0.08", "0.05"],
+        "uptime": sim.started_secs() + 86400,
+        "pveversion": format!("pve-manager/{}/b5b5e27f1d43a2c9", sim.cluster.version),
+        "kversion": "Linux 6.14.8-2-pve #1 SMP PREEMPT_DYNAMIC PMX 6.14.8-2",
+        "boot-info": {"mode": "efi", "secureboot": 0},
+        "current-kernel": {"sysname": "Linux", "release": "6.14.8-2-pve", "machine": "x86_64"},
+        "idle": 0, "wait": 0,
+    }))
+}

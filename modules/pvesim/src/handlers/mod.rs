@@ -1,0 +1,73 @@
+//! Endpoint handlers, one file per API area.
+
+mod access;
+mod cluster;
+mod qemu;
+mod storage;
+mod tasks;
+
+use crate::error::{ApiError, ApiResult};
+use crate::server::{Ctx, Reply};
+
+/// Routes a validated, authenticated request to its handler.
+pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
+    let (m, p) = (ctx.def.method.as_str(), ctx.def.path.as_str());
+    let r = match (m, p) {
+        ("GET", "/version") => cluster::version(ctx),
+        ("GET", "/cluster/nextid") => cluster::nextid(ctx),
+        ("GET", "/cluster/resources") => cluster::resources(ctx),
+        ("GET", "/nodes") => cluster::nodes(ctx),
+        ("GET", "/nodes/{node}/status") => cluster::node_status(ctx),
+
+        ("POST", "/access/ticket") => access::ticket(ctx),
+        ("GET", "/access/users") => access::users(ctx),
+        ("GET", "/access/users/{userid}/token") => access::token_list(ctx),
+        ("GET", "/access/users/{userid}/token/{tokenid}") => access::token_get(ctx),
+        ("POST", "/access/users/{userid}/token/{tokenid}") => access::token_create(ctx),
+        ("PUT", "/access/users/{userid}/token/{tokenid}") => access::token_update(ctx),
+        ("DELETE", "/access/users/{userid}/token/{tokenid}") => access::token_delete(ctx),
+        ("GET", "/access/roles") => access::roles(ctx),
+        ("POST", "/access/roles") => access::role_create(ctx),
+        ("GET", "/access/roles/{roleid}") => access::role_get(ctx),
+        ("PUT", "/access/roles/{roleid}") => access::role_update(ctx),
+        ("DELETE", "/access/roles/{roleid}") => access::role_delete(ctx),
+        ("GET", "/access/acl") => access::acl_list(ctx),
+        ("PUT", "/access/acl") => access::acl_update(ctx),
+        ("GET", "/access/permissions") => access::permissions(ctx),
+
+        ("GET", "/nodes/{node}/qemu") => qemu::list(ctx),
+        ("POST", "/nodes/{node}/qemu") => qemu::create(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}") => qemu::index(ctx),
+        ("DELETE", "/nodes/{node}/qemu/{vmid}") => qemu::destroy(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/config") => qemu::config_get(ctx),
+        ("POST", "/nodes/{node}/qemu/{vmid}/config") => qemu::config_update(ctx, true),
+        ("PUT", "/nodes/{node}/qemu/{vmid}/config") => qemu::config_update(ctx, false),
+        ("GET", "/nodes/{node}/qemu/{vmid}/pending") => qemu::pending(ctx),
+        ("PUT", "/nodes/{node}/qemu/{vmid}/resize") => qemu::resize(ctx),
+        ("POST", "/nodes/{node}/qemu/{vmid}/clone") => qemu::clone(ctx),
+        ("POST", "/nodes/{node}/qemu/{vmid}/template") => qemu::template(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/status") => qemu::status_index(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/status/current") => qemu::status_current(ctx),
+        ("POST", p) if p.starts_with("/nodes/{node}/qemu/{vmid}/status/") => {
+            let action = p.rsplit('/').next().unwrap_or_default().to_string();
+            qemu::power(ctx, &action)
+        }
+        ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces") => {
+            qemu::agent_interfaces(ctx)
+        }
+        ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => qemu::agent_ping(ctx),
+
+        ("GET", "/nodes/{node}/tasks") => tasks::list(ctx),
+        ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),
+        ("GET", "/nodes/{node}/tasks/{upid}/log") => tasks::log(ctx),
+        ("DELETE", "/nodes/{node}/tasks/{upid}") => tasks::stop(ctx),
+
+        ("GET", "/nodes/{node}/storage") => storage::list(ctx),
+        ("GET", "/nodes/{node}/storage/{storage}/content") => storage::content(ctx),
+        ("POST", "/nodes/{node}/storage/{storage}/upload") => storage::upload(ctx),
+        _ => Err(ApiError::not_implemented(format!(
+            "Method '{m} {p}' not implemented"
+        ))),
+    };
+    r.map(Reply::from)
+}

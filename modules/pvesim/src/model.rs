@@ -1,0 +1,426 @@
+//! Seed format (YAML/JSON) and the simulator's runtime state.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Byte sizes in seeds: an integer (bytes) or a string with a K/M/G/T suffix (binary units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(transparent)]
+pub struct ByteSize(pub u64);
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(ByteSize(n)),
+            Raw::S(s) => parse_size(&s)
+                .map(ByteSize)
+                .ok_or_else(|| serde::de::Error::custom(format!("invalid size '{s}'"))),
+        }
+    }
+}
+
+/// Parses `64G`, `512M`, `1.5T`, `1024` (bytes) into bytes.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, unit) = match s.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&s[..i], c.to_ascii_uppercase()),
+        _ => (s, 'B'),
+    };
+    let mult: u64 = match unit {
+        'B' => 1,
+        'K' => 1 << 10,
+        'M' => 1 << 20,
+        'G' => 1 << 30,
+        'T' => 1 << 40,
+        _ => return None,
+    };
+    let n: f64 = num.trim().parse().ok()?;
+    if n < 0.0 {
+        return None;
+    }
+    Some((n * mult as f64).round() as u64)
+}
+
+/// Renders bytes the way qemu-server prints `size=` (largest exact unit).
+pub fn format_size(bytes: u64) -> String {
+    for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+        let m = 1u64 << shift;
+        if bytes >= m && bytes % m == 0 {
+            return format!("{}{}", bytes / m, unit);
+        }
+    }
+    bytes.to_string()
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_cpus() -> u32 {
+    16
+}
+fn default_maxmem() -> ByteSize {
+    ByteSize(64 << 30)
+}
+fn default_realm_user() -> String {
+    "root@pam".into()
+}
+
+/// The whole seed file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seed {
+    #[serde(default)]
+    pub cluster: ClusterSeed,
+    #[serde(default)]
+    pub nodes: Vec<NodeSeed>,
+    #[serde(default)]
+    pub vms: Vec<VmSeed>,
+    #[serde(default)]
+    pub users: Vec<UserSeed>,
+    #[serde(default)]
+    pub tokens: Vec<TokenSeed>,
+    #[serde(default)]
+    pub roles: Vec<RoleSeed>,
+    #[serde(default)]
+    pub acl: Vec<AclSeed>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSeed {
+    #[serde(default = "default_cluster_name")]
+    pub name: String,
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// Lowest id `/cluster/nextid` hands out.
+    #[serde(default = "default_nextid_lower")]
+    pub nextid_lower: u32,
+}
+
+fn default_cluster_name() -> String {
+    "pvesim".into()
+}
+fn default_version() -> String {
+    "9.2.11".into()
+}
+fn default_nextid_lower() -> u32 {
+    100
+}
+
+impl Default for ClusterSeed {
+    fn default() -> Self {
+        ClusterSeed {
+            name: default_cluster_name(),
+            version: default_version(),
+            nextid_lower: default_nextid_lower(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSeed {
+    pub name: String,
+    #[serde(default = "yes")]
+    pub online: bool,
+    #[serde(default = "default_cpus")]
+    pub cpus: u32,
+    #[serde(default = "default_maxmem")]
+    pub maxmem: ByteSize,
+    #[serde(default)]
+    pub storages: Vec<StorageSeed>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSeed {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Content types; defaults per storage type.
+    #[serde(default)]
+    pub content: Vec<String>,
+    pub size: ByteSize,
+    /// Free space; defaults to `size` minus the volumes it holds.
+    #[serde(default)]
+    pub free: Option<ByteSize>,
+    /// Shared storages (nfs, rbd, …) are one pool seen by every node that lists them.
+    #[serde(default)]
+    pub shared: Option<bool>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Existing files (ISOs, templates) on this storage.
+    #[serde(default)]
+    pub files: Vec<FileSeed>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSeed {
+    /// e.g. `iso/agent.x86_64.iso`
+    pub name: String,
+    #[serde(default = "default_file_size")]
+    pub size: ByteSize,
+}
+
+fn default_file_size() -> ByteSize {
+    ByteSize(1 << 30)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSeed {
+    pub vmid: u32,
+    pub node: String,
+    /// Raw config keys exactly as `GET config` returns them (`scsi0: local-lvm:vm-100-disk-0,size=32G`).
+    /// Volumes referenced here are created on their storages automatically.
+    #[serde(default)]
+    pub config: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub running: bool,
+    /// Guest-agent IPs per NIC (`net0: ["10.0.0.5/24"]`) reported by network-get-interfaces.
+    #[serde(default)]
+    pub agent_ips: BTreeMap<String, Vec<String>>,
+    /// Seconds (before time scaling) between start and the agent answering.
+    #[serde(default)]
+    pub agent_delay: Option<f64>,
+    /// The guest ignores ACPI shutdown requests (shutdown times out).
+    #[serde(default)]
+    pub ignore_shutdown: bool,
+    #[serde(default)]
+    pub ha: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserSeed {
+    pub userid: String,
+    #[serde(default)]
+    pub password: Option<String>,
+    #[serde(default = "yes")]
+    pub enable: bool,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub expire: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSeed {
+    #[serde(default = "default_realm_user")]
+    pub userid: String,
+    pub tokenid: String,
+    pub secret: String,
+    #[serde(default = "yes")]
+    pub privsep: bool,
+    #[serde(default)]
+    pub expire: u64,
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleSeed {
+    pub roleid: String,
+    pub privs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclSeed {
+    pub path: String,
+    pub role: String,
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Full token id `user@realm!name`.
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default = "yes")]
+    pub propagate: bool,
+}
+
+impl Seed {
+    pub fn from_yaml(text: &str) -> Result<Seed, String> {
+        serde_yaml_ng::from_str(text).map_err(|e| format!("invalid seed: {e}"))
+    }
+    pub fn from_file(path: &std::path::Path) -> Result<Seed, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read seed {}: {e}", path.display()))?;
+        // YAML is a superset of JSON, so one parser serves both.
+        Seed::from_yaml(&text)
+    }
+    /// The 3-node lab from `examples/lab.yaml`.
+    pub fn lab() -> Seed {
+        Seed::from_yaml(include_str!("../examples/lab.yaml")).expect("examples/lab.yaml is valid")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Runtime state
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: String,
+    pub online: bool,
+    pub cpus: u32,
+    pub maxmem: u64,
+    /// Storage ids configured on this node.
+    pub storages: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Volume {
+    /// Volume name without the storage prefix (`vm-101-disk-0`, `iso/x.iso`).
+    pub name: String,
+    pub size: u64,
+    pub format: String,
+    pub content: String,
+    pub vmid: Option<u32>,
+    pub ctime: u64,
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Storage {
+    pub id: String,
+    pub kind: String,
+    pub content: BTreeSet<String>,
+    pub shared: bool,
+    pub enabled: bool,
+    pub total: u64,
+    /// Space used by things other than tracked volumes (seeded "free" below size).
+    pub other_used: u64,
+    pub volumes: BTreeMap<String, Volume>,
+}
+
+impl Storage {
+    pub fn used(&self) -> u64 {
+        self.other_used + self.volumes.values().map(|v| v.size).sum::<u64>()
+    }
+    pub fn avail(&self) -> u64 {
+        self.total.saturating_sub(self.used())
+    }
+    pub fn is_file_based(&self) -> bool {
+        matches!(
+            self.kind.as_str(),
+            "dir" | "nfs" | "cifs" | "cephfs" | "btrfs" | "glusterfs"
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Stopped,
+    Running,
+    Paused,
+}
+
+#[derive(Debug, Clone)]
+pub struct Vm {
+    pub vmid: u32,
+    pub node: String,
+    /// The applied config (`current=1` view), keys sorted like the file.
+    pub conf: BTreeMap<String, String>,
+    /// `[PENDING]` values.
+    pub pending: BTreeMap<String, String>,
+    /// Keys pending deletion (value: force flag).
+    pub pending_delete: BTreeMap<String, bool>,
+    /// Parameters of a create/clone in progress, applied when its task finishes.
+    pub staged: BTreeMap<String, String>,
+    pub state: RunState,
+    pub started_at: Option<Instant>,
+    pub agent_ready_at: Option<Instant>,
+    pub agent_delay: Option<f64>,
+    pub agent_ips: BTreeMap<String, Vec<String>>,
+    pub ignore_shutdown: bool,
+    pub ha: bool,
+    /// Config file lock (flock) held until this instant by a running task or a fault.
+    pub flock_until: Option<Instant>,
+    pub pid: u32,
+}
+
+impl Vm {
+    pub fn is_template(&self) -> bool {
+        self.conf.get("template").map(|v| v == "1").unwrap_or(false)
+    }
+    pub fn lock(&self) -> Option<&str> {
+        self.conf.get("lock").map(|s| s.as_str())
+    }
+    pub fn running(&self) -> bool {
+        self.state != RunState::Stopped
+    }
+    /// The pending-applied view (`GET config` default).
+    pub fn effective_conf(&self) -> BTreeMap<String, String> {
+        let mut c = self.conf.clone();
+        for (k, v) in &self.pending {
+            c.insert(k.clone(), v.clone());
+        }
+        for k in self.pending_delete.keys() {
+            c.remove(k);
+        }
+        c
+    }
+    /// Memory in MiB from the `memory` property string (`[current=]N`).
+    pub fn memory_mib(&self) -> u64 {
+        memory_mib(self.conf.get("memory").map(|s| s.as_str()))
+    }
+    pub fn cpus(&self) -> u64 {
+        let n = |k: &str, d: u64| self.conf.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+        n("vcpus", n("cores", 1) * n("sockets", 1))
+    }
+}
+
+pub fn memory_mib(spec: Option<&str>) -> u64 {
+    spec.map(|s| s.trim_start_matches("current="))
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(512)
+}
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub userid: String,
+    pub password: Option<String>,
+    pub enable: bool,
+    pub groups: Vec<String>,
+    pub expire: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub userid: String,
+    pub tokenid: String,
+    pub secret: String,
+    pub privsep: bool,
+    pub expire: u64,
+    pub comment: Option<String>,
+}
+
+impl Token {
+    pub fn full_id(&self) -> String {
+        format!("{}!{}", self.userid, self.tokenid)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AclEntry {
+    pub path: String,
+    /// `user`, `group` or `token`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub ugid: String,
+    pub roleid: String,
+    pub propagate: bool,
+}

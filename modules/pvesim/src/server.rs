@@ -1,0 +1,572 @@
+//! HTTP(S) front end: transport rules, authentication, validation, dispatch, envelopes.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
+use hyper::{Request, Response, StatusCode};
+use serde_json::{json, Map, Value};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers;
+use crate::schema::{self, MethodDef, RouteMatch};
+use crate::sim::{RequestRecord, Sim};
+
+pub const API_PREFIX: &str = "/api2/json";
+pub const ADMIN_PREFIX: &str = "/_pvesim";
+/// pve-http-server's limit for non-upload bodies.
+const MAX_BODY: usize = 512 * 1024;
+
+pub struct Shared {
+    pub sim: Mutex<Sim>,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Sim> {
+        self.sim.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A file part of a multipart upload.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub filename: String,
+    pub data: Bytes,
+}
+
+/// Everything a handler sees.
+pub struct Ctx<'a> {
+    pub sim: &'a mut Sim,
+    pub who: Principal,
+    pub params: BTreeMap<String, Value>,
+    pub def: &'static MethodDef,
+    pub headers: &'a HeaderMap,
+    pub upload: Option<Upload>,
+    /// When the request first arrived (for lock-wait timeouts across retries).
+    pub arrived: Instant,
+}
+
+impl Ctx<'_> {
+    pub fn str(&self, k: &str) -> String {
+        self.params
+            .get(k)
+            .map(schema::value_str)
+            .unwrap_or_default()
+    }
+    pub fn opt(&self, k: &str) -> Option<String> {
+        self.params.get(k).map(schema::value_str)
+    }
+    pub fn flag(&self, k: &str) -> bool {
+        self.opt(k).map(|v| v == "1").unwrap_or(false)
+    }
+    pub fn flag_or(&self, k: &str, default: bool) -> bool {
+        self.opt(k).map(|v| v == "1").unwrap_or(default)
+    }
+    pub fn num(&self, k: &str) -> Option<u64> {
+        self.opt(k).and_then(|v| v.parse().ok())
+    }
+    pub fn vmid(&self) -> u32 {
+        self.num("vmid").unwrap_or(0) as u32
+    }
+    pub fn node(&self) -> String {
+        self.str("node")
+    }
+}
+
+/// Handler result: `data` plus optional extra top-level keys (`total`, `changes`).
+pub struct Reply {
+    pub data: Value,
+    pub extra: Map<String, Value>,
+}
+
+impl From<Value> for Reply {
+    fn from(data: Value) -> Reply {
+        Reply {
+            data,
+            extra: Map::new(),
+        }
+    }
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(status: u16, reason: Option<&str>, body: Vec<u8>, ctype: &str) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_str(ctype).unwrap());
+    r.headers_mut()
+        .insert("server", HeaderValue::from_static("pve-api-daemon/3.0"));
+    if let Some(reason) = reason {
+        // PVE puts the exception text in the reason phrase (first line only).
+        let line: String = reason
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .map(|c| {
+                if c.is_ascii() && !c.is_ascii_control() {
+                    c
+                } else {
+                    '?'
+                }
+            })
+            .collect();
+        if let Ok(rp) = hyper::ext::ReasonPhrase::try_from(line.into_bytes()) {
+            r.extensions_mut().insert(rp);
+        }
+    }
+    r
+}
+
+pub fn json_response(status: u16, v: &Value) -> Resp {
+    respond(
+        status,
+        None,
+        serde_json::to_vec(v).unwrap_or_default(),
+        "application/json;charset=UTF-8",
+    )
+}
+
+fn error_response(e: &ApiError, with_message: bool) -> Resp {
+    let mut body = json!({ "data": null });
+    if with_message {
+        let mut m = e.message.clone();
+        if !m.ends_with('\n') {
+            m.push('\n');
+        }
+        body["message"] = json!(m);
+    }
+    if let Some(errs) = &e.errors {
+        body["errors"] = json!(errs);
+    }
+    respond(
+        e.status,
+        Some(&e.message),
+        serde_json::to_vec(&body).unwrap_or_default(),
+        "application/json;charset=UTF-8",
+    )
+}
+
+fn parse_form(text: &str, into: &mut BTreeMap<String, Value>) {
+    for (k, v) in form_urlencoded::parse(text.as_bytes()) {
+        into.insert(k.into_owned(), Value::String(v.into_owned()));
+    }
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Credentials from a request: the cookie wins over a token, like pve-http-server.
+enum Creds {
+    None,
+    Ticket(String),
+    Token(String),
+}
+
+fn credentials(h: &HeaderMap) -> Creds {
+    let cookie_ticket = h.get_all("cookie").iter().find_map(|v| {
+        v.to_str().ok()?.split(';').find_map(|c| {
+            let (k, v) = c.trim().split_once('=')?;
+            (k == "PVEAuthCookie").then(|| {
+                percent_encoding::percent_decode_str(v)
+                    .decode_utf8_lossy()
+                    .to_string()
+            })
+        })
+    });
+    if let Some(t) = cookie_ticket {
+        return Creds::Ticket(t);
+    }
+    if let Some(auth) = header(h, "authorization") {
+        if let Some(t) = auth.trim().strip_prefix("PVEAuthCookie=") {
+            return Creds::Ticket(t.to_string());
+        }
+        if let Some(pos) = auth.find("PVEAPIToken") {
+            let rest = &auth[pos + "PVEAPIToken".len()..];
+            let rest = rest.strip_prefix(['=', ' ']).unwrap_or(rest);
+            let value = rest.split(';').next().unwrap_or_default();
+            return Creds::Token(value.to_string());
+        }
+    }
+    Creds::None
+}
+
+/// Entry point for every connection's requests.
+pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    let (parts, body) = req.into_parts();
+    let method = parts.method.as_str().to_string();
+    let path = parts.uri.path().to_string();
+    let query = parts.uri.query().unwrap_or_default().to_string();
+
+    let has_body = header(&parts.headers, CONTENT_LENGTH.as_str())
+        .map(|l| l.trim() != "0")
+        .unwrap_or(false)
+        || parts.headers.contains_key(TRANSFER_ENCODING);
+    let ctype = header(&parts.headers, CONTENT_TYPE.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let bytes = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Ok(json_response(400, &json!({"data": null}))),
+    };
+
+    if let Some(rest) = path.strip_prefix(ADMIN_PREFIX) {
+        return Ok(crate::admin::handle(&shared, &method, rest, &query, &bytes));
+    }
+
+    let with_message = shared.lock().opts.error_message;
+    let Some(api_path) = path.strip_prefix(API_PREFIX) else {
+        return Ok(error_response(
+            &ApiError::not_implemented("no such uri"),
+            with_message,
+        ));
+    };
+    let api_path = if api_path.is_empty() { "/" } else { api_path }.to_string();
+    if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "DELETE") {
+        let e = ApiError::not_implemented(format!("method '{method}' not available"));
+        return Ok(error_response(&e, with_message));
+    }
+    if (method == "GET" || method == "DELETE") && has_body {
+        let e = ApiError::not_implemented(format!("Unexpected content for method '{method}'"));
+        record(&shared, &method, &api_path, BTreeMap::new(), None, 501);
+        return Ok(error_response(&e, with_message));
+    }
+    let is_multipart = ctype.starts_with("multipart/form-data");
+    if bytes.len() > MAX_BODY && !is_multipart {
+        let e = ApiError::new(413, "request entity too large");
+        return Ok(error_response(&e, with_message));
+    }
+
+    // Parameters: body, then query merged over it.
+    let mut params = BTreeMap::new();
+    let mut upload = None;
+    if method == "POST" || method == "PUT" {
+        if ctype.starts_with("application/json") {
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(Value::Object(m)) => params.extend(m),
+                Ok(Value::Null) => {}
+                _ => {
+                    let e = ApiError::new(400, "JSON decoding error - body is not a JSON object");
+                    return Ok(error_response(&e, with_message));
+                }
+            }
+        } else if is_multipart {
+            match parse_multipart(&ctype, bytes.clone()).await {
+                Ok((fields, file)) => {
+                    params.extend(fields);
+                    upload = file;
+                }
+                Err(e) => return Ok(error_response(&e, with_message)),
+            }
+        } else {
+            parse_form(&String::from_utf8_lossy(&bytes), &mut params);
+        }
+    }
+    parse_form(&query, &mut params);
+
+    let arrived = Instant::now();
+    loop {
+        let outcome = process(
+            &shared,
+            &method,
+            &api_path,
+            &parts.headers,
+            params.clone(),
+            upload.clone(),
+            arrived,
+        );
+        match outcome {
+            Outcome::Retry(wait) => tokio::time::sleep(wait).await,
+            Outcome::Done { resp, delay } => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                return Ok(resp);
+            }
+        }
+    }
+}
+
+enum Outcome {
+    Retry(Duration),
+    Done { resp: Resp, delay: Duration },
+}
+
+fn record(
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    params: BTreeMap<String, Value>,
+    user: Option<String>,
+    status: u16,
+) {
+    let params = params
+        .iter()
+        .map(|(k, v)| (k.clone(), schema::value_str(v)))
+        .collect();
+    shared.lock().record(RequestRecord {
+        seq: 0,
+        method: method.to_string(),
+        path: path.to_string(),
+        params,
+        user,
+        status,
+    });
+}
+
+/// One attempt at a request under the state lock.
+fn process(
+    shared: &Shared,
+    method: &str,
+    api_path: &str,
+    headers: &HeaderMap,
+    mut params: BTreeMap<String, Value>,
+    upload: Option<Upload>,
+    arrived: Instant,
+) -> Outcome {
+    let mut sim = shared.lock();
+    sim.tick();
+    let with_message = sim.opts.error_message;
+    let mut delay = Duration::from_millis(sim.faults.take_latency(api_path));
+    let mut user = None;
+
+    let result: ApiResult<Reply> = (|| {
+        if let Some((status, msg)) = sim.faults.take_http_error(method, api_path) {
+            return Err(ApiError::new(status, msg));
+        }
+        let (def, vars) = match schema::schema().find(method, api_path) {
+            RouteMatch::Found(d, v) => (d, v),
+            RouteMatch::NoMethod | RouteMatch::NoPath => {
+                return Err(ApiError::not_implemented(format!(
+                    "Method '{method} {api_path}' not implemented"
+                )))
+            }
+        };
+        for (k, v) in vars {
+            match params.get(&k) {
+                Some(existing) if schema::value_str(existing) != v => {
+                    return Err(ApiError::param(
+                        &k,
+                        "duplicate parameter (already defined in URI) with conflicting values!",
+                    ))
+                }
+                _ => {
+                    params.insert(k, Value::String(v));
+                }
+            }
+        }
+        let world = def.permissions.get("user").and_then(Value::as_str) == Some("world");
+        let now = sim.unix_now();
+        let anonymous = Principal {
+            userid: String::new(),
+            tokenid: None,
+            via_ticket: false,
+        };
+        let who = match credentials(headers) {
+            // `/access/ticket` is open to the world; a stale cookie must not block a login.
+            _ if world => anonymous,
+            Creds::None => return Err(ApiError::new(401, "No ticket")),
+            Creds::Ticket(t) => {
+                let Some((userid, ttime)) = sim.access.verify_ticket(&t, now) else {
+                    return Err(ApiError::new(401, "authentication failure"));
+                };
+                // Uploads skip CSRF (they check Datastore.AllocateTemplate instead).
+                let is_upload = def.path.ends_with("/upload");
+                if method != "GET" && !is_upload {
+                    let csrf = header(headers, "csrfpreventiontoken");
+                    if !sim.access.check_csrf(&userid, ttime, csrf) {
+                        return Err(ApiError::new(401, "Permission denied - invalid csrf token"));
+                    }
+                }
+                Principal {
+                    userid,
+                    tokenid: None,
+                    via_ticket: true,
+                }
+            }
+            Creds::Token(v) => match sim.access.verify_token(&v, now) {
+                Some(p) => p,
+                None => return Err(ApiError::new(401, "Authentication failed!")),
+            },
+        };
+        if !who.userid.is_empty() {
+            user = Some(who.auth_id());
+        }
+        if who.tokenid.is_some() && !def.allowtoken {
+            return Err(ApiError::perm(format!(
+                "URI '{api_path}' not available with API token, need proper ticket."
+            )));
+        }
+        if let Err(errors) = schema::validate(def, &params) {
+            return Err(ApiError::params(errors));
+        }
+        if def.proxyto_node {
+            let node = params
+                .get("node")
+                .map(schema::value_str)
+                .unwrap_or_default();
+            match sim.nodes.get(&node) {
+                None => {
+                    return Err(ApiError::die(format!(
+                        "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
+                    )))
+                }
+                Some(n) if !n.online => {
+                    return Err(ApiError::new(
+                        595,
+                        "Errors during connection establishment, proxy handshake: No route to host",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if method != "GET" && !world {
+            sim.require_quorum()?;
+        }
+        if let Some(check) = def.permissions.get("check") {
+            let flat: BTreeMap<String, String> = params
+                .iter()
+                .map(|(k, v)| (k.clone(), schema::value_str(v)))
+                .collect();
+            sim.access.eval_check(&who, check, &flat)?;
+        }
+        let mut ctx = new_ctx(
+            &mut sim,
+            def,
+            params.clone(),
+            headers,
+            upload.clone(),
+            arrived,
+            who,
+        );
+        handlers::dispatch(&mut ctx)
+    })();
+    sim.tick();
+
+    if let Err(e) = &result {
+        if let Some(until) = e.busy_until {
+            let wait = until.saturating_duration_since(sim.now());
+            return Outcome::Retry(wait.max(Duration::from_millis(1)));
+        }
+    }
+    let status = match &result {
+        Ok(_) => 200,
+        Err(e) => e.status,
+    };
+    let params_for_log = params
+        .iter()
+        .map(|(k, v)| (k.clone(), schema::value_str(v)))
+        .collect();
+    sim.record(RequestRecord {
+        seq: 0,
+        method: method.to_string(),
+        path: api_path.to_string(),
+        params: params_for_log,
+        user,
+        status,
+    });
+    let resp = match result {
+        Ok(reply) => {
+            let mut body = Map::new();
+            body.insert("data".into(), reply.data);
+            body.extend(reply.extra);
+            json_response(200, &Value::Object(body))
+        }
+        Err(e) => {
+            if e.status == 401 {
+                delay += Duration::from_millis(sim.opts.auth_failure_delay_ms);
+            }
+            error_response(&e, with_message)
+        }
+    };
+    Outcome::Done { resp, delay }
+}
+
+fn new_ctx<'a>(
+    sim: &'a mut Sim,
+    def: &'static MethodDef,
+    params: BTreeMap<String, Value>,
+    headers: &'a HeaderMap,
+    upload: Option<Upload>,
+    arrived: Instant,
+    who: Principal,
+) -> Ctx<'a> {
+    Ctx {
+        sim,
+        who,
+        params,
+        def,
+        headers,
+        upload,
+        arrived,
+    }
+}
+
+/// Parses an upload body. PVE requires the file part to be named `filename`.
+async fn parse_multipart(
+    ctype: &str,
+    body: Bytes,
+) -> ApiResult<(BTreeMap<String, Value>, Option<Upload>)> {
+    let boundary = multer::parse_boundary(ctype)
+        .map_err(|_| ApiError::new(400, "unable to parse multipart boundary"))?;
+    let stream = futures_stream(body);
+    let mut mp = multer::Multipart::new(stream, boundary);
+    let mut fields = BTreeMap::new();
+    let mut file = None;
+    loop {
+        let field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(ApiError::new(400, format!("multipart parse error: {e}"))),
+        };
+        let name = field.name().unwrap_or_default().to_string();
+        if let Some(fname) = field.file_name().map(str::to_string) {
+            if name != "filename" {
+                return Err(ApiError::new(
+                    400,
+                    format!("wrong field name '{name}' for file upload, expected 'filename'"),
+                ));
+            }
+            let data = field
+                .bytes()
+                .await
+                .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
+            fields.insert("filename".into(), Value::String(fname.clone()));
+            file = Some(Upload {
+                filename: fname,
+                data,
+            });
+        } else {
+            let text = field
+                .text()
+                .await
+                .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
+            fields.insert(name, Value::String(text));
+        }
+    }
+    Ok((fields, file))
+}
+
+fn futures_stream(
+    body: Bytes,
+) -> impl futures_core::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
+    struct Once(Option<Bytes>);
+    impl futures_core::Stream for Once {
+        type Item = Result<Bytes, std::io::Error>;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            std::task::Poll::Ready(self.0.take().map(Ok))
+        }
+    }
+    Once(Some(body))
+}

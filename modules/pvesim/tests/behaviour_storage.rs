@@ -1,0 +1,227 @@
+//! Storage listing, content, ISO upload (multipart) and full storages.
+
+mod common;
+
+use common::*;
+use pvesim::Fault;
+use serde_json::json;
+use sha2::Digest;
+
+fn multipart(
+    fields: &[(&str, &str)],
+    file_field: &str,
+    file_name: &str,
+    data: &[u8],
+) -> (String, Vec<u8>) {
+    let boundary = "pvesim-test-boundary-7d2b";
+    let mut body = Vec::new();
+    for (k, v) in fields {
+        body.extend(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n")
+                .as_bytes(),
+        );
+    }
+    body.extend(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{file_field}\"; filename=\"{file_name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend(data);
+    body.extend(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+fn upload(sim: &pvesim::SimHandle, auth: &str, path: &str, ctype: &str, body: Vec<u8>) -> Resp {
+    let r = agent()
+        .post(format!("{}{path}", sim.api_url()))
+        .header("Authorization", auth)
+        .header("Content-Type", ctype)
+        .send(&body[..])
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.into_body().read_json().unwrap();
+    Resp { status, body }
+}
+
+#[test]
+fn storage_list_reports_formats_and_capacity() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let list = api
+        .get("/nodes/pve1/storage", &[("format", "1")])
+        .ok()
+        .clone();
+    let lvm = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["storage"] == "local-lvm")
+        .unwrap();
+    assert_eq!(lvm["type"], "lvmthin");
+    assert_eq!(
+        lvm["formats"],
+        json!({"default": "raw", "supported": ["raw"]})
+    );
+    assert_eq!(lvm["content"], "images,rootdir");
+    assert_eq!(lvm["total"], 2u64 << 40);
+    let local = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["storage"] == "local")
+        .unwrap();
+    assert_eq!(local["avail"], 80u64 << 30, "seeded free space");
+    let iso_only = api
+        .get("/nodes/pve1/storage", &[("content", "iso")])
+        .ok()
+        .clone();
+    let ids: Vec<&str> = iso_only
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["storage"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["local", "nfs-shared"]);
+    let content = api
+        .get("/nodes/pve1/storage/local/content", &[("content", "iso")])
+        .ok()
+        .clone();
+    assert_eq!(content[0]["volid"], "local:iso/agent.x86_64.iso");
+    assert_eq!(content[0]["content"], "iso");
+    assert_eq!(content[0]["format"], "iso");
+}
+
+#[test]
+fn iso_upload_creates_a_volume() {
+    let sim = start();
+    let auth = format!("PVEAPIToken={ROOT_TOKEN}");
+    let data = b"CD001 fake iso content".repeat(100);
+    let sum = hex(&sha2::Sha256::digest(&data));
+    let (ct, body) = multipart(
+        &[
+            ("content", "iso"),
+            ("checksum-algorithm", "sha256"),
+            ("checksum", &sum),
+        ],
+        "filename",
+        "agent.x86_64.iso",
+        &data,
+    );
+    let r = upload(&sim, &auth, "/nodes/pve2/storage/local/upload", &ct, body);
+    let upid = r.upid();
+    assert!(upid.contains(":imgcopy::"), "{upid}");
+    let api = Api::root(&sim);
+    assert_eq!(api.exit(&upid), "OK");
+    let content = api
+        .get("/nodes/pve2/storage/local/content", &[("content", "iso")])
+        .ok()
+        .clone();
+    assert_eq!(content[0]["volid"], "local:iso/agent.x86_64.iso");
+    assert_eq!(content[0]["size"], data.len());
+    // Overwrite silently; wrong checksum fails the task.
+    let (ct, body) = multipart(
+        &[
+            ("content", "iso"),
+            ("checksum-algorithm", "sha256"),
+            ("checksum", "00ff"),
+        ],
+        "filename",
+        "agent.x86_64.iso",
+        &data,
+    );
+    let upid = upload(&sim, &auth, "/nodes/pve2/storage/local/upload", &ct, body).upid();
+    assert_eq!(
+        api.exit(&upid),
+        format!("checksum mismatch: got '{sum}' != expect '00ff'")
+    );
+}
+
+#[test]
+fn upload_errors_match_pve() {
+    let sim = start();
+    let auth = format!("PVEAPIToken={ROOT_TOKEN}");
+    let (ct, body) = multipart(&[("content", "iso")], "file", "a.iso", b"x");
+    let r = upload(&sim, &auth, "/nodes/pve1/storage/local/upload", &ct, body);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.body["message"],
+        "wrong field name 'file' for file upload, expected 'filename'\n"
+    );
+    let (ct, body) = multipart(&[("content", "iso")], "filename", "a.txt", b"x");
+    let r = upload(&sim, &auth, "/nodes/pve1/storage/local/upload", &ct, body);
+    assert_eq!(r.body["errors"]["filename"], "wrong file extension");
+    let (ct, body) = multipart(&[("content", "images")], "filename", "a.iso", b"x");
+    let r = upload(&sim, &auth, "/nodes/pve1/storage/local/upload", &ct, body);
+    assert_eq!(r.status, 400);
+    let (ct, body) = multipart(&[("content", "iso")], "filename", "a.iso", b"x");
+    let r = upload(
+        &sim,
+        &auth,
+        "/nodes/pve1/storage/local-lvm/upload",
+        &ct,
+        body,
+    );
+    assert_eq!(
+        r.body["message"],
+        "can't upload to storage type 'lvmthin', not a file based storage!\n"
+    );
+    // Uploads skip CSRF for tickets.
+    let api = Api::login(&sim, "root@pam", ROOT_PASSWORD).unwrap();
+    let Auth::Ticket { ticket, .. } = &api.auth else {
+        unreachable!()
+    };
+    let (ct, body) = multipart(&[("content", "iso")], "filename", "b.iso", b"x");
+    let r = agent()
+        .post(format!("{}/nodes/pve1/storage/local/upload", sim.api_url()))
+        .header("Cookie", format!("PVEAuthCookie={ticket}"))
+        .header("Content-Type", &ct)
+        .send(&body[..])
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
+
+#[test]
+fn full_storage_fails_allocation_as_task_error() {
+    let sim = start();
+    let api = Api::root(&sim);
+    sim.inject(Fault::FillStorage {
+        node: "pve1".into(),
+        storage: "local-lvm".into(),
+        free: 1 << 30,
+    })
+    .unwrap();
+    let list = api.get("/nodes/pve1/storage", &[]).ok().clone();
+    let lvm = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["storage"] == "local-lvm")
+        .unwrap();
+    assert_eq!(lvm["avail"], 1u64 << 30);
+    let upid = api
+        .post(
+            "/nodes/pve1/qemu",
+            &[("vmid", "800"), ("scsi0", "local-lvm:32")],
+        )
+        .upid();
+    let exit = api.exit(&upid);
+    assert!(
+        exit.starts_with("unable to create VM 800 - lvcreate"),
+        "{exit}"
+    );
+    assert!(exit.contains("insufficient free space"), "{exit}");
+    assert!(sim.vm_config(800).is_none());
+    // Growing a disk beyond the free space fails too.
+    let upid = api
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "+2G")],
+        )
+        .upid();
+    assert!(api.exit(&upid).contains("not enough free space"));
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

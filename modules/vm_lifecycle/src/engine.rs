@@ -1,0 +1,961 @@
+//! Carry out a plan: per VM observe → decide → act → wait for the real state → wait for readiness;
+//! steps one after another, VMs inside a step in parallel up to a bound. The Proxmox calls sit behind
+//! [`Backend`] so all of this is tested without a server.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use proxshift_http::{wait_for, Poll, WaitError};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::decide::{decide, Decision, Rules};
+use crate::model::{Inventory, Observed, Op, OpExt, Power, State, WaitFor};
+
+/// A failed Proxmox call, sorted by what the module does about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// The VM's node did not answer (HTTP 595/596 from the proxying node).
+    Unreachable(String),
+    /// A task ended in error; `exitstatus` is its verdict, `log_tail` its last log lines.
+    Task {
+        exitstatus: String,
+        log_tail: Vec<String>,
+    },
+    /// The guest agent cannot answer (yet): not running, not configured, VM not running.
+    Agent(String),
+    Other(String),
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Unreachable(m) | ApiError::Agent(m) | ApiError::Other(m) => f.write_str(m),
+            ApiError::Task { exitstatus, .. } => write!(f, "task failed: {exitstatus}"),
+        }
+    }
+}
+
+/// The Proxmox calls the engine needs. Implemented over `pve_client` for real, by fakes in tests.
+pub trait Backend: Sync {
+    /// Every VM in the cluster (`/cluster/resources?type=vm`).
+    fn inventory(&self) -> Result<Vec<Inventory>, ApiError>;
+    fn status(&self, node: &str, vmid: u32) -> Result<Observed, ApiError>;
+    /// Send one power request and wait (at most `timeout`) for its task to finish successfully.
+    fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), ApiError>;
+    /// Wait until the VM's config lock is gone.
+    fn wait_unlocked(&self, node: &str, vmid: u32, timeout: Duration) -> Result<(), ApiError>;
+    /// Every address the guest agent reports, any family or scope.
+    fn guest_ips(&self, node: &str, vmid: u32) -> Result<Vec<String>, ApiError>;
+}
+
+/// How a run behaves.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub state: State,
+    pub rules: Rules,
+    pub wait_for: WaitFor,
+    /// Readiness (agent/IP) wait per VM.
+    pub wait_timeout: Duration,
+    /// Per power task, lock wait, and HA settling.
+    pub task_timeout: Duration,
+    pub parallel: usize,
+    pub check_mode: bool,
+    /// Ownership tag; VMs without it are never touched by remediation.
+    pub owner_tag: String,
+    pub poll: Duration,
+}
+
+/// HA state as reported per VM.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+pub struct Ha {
+    pub managed: bool,
+    pub state: Option<String>,
+}
+
+/// One VM's line in the result.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct VmReport {
+    pub vmid: u32,
+    pub name: String,
+    pub node: String,
+    /// 1-based step of the `order` plan this VM was handled in.
+    pub step: usize,
+    pub before: String,
+    pub after: String,
+    pub changed: bool,
+    pub failed: bool,
+    pub unreachable: bool,
+    pub msg: String,
+    /// Power operations sent (or, in check mode, that would be sent), in order.
+    pub actions: Vec<String>,
+    /// Routable guest addresses from the agent (empty when the agent is off or silent).
+    pub ips: Vec<String>,
+    pub status: Option<String>,
+    pub qmpstatus: Option<String>,
+    pub lock: Option<String>,
+    pub uptime: Option<u64>,
+    pub ha: Ha,
+    pub owned: bool,
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub task_log: Vec<String>,
+}
+
+impl VmReport {
+    fn new(vm: &Inventory, step: usize, owned: bool) -> Self {
+        VmReport {
+            vmid: vm.vmid,
+            name: vm.name.clone(),
+            node: vm.node.clone(),
+            step,
+            before: Power::Unknown.to_string(),
+            after: Power::Unknown.to_string(),
+            changed: false,
+            failed: false,
+            unreachable: false,
+            msg: String::new(),
+            actions: Vec::new(),
+            ips: Vec::new(),
+            status: None,
+            qmpstatus: None,
+            lock: None,
+            uptime: None,
+            ha: Ha::default(),
+            owned,
+            tags: vm.tags.clone(),
+            task_log: Vec::new(),
+        }
+    }
+
+    fn observe(&mut self, o: &Observed) {
+        self.status = Some(o.status.clone());
+        self.qmpstatus = o.qmpstatus.clone();
+        self.lock = o.lock.clone();
+        self.uptime = Some(o.uptime);
+        self.ha = Ha {
+            managed: o.ha_managed,
+            state: o.ha_state.clone(),
+        };
+        self.after = o.power().to_string();
+    }
+
+    fn label(&self) -> String {
+        crate::model::label(&self.name, self.vmid)
+    }
+
+    fn fail(mut self, doing: &str, e: ApiError) -> Self {
+        self.failed = true;
+        let who = format!("{} on node {}", self.label(), self.node);
+        self.msg = match e {
+            ApiError::Unreachable(detail) => {
+                self.unreachable = true;
+                format!(
+                    "{who}: node {} is unreachable while {doing} ({detail})",
+                    self.node
+                )
+            }
+            ApiError::Task {
+                exitstatus,
+                log_tail,
+            } => {
+                let why = explain_task_error(&exitstatus, &log_tail);
+                let tail = if log_tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; task log tail: {}", log_tail.join(" | "))
+                };
+                self.task_log = log_tail;
+                format!("{who}: {doing} failed: {why}{tail}")
+            }
+            ApiError::Agent(m) | ApiError::Other(m) => format!("{who}: {doing} failed: {m}"),
+        };
+        self
+    }
+}
+
+/// A task error in plain words; memory shortage at start is the one users most need spelt out. The
+/// exit status often says only `start failed: QEMU exited with code 1`; kvm's reason is in the log.
+pub fn explain_task_error(exitstatus: &str, log_tail: &[String]) -> String {
+    const MEMORY: [&str; 4] = [
+        "cannot allocate memory",
+        "out of memory",
+        "not enough memory",
+        "enomem",
+    ];
+    let memory = std::iter::once(exitstatus)
+        .chain(log_tail.iter().map(String::as_str))
+        .map(str::to_ascii_lowercase)
+        .any(|l| MEMORY.iter().any(|p| l.contains(p)));
+    if memory {
+        format!(
+            "the node does not have enough free memory to start the VM ({}); stop other VMs on \
+             the node, lower the VM's memory or move it to a node with more free memory",
+            exitstatus.trim()
+        )
+    } else {
+        exitstatus.trim().to_string()
+    }
+}
+
+/// Keep the addresses that reach the guest from outside: no loopback, no link-local.
+pub fn routable(ips: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = ips
+        .iter()
+        .filter(|s| match s.parse::<IpAddr>() {
+            Ok(IpAddr::V4(a)) => !a.is_loopback() && !a.is_link_local() && !a.is_unspecified(),
+            Ok(IpAddr::V6(a)) => {
+                !a.is_loopback() && !a.is_unspecified() && (a.segments()[0] & 0xffc0) != 0xfe80
+            }
+            Err(_) => false,
+        })
+        .cloned()
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Totals over all VMs.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+pub struct Totals {
+    pub vms: usize,
+    pub changed: usize,
+    pub unchanged: usize,
+    pub failed: usize,
+    pub unreachable: usize,
+    pub running: usize,
+    pub paused: usize,
+    pub stopped: usize,
+}
+
+pub fn totals(reports: &[VmReport]) -> Totals {
+    let mut t = Totals {
+        vms: reports.len(),
+        ..Default::default()
+    };
+    for r in reports {
+        if r.failed {
+            t.failed += 1;
+        } else if r.changed {
+            t.changed += 1;
+        } else {
+            t.unchanged += 1;
+        }
+        if r.unreachable {
+            t.unreachable += 1;
+        }
+        match r.after.as_str() {
+            "running" => t.running += 1,
+            "paused" => t.paused += 1,
+            "stopped" => t.stopped += 1,
+            _ => {}
+        }
+    }
+    t
+}
+
+/// The diff a user sees with `--diff`: each VM's power state before and after.
+pub fn power_diff(reports: &[VmReport]) -> (Value, Value) {
+    let mut before = serde_json::Map::new();
+    let mut after = serde_json::Map::new();
+    for r in reports {
+        before.insert(r.label(), json!(r.before));
+        after.insert(r.label(), json!(r.after));
+    }
+    (Value::Object(before), Value::Object(after))
+}
+
+pub struct Engine<'a, B: Backend> {
+    pub backend: &'a B,
+    pub settings: Settings,
+}
+
+impl<B: Backend> Engine<'_, B> {
+    /// Run every step in sequence; within a step at most `parallel` VMs at a time. Reports come
+    /// back in step order, each step in its own order.
+    pub fn run(&self, targets: &[Inventory], steps: &[Vec<usize>]) -> Vec<VmReport> {
+        let mut out = Vec::with_capacity(targets.len());
+        for (n, step) in steps.iter().enumerate() {
+            let vms: Vec<&Inventory> = step.iter().map(|&i| &targets[i]).collect();
+            out.extend(self.run_step(&vms, n + 1));
+        }
+        out
+    }
+
+    fn run_step(&self, vms: &[&Inventory], step: usize) -> Vec<VmReport> {
+        let next = AtomicUsize::new(0);
+        let slots: Mutex<Vec<Option<VmReport>>> = Mutex::new(vec![None; vms.len()]);
+        let workers = self.settings.parallel.max(1).min(vms.len());
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= vms.len() {
+                        break;
+                    }
+                    let r = self.one(vms[i], step);
+                    if let Ok(mut g) = slots.lock() {
+                        g[i] = Some(r);
+                    }
+                });
+            }
+        });
+        slots
+            .into_inner()
+            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// Everything for one VM. Never panics on API trouble: failures end up in the report.
+    pub fn one(&self, vm: &Inventory, step: usize) -> VmReport {
+        let s = &self.settings;
+        let owned = vm.has_tag(&s.owner_tag);
+        let mut r = VmReport::new(vm, step, owned);
+        let b = self.backend;
+        let obs = match b.status(&vm.node, vm.vmid) {
+            Ok(o) => o,
+            Err(e) => return r.fail("reading its status", e),
+        };
+        r.observe(&obs);
+        let before = obs.power();
+        r.before = before.to_string();
+
+        match decide(s.state, before, owned, s.rules) {
+            Decision::Keep => {
+                r.msg = keep_message(s.state, before, owned, s.rules.remediate, &s.owner_tag);
+            }
+            Decision::Refuse(why) => {
+                r.failed = true;
+                r.msg = format!(
+                    "{} on node {} cannot be {}: {why}",
+                    r.label(),
+                    vm.node,
+                    s.state.as_str()
+                );
+                return r;
+            }
+            Decision::Act { ops, expect } => {
+                r.actions = ops.iter().map(|o| o.verb().to_string()).collect();
+                if s.check_mode {
+                    r.changed = true;
+                    r.after = expect.to_string();
+                    r.msg = format!("would {} (check mode)", r.actions.join(", then "));
+                    return r;
+                }
+                r = self.act(r, vm, &obs, &ops, expect);
+                if r.failed {
+                    return r;
+                }
+            }
+        }
+        if s.check_mode || r.after != Power::Running.as_str() {
+            return r;
+        }
+        self.readiness(r, vm, &obs)
+    }
+
+    /// Send the operations, then wait for the power state they promise.
+    fn act(
+        &self,
+        mut r: VmReport,
+        vm: &Inventory,
+        obs: &Observed,
+        ops: &[Op],
+        expect: Power,
+    ) -> VmReport {
+        let s = &self.settings;
+        let b = self.backend;
+        // `suspended` is hibernation: start resumes it, so it is no obstacle.
+        if obs.lock.as_deref().is_some_and(|l| l != "suspended") {
+            if let Err(e) = b.wait_unlocked(&vm.node, vm.vmid, s.task_timeout) {
+                return r.fail("waiting for its lock to clear", e);
+            }
+        }
+        for op in ops {
+            let timeout = s.task_timeout + op.guest_timeout();
+            match b.power(&vm.node, vm.vmid, op, timeout) {
+                Ok(()) => r.changed = true,
+                // Someone (HA, a person) started it between our look and our request: fine.
+                Err(ApiError::Task { exitstatus, .. })
+                    if *op == Op::Start && exitstatus.contains("already running") => {}
+                Err(e) => {
+                    let changed = r.changed;
+                    let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);
+                    if changed {
+                        // An earlier operation went through: report where the VM really is now.
+                        if let Ok(o) = b.status(&vm.node, vm.vmid) {
+                            f.observe(&o);
+                        }
+                    }
+                    return f;
+                }
+            }
+        }
+        // HA-managed VMs: the hastart/hastop task only asks the HA manager; the power change comes
+        // later. Plain VMs are already there, so this is one status read.
+        let settle = s.task_timeout + ops.iter().map(OpExt::guest_timeout).sum::<Duration>();
+        let label = r.label();
+        let res = wait_for(settle, s.poll, || {
+            let o = b.status(&vm.node, vm.vmid)?;
+            let p = o.power();
+            Ok(if p == expect {
+                Poll::Ready(o)
+            } else {
+                Poll::Pending(format!("{label} to be {expect} (it is {p})"))
+            })
+        });
+        match res {
+            Ok(o) => {
+                r.observe(&o);
+                r.msg = if r.changed {
+                    done_message(ops)
+                } else {
+                    format!("already {expect} (started by someone else meanwhile)")
+                };
+                r
+            }
+            Err(WaitError::Timeout { pending, .. }) => {
+                let who = if obs.ha_managed {
+                    " (HA-managed: the HA manager did not carry out the request)"
+                } else {
+                    ""
+                };
+                r.failed = true;
+                r.msg = format!(
+                    "{label} on node {}: timed out after {}s waiting for {pending}{who}",
+                    vm.node,
+                    settle.as_secs()
+                );
+                r
+            }
+            Err(WaitError::Failed(e)) => r.fail("checking its power state", e),
+        }
+    }
+
+    /// Wait for the guest agent or an address when asked; otherwise pick up addresses if the agent
+    /// happens to answer.
+    fn readiness(&self, mut r: VmReport, vm: &Inventory, obs: &Observed) -> VmReport {
+        let s = &self.settings;
+        let b = self.backend;
+        // A health report never waits; it only picks up what the agent says right now.
+        if s.wait_for == WaitFor::Running || s.state == State::Status {
+            if obs.agent {
+                if let Ok(ips) = b.guest_ips(&vm.node, vm.vmid) {
+                    r.ips = routable(&ips);
+                }
+            }
+            return r;
+        }
+        if !obs.agent {
+            r.failed = true;
+            r.msg =
+                format!(
+                "{} on node {}: wait_for: {} needs the QEMU guest agent, which is not enabled in \
+                 the VM's config (agent: 1)",
+                r.label(),
+                vm.node,
+                if s.wait_for == WaitFor::Ip { "ip" } else { "agent" }
+            );
+            return r;
+        }
+        let want_ip = s.wait_for == WaitFor::Ip;
+        let label = r.label();
+        let res = wait_for(s.wait_timeout, s.poll, || {
+            match b.guest_ips(&vm.node, vm.vmid) {
+                Ok(ips) => {
+                    let ips = routable(&ips);
+                    if want_ip && ips.is_empty() {
+                        Ok(Poll::Pending(format!(
+                            "a routable address on {label} (the agent reports none yet)"
+                        )))
+                    } else {
+                        Ok(Poll::Ready(ips))
+                    }
+                }
+                Err(ApiError::Agent(m)) => Ok(Poll::Pending(format!(
+                    "the guest agent of {label} ({})",
+                    m.trim()
+                ))),
+                Err(e) => Err(e),
+            }
+        });
+        match res {
+            Ok(ips) => {
+                r.ips = ips;
+                let what = if want_ip {
+                    "has an address"
+                } else {
+                    "guest agent answers"
+                };
+                r.msg = if r.msg.is_empty() {
+                    what.to_string()
+                } else {
+                    format!("{}; {what}", r.msg)
+                };
+                r
+            }
+            Err(WaitError::Timeout { pending, .. }) => {
+                r.failed = true;
+                r.msg = format!(
+                    "{label} on node {}: timed out after {}s (wait_timeout) waiting for {pending}",
+                    vm.node,
+                    s.wait_timeout.as_secs()
+                );
+                r
+            }
+            Err(WaitError::Failed(e)) => r.fail("waiting for its guest agent", e),
+        }
+    }
+}
+
+fn done_message(ops: &[Op]) -> String {
+    ops.iter()
+        .map(OpExt::done)
+        .collect::<Vec<_>>()
+        .join(", then ")
+}
+
+fn keep_message(state: State, now: Power, owned: bool, remediate: bool, tag: &str) -> String {
+    match state {
+        State::Status if remediate && !owned && now != Power::Running => {
+            format!("{now}; not owned (no '{tag}' tag), so remediation leaves it alone")
+        }
+        State::Status => now.to_string(),
+        _ => format!("already {now}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::*;
+    use std::time::Instant;
+
+    fn inv(vmid: u32, name: &str, node: &str, owned: bool) -> Inventory {
+        inventory(vmid, name, node, if owned { &["proxshift"] } else { &[] })
+    }
+
+    fn settings(state: State) -> Settings {
+        Settings {
+            state,
+            rules: Rules {
+                timeout: Duration::from_secs(5),
+                force: false,
+                remediate: false,
+            },
+            wait_for: WaitFor::Running,
+            wait_timeout: Duration::from_secs(2),
+            task_timeout: Duration::from_secs(2),
+            parallel: 4,
+            check_mode: false,
+            owner_tag: "proxshift".into(),
+            poll: Duration::from_millis(1),
+        }
+    }
+
+    fn run(fake: &Fake, s: Settings, targets: &[Inventory]) -> Vec<VmReport> {
+        let steps = vec![(0..targets.len()).collect()];
+        Engine {
+            backend: fake,
+            settings: s,
+        }
+        .run(targets, &steps)
+    }
+
+    #[test]
+    fn start_sends_only_what_is_needed_and_reruns_are_quiet() {
+        let fake = Fake::with(&[
+            (101, stopped(false)),
+            (102, running(false)),
+            (103, paused()),
+        ]);
+        let t = [
+            inv(101, "m0", "pve1", true),
+            inv(102, "m1", "pve1", true),
+            inv(103, "m2", "pve1", true),
+        ];
+        let r = run(&fake, settings(State::Started), &t);
+        let mut sent = fake.sent();
+        sent.sort();
+        assert_eq!(
+            sent,
+            vec![(101, "start".to_string()), (103, "resume".to_string())]
+        );
+        assert_eq!(
+            r.iter()
+                .map(|x| (x.vmid, x.before.as_str(), x.after.as_str(), x.changed))
+                .collect::<Vec<_>>(),
+            vec![
+                (101, "stopped", "running", true),
+                (102, "running", "running", false),
+                (103, "paused", "running", true)
+            ]
+        );
+        assert_eq!(r[1].msg, "already running");
+        let t2 = totals(&r);
+        assert_eq!((t2.vms, t2.changed, t2.unchanged, t2.running), (3, 2, 1, 3));
+
+        let before = fake.sent().len();
+        let again = run(&fake, settings(State::Started), &t);
+        assert_eq!(fake.sent().len(), before, "a rerun sends nothing");
+        assert!(again.iter().all(|x| !x.changed && !x.failed));
+    }
+
+    #[test]
+    fn check_mode_predicts_and_sends_nothing() {
+        let fake = Fake::with(&[(101, running(false)), (102, stopped(false))]);
+        let mut s = settings(State::Stopped);
+        s.check_mode = true;
+        let r = run(
+            &fake,
+            s,
+            &[inv(101, "a", "pve1", true), inv(102, "b", "pve1", true)],
+        );
+        assert!(fake.sent().is_empty());
+        assert_eq!(r[0].after, "stopped");
+        assert!(r[0].changed);
+        assert_eq!(r[0].actions, vec!["shutdown"]);
+        assert!(
+            r[0].msg.contains("would shutdown (check mode)"),
+            "{}",
+            r[0].msg
+        );
+        assert!(!r[1].changed);
+        let (b, a) = power_diff(&r);
+        assert_eq!(b, json!({"a (101)": "running", "b (102)": "stopped"}));
+        assert_eq!(a, json!({"a (101)": "stopped", "b (102)": "stopped"}));
+    }
+
+    #[test]
+    fn offline_node_fails_only_its_vms() {
+        let mut fake = Fake::with(&[(101, stopped(false)), (102, stopped(false))]);
+        fake.unreachable_nodes = vec!["pve2".into()];
+        let r = run(
+            &fake,
+            settings(State::Started),
+            &[inv(101, "a", "pve1", true), inv(102, "b", "pve2", true)],
+        );
+        assert!(!r[0].failed && r[0].changed);
+        assert!(r[1].failed && r[1].unreachable && !r[1].changed);
+        assert!(
+            r[1].msg.contains("node pve2 is unreachable") && r[1].msg.contains("595"),
+            "{}",
+            r[1].msg
+        );
+        let t = totals(&r);
+        assert_eq!((t.failed, t.unreachable, t.changed), (1, 1, 1));
+    }
+
+    #[test]
+    fn memory_failures_are_explained_with_the_task_log() {
+        let mut fake = Fake::with(&[(101, stopped(false)), (102, stopped(false))]);
+        fake.fail_task.insert(
+            101,
+            "start failed: QEMU exited with code 1: kvm: cannot set up guest memory 'pc.ram': \
+             Cannot allocate memory"
+                .into(),
+        );
+        let r = run(
+            &fake,
+            settings(State::Started),
+            &[inv(101, "a", "pve1", true), inv(102, "b", "pve1", true)],
+        );
+        assert!(r[0].failed && !r[0].changed);
+        assert!(
+            r[0].msg.contains("does not have enough free memory")
+                && r[0].msg.contains("task log tail")
+                && r[0].msg.contains("start (start) failed"),
+            "{}",
+            r[0].msg
+        );
+        assert_eq!(r[0].task_log.len(), 2);
+        assert!(!r[1].failed && r[1].changed, "the other VM still starts");
+    }
+
+    #[test]
+    fn already_running_race_counts_as_success() {
+        let mut fake = Fake::with(&[(101, stopped(false))]);
+        fake.fail_task.insert(101, "VM 101 already running".into());
+        // The VM is running by the time we look again.
+        fake.ha_lag.lock().unwrap().insert(101, (1, running(false)));
+        let r = run(&fake, settings(State::Started), &[inv(101, "a", "p", true)]);
+        assert!(!r[0].failed, "{}", r[0].msg);
+        assert_eq!(r[0].after, "running");
+        assert!(!r[0].changed, "someone else started it");
+        assert!(r[0].msg.contains("meanwhile"), "{}", r[0].msg);
+    }
+
+    #[test]
+    fn ha_vms_wait_for_the_real_state() {
+        let mut o = stopped(false);
+        o.ha_managed = true;
+        o.ha_state = Some("stopped".into());
+        let fake = Fake::with(&[(101, o)]);
+        let r = run(&fake, settings(State::Started), &[inv(101, "a", "p", true)]);
+        assert!(!r[0].failed, "{}", r[0].msg);
+        assert_eq!(r[0].after, "running");
+        assert!(fake.ha_lag.lock().unwrap().is_empty(), "waited for the lag");
+
+        // HA never acting → a clear timeout naming HA.
+        struct Stuck;
+        impl Backend for Stuck {
+            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+                Ok(Vec::new())
+            }
+            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+                let mut o = stopped(false);
+                o.ha_managed = true;
+                Ok(o)
+            }
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+                Ok(())
+            }
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
+                Ok(())
+            }
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+                Ok(vec![])
+            }
+        }
+        let mut s = settings(State::Started);
+        s.task_timeout = Duration::from_millis(30);
+        let r = Engine {
+            backend: &Stuck,
+            settings: s,
+        }
+        .run(&[inv(101, "a", "p", true)], &[vec![0]]);
+        assert!(r[0].failed);
+        assert!(r[0].changed, "the request was sent");
+        assert!(
+            r[0].msg.contains("HA-managed") && r[0].msg.contains("to be running"),
+            "{}",
+            r[0].msg
+        );
+    }
+
+    #[test]
+    fn paused_vm_stop_needs_force() {
+        let fake = Fake::with(&[(101, paused())]);
+        let r = run(&fake, settings(State::Stopped), &[inv(101, "a", "p", true)]);
+        assert!(r[0].failed && fake.sent().is_empty());
+        assert!(r[0].msg.contains("cannot be stopped"), "{}", r[0].msg);
+        let mut s = settings(State::Stopped);
+        s.rules.force = true;
+        let r = run(&fake, s, &[inv(101, "a", "p", true)]);
+        assert!(!r[0].failed && r[0].changed);
+        assert_eq!(fake.sent(), vec![(101, "stop".to_string())]);
+    }
+
+    #[test]
+    fn remediation_starts_owned_vms_only() {
+        let fake = Fake::with(&[
+            (101, stopped(false)),
+            (102, stopped(false)),
+            (103, running(false)),
+        ]);
+        let t = [
+            inv(101, "a", "p", true),
+            inv(102, "b", "p", false),
+            inv(103, "c", "p", true),
+        ];
+        let r = run(&fake, settings(State::Status), &t);
+        assert!(fake.sent().is_empty(), "status alone is read-only");
+        assert_eq!(r[0].msg, "stopped");
+        let mut s = settings(State::Status);
+        s.rules.remediate = true;
+        let r = run(&fake, s, &t);
+        assert_eq!(fake.sent(), vec![(101, "start".to_string())]);
+        assert!(r[0].changed && r[0].after == "running");
+        assert!(!r[1].changed && r[1].after == "stopped" && !r[1].owned);
+        assert!(r[1].msg.contains("not owned"), "{}", r[1].msg);
+        assert!(!r[2].changed);
+    }
+
+    #[test]
+    fn waits_for_agent_and_ip() {
+        let fake = Fake::with(&[(101, stopped(true)), (102, stopped(false))]);
+        fake.agent_after.lock().unwrap().insert(
+            101,
+            (
+                3,
+                vec![
+                    "127.0.0.1".into(),
+                    "fe80::1".into(),
+                    "10.0.0.5".into(),
+                    "::1".into(),
+                ],
+            ),
+        );
+        let mut s = settings(State::Started);
+        s.wait_for = WaitFor::Ip;
+        let r = run(
+            &fake,
+            s.clone(),
+            &[inv(101, "a", "p", true), inv(102, "b", "p", true)],
+        );
+        assert!(!r[0].failed, "{}", r[0].msg);
+        assert_eq!(r[0].ips, vec!["10.0.0.5"]);
+        assert!(r[0].msg.contains("has an address"), "{}", r[0].msg);
+        assert!(r[1].failed && r[1].msg.contains("agent: 1"), "{}", r[1].msg);
+
+        // Agent up but only link-local: times out with what it waited for.
+        let fake = Fake::with(&[(101, running(true))]);
+        fake.agent_after
+            .lock()
+            .unwrap()
+            .insert(101, (0, vec!["fe80::2".into()]));
+        s.wait_timeout = Duration::from_millis(20);
+        let r = run(&fake, s.clone(), &[inv(101, "a", "p", true)]);
+        assert!(r[0].failed && !r[0].changed);
+        assert!(r[0].msg.contains("routable address"), "{}", r[0].msg);
+        // The same with wait_for agent is fine.
+        s.wait_for = WaitFor::Agent;
+        let r = run(&fake, s, &[inv(101, "a", "p", true)]);
+        assert!(!r[0].failed && r[0].ips.is_empty());
+    }
+
+    #[test]
+    fn parallel_bound_is_respected_and_steps_run_in_sequence() {
+        let vms: Vec<(u32, Observed)> = (100..106).map(|i| (i, stopped(false))).collect();
+        let mut fake = Fake::with(&vms);
+        fake.op_delay = Duration::from_millis(30);
+        let targets: Vec<Inventory> = (100..106).map(|i| inv(i, "", "p", true)).collect();
+        let mut s = settings(State::Started);
+        s.parallel = 2;
+        let t0 = Instant::now();
+        let r = Engine {
+            backend: &fake,
+            settings: s,
+        }
+        .run(&targets, &[vec![0], vec![1, 2, 3, 4, 5]]);
+        assert_eq!(fake.max_active.load(Ordering::SeqCst), 2);
+        assert!(t0.elapsed() >= Duration::from_millis(30 * 4));
+        assert_eq!(fake.sent()[0].0, 100, "step 1 first");
+        assert_eq!(r[0].step, 1);
+        assert!(r[1..].iter().all(|x| x.step == 2 && x.changed));
+    }
+
+    #[test]
+    fn locked_vms_wait_for_the_lock_except_hibernation() {
+        let mut o = stopped(false);
+        o.lock = Some("backup".into());
+        let mut h = stopped(false);
+        h.lock = Some("suspended".into());
+        let fake = Fake::with(&[(101, o), (102, h)]);
+        run(
+            &fake,
+            settings(State::Started),
+            &[inv(101, "a", "p", true), inv(102, "b", "p", true)],
+        );
+        let s = fake.sent();
+        assert!(s.contains(&(101, "wait_unlocked".into())));
+        assert!(!s.contains(&(102, "wait_unlocked".into())));
+    }
+
+    #[test]
+    fn status_never_waits_for_readiness() {
+        let fake = Fake::with(&[(101, running(true))]);
+        let mut s = settings(State::Status);
+        s.wait_for = WaitFor::Ip;
+        s.wait_timeout = Duration::from_secs(30);
+        let t0 = Instant::now();
+        let r = run(&fake, s, &[inv(101, "a", "p", true)]);
+        assert!(!r[0].failed, "{}", r[0].msg);
+        assert!(r[0].ips.is_empty());
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_failure_after_a_sent_request_still_reports_changed() {
+        // Restart with force = shutdown then start; the start fails after the shutdown worked.
+        let mut fake = Fake::with(&[(101, running(false))]);
+        fake.fail_endpoint.insert(
+            (101, "start"),
+            "start failed: QEMU exited with code 1".into(),
+        );
+        let mut s = settings(State::Restarted);
+        s.rules.force = true;
+        let r = run(&fake, s, &[inv(101, "a", "p", true)]);
+        assert!(r[0].failed && r[0].changed, "{:?}", r[0]);
+        assert!(
+            r[0].msg
+                .contains("start (start) failed: start failed: QEMU exited"),
+            "{}",
+            r[0].msg
+        );
+        assert_eq!(
+            fake.sent(),
+            vec![(101, "shutdown".to_string()), (101, "start".to_string())]
+        );
+    }
+
+    #[test]
+    fn lock_wait_failure_is_reported() {
+        struct Locked;
+        impl Backend for Locked {
+            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+                Ok(vec![])
+            }
+            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+                let mut o = stopped(false);
+                o.lock = Some("backup".into());
+                Ok(o)
+            }
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+                panic!("must not send while locked")
+            }
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
+                Err(ApiError::Other(
+                    "timed out after 2s waiting for the lock on VM 101 to clear".into(),
+                ))
+            }
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+                Ok(vec![])
+            }
+        }
+        let r = Engine {
+            backend: &Locked,
+            settings: settings(State::Started),
+        }
+        .run(&[inv(101, "a", "p", true)], &[vec![0]]);
+        assert!(r[0].failed && !r[0].changed);
+        assert_eq!(r[0].lock.as_deref(), Some("backup"));
+        assert!(
+            r[0].msg.contains("waiting for its lock to clear failed"),
+            "{}",
+            r[0].msg
+        );
+    }
+
+    #[test]
+    fn helpers() {
+        assert!(explain_task_error("start failed: out of memory", &[]).contains("free memory"));
+        let log = vec![
+            "kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory".to_string(),
+            "TASK ERROR: start failed: QEMU exited with code 1".to_string(),
+        ];
+        let m = explain_task_error("start failed: QEMU exited with code 1", &log);
+        assert!(
+            m.starts_with("the node does not have enough free memory"),
+            "{m}"
+        );
+        assert!(m.contains("QEMU exited with code 1"), "{m}");
+        assert_eq!(
+            explain_task_error("VM is locked (backup)\n", &[]),
+            "VM is locked (backup)"
+        );
+        assert_eq!(
+            routable(&[
+                "169.254.1.1".into(),
+                "192.168.1.10".into(),
+                "2001:db8::5".into(),
+                "x".into()
+            ]),
+            vec!["192.168.1.10", "2001:db8::5"]
+        );
+    }
+}

@@ -1,0 +1,83 @@
+"""Fixtures for the end-to-end flow tests: pvesim seeded with the demo layout, a dev OpenBao holding the
+install secrets, and a helper that runs the project's playbooks against both with the example inventories.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from services import DEMO_SEED, running_openbao, running_pvesim
+from testlib import REPO
+
+# The demo seed's least-privilege token (ProxShiftProvisioner on /), not root's.
+TOKEN_SECRET = "0d3e6f2a-demo-4b1c-9c55-proxshift0001"
+# Canary values: they must never appear in any output.
+CANARY_PULL_SECRET = json.dumps({"auths": {"registry.example.com": {"auth": "Y2FuYXJ5OnB1bGwtc2VjcmV0LTkxNzM="}}})
+SSH_KEY = "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + bytes(range(32))).decode() + " flow@test"
+INSTALLER_DOUBLE = REPO / "tests" / "fixtures" / "bin"
+
+
+@dataclass
+class Site:
+    sim: object
+    bao: object
+    work: Path
+    canary: str = CANARY_PULL_SECRET
+
+    def extra_vars(self, cluster: str, **more) -> dict:
+        return {
+            "cluster_name": cluster,
+            "proxmox_api_host": self.sim.host,
+            "proxmox_api_port": self.sim.port,
+            "proxmox_api_user": "proxshift@pve",
+            "proxmox_api_token_id": "ansible",
+            "proxmox_ca_path": str(self.sim.ca_path),
+            "proxmox_allowed_nodes": ["pve1", "pve2", "pve3"],
+            "proxmox_vmid_range": [4100, 4199],
+            "vault_url": self.bao.addr,
+            "proxshift_work_dir": str(self.work),
+            "preflight_check_dns": False,
+            **more,
+        }
+
+    def env(self, with_installer: bool = False) -> dict:
+        env = {"PROXMOX_TOKEN_SECRET": TOKEN_SECRET, "VAULT_TOKEN": self.bao.token}
+        if with_installer:
+            env["PATH"] = f"{INSTALLER_DOUBLE}:{os.environ.get('PATH', '')}"
+        return env
+
+    def owned_vms(self, cluster: str) -> list[dict]:
+        tag = f"proxshift-{cluster}"
+        return [vm for vm in self.sim.state()["vms"] if tag in str(vm["config"].get("tags", "")).split(";")]
+
+
+@pytest.fixture
+def site(tmp_path):
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "bao").mkdir()
+    with running_pvesim(tmp_path / "sim", seed=DEMO_SEED) as sim, running_openbao(tmp_path / "bao") as bao:
+        bao.kv_put("openshift/pull-secret", {"pullSecret": CANARY_PULL_SECRET})
+        bao.kv_put("openshift/ssh", {"publicKey": SSH_KEY})
+        yield Site(sim=sim, bao=bao, work=tmp_path / "work")
+
+
+@pytest.fixture
+def run_flow(run_playbook, site):
+    """Run one of the project's playbooks for a cluster of the example inventories."""
+
+    def run(playbook: str, cluster: str, *, with_installer: bool = False, **kwargs):
+        extra = site.extra_vars(cluster, **kwargs.pop("extra", {}))
+        return run_playbook(
+            REPO / "playbooks" / playbook,
+            inventory=REPO / "inventory",
+            extra_vars=extra,
+            env=site.env(with_installer),
+            **kwargs,
+        )
+
+    return run

