@@ -553,8 +553,48 @@ fn check_mode_create_writes_nothing_and_predicts() {
         .as_array()
         .unwrap()
         .contains(&json!("efidisk0")));
+    assert_eq!(r["mac_addresses"]["net0"], json!("BC:24:11:00:41:00"));
     assert!(writes(&sim).is_empty());
     assert!(sim.vm_config(4100).is_none());
+}
+
+#[test]
+fn a_whole_cluster_is_removed_with_one_list() {
+    let sim = sim();
+    let cluster = json!({
+        "node": "pve2", "memory": 2048, "owner_tag": "c9", "vmid_range": [4600, 4699],
+        "vms": [{"name": "c9-a"}, {"name": "c9-b"}],
+    });
+    ok(&run(&sim, &cluster));
+    let client = client_for(&sim);
+    client
+        .vm_action(
+            "pve2",
+            4600,
+            "start",
+            &pve_client::Params::new(),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
+    let mut gone = cluster.clone();
+    gone["state"] = json!("absent");
+    gone["force"] = json!(true);
+    let r = run_mode(&sim, &gone, true);
+    assert_eq!(
+        ok(&r)["summary"],
+        json!({"total": 2, "changed": 2, "failed": 0})
+    );
+    assert!(sim.vm_config(4600).is_some() && sim.vm_config(4601).is_some());
+    let r = run(&sim, &gone);
+    ok(&r);
+    assert!(r["vms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|v| v["deleted"] == json!(true)));
+    assert!(sim.vm_config(4600).is_none() && sim.vm_config(4601).is_none());
+    let r = run(&sim, &gone);
+    assert_eq!(ok(&r)["changed"], json!(false));
 }
 
 #[test]
