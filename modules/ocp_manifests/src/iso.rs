@@ -114,7 +114,16 @@ pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Artifa
         log_tail,
         work_dir: work.clone(),
     };
-    let _ = fs::remove_dir_all(&work);
+    // Work dirs of earlier failed builds were kept for inspection; a new build replaces them.
+    for entry in fs::read_dir(output_dir).into_iter().flatten().flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".agent-build-")
+        {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
     fs::create_dir_all(&work)
         .map_err(|e| fail(format!("cannot create {}: {e}", work.display()), vec![]))?;
     for input in inputs {

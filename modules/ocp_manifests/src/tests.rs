@@ -1400,10 +1400,15 @@ mod module {
             dir.join("agent/agent.x86_64.iso").is_file(),
             "previous ISO kept"
         );
+        let failed_dir = PathBuf::from(r["installer_dir"].as_str().unwrap());
+        assert!(
+            failed_dir.join(".openshift_install.log").is_file(),
+            "failed build kept for inspection"
+        );
         assert_no_secret(&r);
         let r = run(
             &with(
-                args,
+                args.clone(),
                 "openshift_install",
                 json!("/nonexistent/openshift-install"),
             ),
@@ -1414,6 +1419,14 @@ mod module {
             r["msg"].as_str().unwrap().contains("not an executable"),
             "{r}"
         );
+        // The next successful build clears the failed work dir.
+        let r = run(
+            &with(args, "ntp_servers", json!(["192.168.50.2"])),
+            false,
+            false,
+        );
+        assert_eq!(r["iso_built"], json!(true), "{r}");
+        assert!(!failed_dir.exists());
         fs::remove_dir_all(&dir).unwrap();
     }
 }
