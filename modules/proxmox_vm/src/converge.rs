@@ -598,6 +598,8 @@ fn create(
         res.after.insert(k.clone(), json!(v));
     }
     if ctx.check_mode {
+        // The config as it would be sent (so fixed MACs show in mac_addresses).
+        res.config = res.after.clone();
         return Ok(());
     }
     let mut tries = 0;
