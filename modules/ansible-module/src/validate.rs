@@ -151,12 +151,13 @@ fn validate_level(
         if given.contains_key(opt.name) {
             continue;
         }
+        // An empty variable counts as unset: AWX renders optional credential inputs as "".
         if let Some(val) = opt
             .env_fallback
             .iter()
-            .find_map(|var| std::env::var(var).ok())
+            .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
         {
-            if opt.no_log && !val.is_empty() {
+            if opt.no_log {
                 out.no_log_values.push(val.clone());
             }
             given.insert(opt.name.to_string(), Value::String(val));
@@ -515,6 +516,17 @@ mod tests {
         assert!(!r.errors.is_empty());
         assert!(r.no_log_values.contains(&"hunter2".to_string()));
         assert!(r.no_log_values.contains(&"nested-secret".to_string()));
+    }
+
+    #[test]
+    fn empty_env_fallback_counts_as_unset() {
+        std::env::set_var("PS_TEST_EMPTY_VAR", "");
+        let s = ArgSpec::new(vec![Opt::str("ca")
+            .env(&["PS_TEST_EMPTY_VAR"])
+            .default("fallback-default")]);
+        let r = validate(json!({}).as_object().unwrap(), &s, "m", false);
+        std::env::remove_var("PS_TEST_EMPTY_VAR");
+        assert_eq!(r.params["ca"], json!("fallback-default"));
     }
 
     #[test]

@@ -150,9 +150,16 @@ pub fn is_transient_status(status: u16) -> bool {
     matches!(status, 408 | 425 | 429 | 502 | 503 | 504)
 }
 
-/// A transport failure worth retrying: the request may never have reached the server.
+/// A transport failure worth retrying: the request may never have reached the server. A certificate
+/// the client rejects is a connect error too, but retrying cannot fix it, so it fails at once.
 pub fn is_transient_transport(e: &reqwest::Error) -> bool {
-    e.is_connect() || e.is_timeout()
+    (e.is_connect() || e.is_timeout()) && !is_certificate_error(e)
+}
+
+/// The TLS handshake failed over the server's certificate (unknown issuer, wrong name, expired).
+pub fn is_certificate_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let text = describe(e).to_ascii_lowercase();
+    text.contains("certificate") || text.contains("unknownissuer")
 }
 
 /// Exponential backoff: `attempts` tries in all, sleeping `initial`, `initial*factor`, … capped at `max`.
