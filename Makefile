@@ -6,7 +6,7 @@ PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 export PROXSHIFT_VENV := $(CURDIR)/$(VENV)
 
-.PHONY: all venv build test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench clean-collections
+.PHONY: all venv build test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench fuzz fuzz-short clean-collections
 
 all: build
 
@@ -41,11 +41,20 @@ ansible-lint: venv
 	scripts/lint.sh
 
 ## test: every test — formatting, lints, Rust tests, real ansible-playbook integration tests, ansible-lint.
-test: test-deps fmt-check clippy cargo-test ansible-test ansible-lint
+test: test-deps fmt-check clippy cargo-test ansible-test ansible-lint fuzz-short
+
+## fuzz-short: every cargo-fuzz target (fuzz/) for FUZZ_SECONDS each; `make fuzz` runs them longer.
+FUZZ_SECONDS ?= 25
+fuzz-short:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz:
+	scripts/fuzz.sh $(or $(FUZZ_LONG_SECONDS),600)
 
 ## demo: the main job on the simulator.
 demo: build
 	scripts/demo.sh
 
+## bench: one Markdown table of speed and footprint figures against pvesim (not part of `make test`).
 bench: build
 	scripts/bench.sh

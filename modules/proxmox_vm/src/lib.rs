@@ -203,8 +203,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("summary", summary))
 }
 
-/// Option checks that need no API.
-fn check_args(a: &VmArgs) -> Result<(), String> {
+/// Option checks that need no API (public for the fuzz targets under `fuzz/`).
+pub fn check_args(a: &VmArgs) -> Result<(), String> {
     let who = a
         .spec
         .name

@@ -1,6 +1,8 @@
 """proxshift.hashi_vault.hashicorp_vault through real ansible-playbook against a real OpenBao server."""
 from __future__ import annotations
 
+import pytest
+
 CANARY = {
     "canary_kubeadmin": "canary-kubeadmin-7b1e",
     "canary_kubeconfig": "canary-kubeconfig-93dc",
@@ -171,6 +173,7 @@ def test_connection_from_the_environment(run_playbook, openbao):
     assert run.task("Read with VAULT_ADDR and VAULT_TOKEN")["secrets"] == {"k": "from-env"}
 
 
+@pytest.mark.canary_shown  # the leak scan's control: this output shows the canary on purpose
 def test_only_the_read_result_shows_values_which_is_why_docs_say_no_log(run_playbook, openbao):
     """The control for the leak checks above: without no_log a read task's values do reach the output
     (the one documented exception), so the checks would catch a real leak."""

@@ -1,0 +1,209 @@
+"""Secret-leak scan for the whole test session (a pytest plugin, loaded by tests/conftest.py).
+
+Canaries are fake secret values the tests feed to the modules. They are discovered automatically — every
+module-level constant of a test module, conftest or test helper whose NAME contains ``CANARY`` (a string,
+or a dict/list of strings) or whose string VALUE contains ``canary`` — and can be added at run time with
+the ``canary`` fixture (``canary("value")``). A JSON canary also registers its string leaves (the ``auth``
+inside a pull secret), since that is the part that would leak.
+
+Scanned: every ``ansible-playbook`` run's stdout, stderr and recorded task results (what any callback,
+AWX included, receives: ansible censors ``no_log`` results before callbacks see them, so a ``no_log`` task
+that returns a secret by design passes only if its displayed result is censored), each test's captured
+stdout/stderr/log, and at session end every ``*.log`` and ``record-*.jsonl`` artifact under the session's
+temporary directory (our own services' logs included; third-party dev servers that print their own
+credentials by design, OpenBao and the kube test environment, are not ours to scan).
+
+A test whose own runs leak fails at teardown, naming the canary and where it appeared. A test that shows
+a canary on purpose (the control proving the scan works) is marked ``@pytest.mark.canary_shown``.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# Third-party servers' own logs (they print their dev root token / admin credentials by design).
+NOT_OURS = {"bao.log", "testenv.log"}
+MIN_LEN = 8  # shorter values would match by accident
+
+
+@dataclass
+class Finding:
+    canary: str
+    origin: str
+    where: str
+    test: str
+
+    def __str__(self):
+        shown = self.canary if len(self.canary) <= 24 else self.canary[:21] + "..."
+        return f"{self.test or '<session>'}: canary {shown!r} ({self.origin}) appeared in {self.where}"
+
+
+class LeakScan:
+    def __init__(self):
+        self.canaries: dict[str, str] = {}
+        self.findings: list[Finding] = []
+        self.current: pytest.Item | None = None
+        self.scanned: set[str] = set()
+
+    def register(self, value, origin: str):
+        if isinstance(value, dict):
+            for v in value.values():
+                self.register(v, origin)
+            return
+        if isinstance(value, (list, tuple, set, frozenset)):
+            for v in value:
+                self.register(v, origin)
+            return
+        if not isinstance(value, str) or len(value) < MIN_LEN:
+            return
+        self.canaries.setdefault(value, origin)
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return
+        if isinstance(parsed, (dict, list)):
+            for leaf in _leaves(parsed):
+                if len(leaf) >= 12:
+                    self.canaries.setdefault(leaf, origin + " (inside)")
+
+    def discover(self, module):
+        """Register the canary constants of a (test or helper) module."""
+        name = getattr(module, "__name__", "?")
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("__"):
+                continue
+            if "CANARY" in attr.upper():
+                self.register(value, f"{name}.{attr}")
+            elif isinstance(value, str) and "canary" in value.lower():
+                self.register(value, f"{name}.{attr}")
+
+    def shown_on_purpose(self) -> bool:
+        return bool(self.current and self.current.get_closest_marker("canary_shown"))
+
+    def scan(self, text: str, where: str, test: str | None = None):
+        if not text or self.shown_on_purpose():
+            return
+        test = test if test is not None else (self.current.nodeid if self.current else "")
+        for value, origin in self.canaries.items():
+            if value in text:
+                self.findings.append(Finding(value, origin, where, test))
+
+    def scan_file(self, path: Path):
+        key = str(path)
+        if key in self.scanned:
+            return
+        self.scanned.add(key)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return
+        self.scan(text, str(path), test="")
+
+
+def _leaves(v):
+    if isinstance(v, dict):
+        for x in v.values():
+            yield from _leaves(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _leaves(x)
+    elif isinstance(v, str):
+        yield v
+
+
+SCAN = LeakScan()
+
+
+def recording(cls):
+    """A subclass of testlib.PlaybookRun that scans every run's output as it is created."""
+
+    class Recorded(cls):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            SCAN.scan(self.stdout, "ansible-playbook stdout")
+            SCAN.scan(self.stderr, "ansible-playbook stderr")
+            SCAN.scan(json.dumps(self.results, default=str), "recorded task results")
+
+    Recorded.__name__ = cls.__name__
+    Recorded.__qualname__ = cls.__qualname__
+    return Recorded
+
+
+# --------------------------------------------------------------------------------------------- hooks
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "canary_shown: the test shows a canary secret on purpose (leak-scan control)")
+
+
+def pytest_collection_finish(session):
+    # Test modules, conftests and helpers are all imported by now.
+    tests_dir = str(Path(__file__).resolve().parent)
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None) or ""
+        if f.startswith(tests_dir):
+            SCAN.discover(mod)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    SCAN.current = item
+    try:
+        return (yield)
+    finally:
+        SCAN.current = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    result = yield
+    mine = [f for f in SCAN.findings if f.test == item.nodeid and not getattr(f, "reported", False)]
+    for f in mine:
+        f.reported = True
+    if mine:
+        pytest.fail("secret leak:\n" + "\n".join(map(str, mine)), pytrace=False)
+    return result
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" or SCAN.shown_on_purpose():
+        return
+    for title, content in report.sections:
+        SCAN.scan(content, f"pytest {title}", test=report.nodeid)
+
+
+@pytest.fixture
+def canary():
+    """Register extra canary values for the rest of the session: ``canary("s3cret-value")``."""
+
+    def add(value, origin: str = "canary fixture"):
+        SCAN.register(value, origin)
+        return value
+
+    return add
+
+
+def pytest_sessionfinish(session, exitstatus):
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        try:
+            base = factory.getbasetemp()
+        except Exception:  # no test used a tmp dir
+            base = None
+        if base is not None and base.exists():
+            for path in sorted(base.rglob("*")):
+                if path.is_file() and path.name not in NOT_OURS and (
+                        path.suffix == ".log" or (path.name.startswith("record-") and path.suffix == ".jsonl")):
+                    SCAN.scan_file(path)
+    late = [f for f in SCAN.findings if not getattr(f, "reported", False)]
+    if late:
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["secret-leak scan: canary values appeared where they must not:"] + [f"  {f}" for f in late]
+        if tr:
+            tr.write_line("\n".join(lines), red=True)
+        else:
+            print("\n".join(lines), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
