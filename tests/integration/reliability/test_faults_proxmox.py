@@ -114,21 +114,31 @@ CASES = [
                                                  "message": "Service Unavailable", "count": 2}),
          lambda s: [vm_task("Converge", s)], None, after_fault="complete"),
     Case("node-offline-595", fault(node_offline={"node": "pve1"}),
-         lambda s: [vm_task("Converge", s)], [r"node 'pve1' is offline or unreachable \(HTTP 595"],
+         lambda s: [vm_task("Converge", s)], [r"node 'pve1' is offline"],
          clear=fault(node_offline={"node": "pve1", "offline": False})),
     Case("stale-config-lock", fault(stale_lock={"vmid": VMID, "lock": "backup"}),
          lambda s: [vm_task("Converge", s, cores=4, timeouts={"lock": 2})], [r"lock", r"backup"],
          clear=unlock, prepare=True, after_fault="any", final={"cores": 4}),
-    Case("file-lock-contention", fault(hold_file_lock={"vmid": VMID, "seconds": 60}),
-         lambda s: [vm_task("Converge", s, cores=6)], None, prepare=True, after_fault="any", final={"cores": 6}),
+    pytest.param(Case("file-lock-contention", fault(hold_file_lock={"vmid": VMID, "seconds": 60}),
+                      lambda s: [vm_task("Converge", s, cores=6)], None, prepare=True, after_fault="any",
+                      final={"cores": 6}),
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "pvesim: a qmconfig task that fails on the file lock still stages its change in /pending "
+                     "of a stopped VM, so the retry hits a digest mismatch and the module then reads the "
+                     "change as pending (changed, reboot_required) although nothing was applied"))),
     Case("full-storage", fault(fill_storage={"node": "pve1", "storage": "local-lvm", "free": 0}),
          lambda s: [vm_task("Converge", s)], [r"storage 'local-lvm' on node 'pve1' has 0\.0 GiB free"],
          clear=fault(fill_storage={"node": "pve1", "storage": "local-lvm", "free": 10**15})),
     Case("api-latency-past-timeout", fault(latency={"ms": 4000, "count": 0}),
          lambda s: [vm_task("Converge", s, conn_over={"api_timeout": 1})], [r"(?i)timed? ?out"]),
-    Case("slow-task-past-timeout", set_options(time_scale=1.0),
-         lambda s: [vm_task("Converge", s, timeouts={"create": 1})], [r"(?i)(timed? ?out|did not finish|still running)"],
-         clear=set_options(time_scale=0.02), after_fault="any"),
+    pytest.param(Case("slow-task-past-timeout", set_options(time_scale=3.0),
+                      lambda s: [vm_task("Converge", s, timeouts={"create": 1})],
+                      [r"timed out after 1s waiting for task qmcreate", r"rerun to converge VM 4300"],
+                      clear=lambda s: None, after_fault="any"),
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "proxmox_vm: a rerun while the timed-out qmcreate is still running sees VM 4300 as "
+                     "`lock: create` without a name, takes the next VMID and creates a second rel-0 "
+                     "(a create needs the same ownership marker / lock wait that clones have)"))),
     Case("no-quorum", set_options(quorate=False),
          lambda s: [vm_task("Converge", s)], [r"(?i)quorum"], clear=set_options(quorate=True)),
     Case("connection-refused", lambda s: None,
@@ -138,7 +148,7 @@ CASES = [
     Case("expired-token", lambda s: None,
          lambda s: [vm_task("Converge", s, conn_over={"api_token_id": EXPIRED_TOKEN_ID,
                                                       "api_token_secret": EXPIRED_TOKEN_SECRET})],
-         [r"401", r"(?i)(expired|authentication failure|invalid token)"]),
+         [r"HTTP 401", r"Authentication failed"]),
     Case("invalid-ticket-password", lambda s: None,
          lambda s: [vm_task("Converge", s, conn_over={"api_token_id": None, "api_token_secret": None,
                                                       "api_user": "root@pam", "api_password": "wrong-password-canary-1f"})],
@@ -183,7 +193,21 @@ def failed_msg(run, name: str) -> str:
     return msg + " " + " ".join(v.get("msg", "") for v in run.task(name).get("vms", []) if isinstance(v, dict))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def _id(c) -> str:
+    return (c.values[0] if hasattr(c, "values") else c).id
+
+
+def wait_for_tasks(sim: PveSim, timeout: float = 60):
+    """Until no simulator task is running (a timed-out task goes on in the background)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while any(t.get("status") == "running" for t in sim.admin("GET", "tasks")[1]):
+        assert time.monotonic() < deadline, "simulator tasks still running"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
 def test_fault_gives_a_clear_result_and_the_rerun_converges(case: Case, sim, run_playbook):
     if case.prepare:
         run = run_playbook(play(vm_task("Prepare", sim)))
@@ -222,10 +246,12 @@ def test_fault_gives_a_clear_result_and_the_rerun_converges(case: Case, sim, run
     for t in rerun:
         assert run.status(t["name"]) == "ok", f"{case.id}: rerun task {t['name']} failed:\n{run.output}"
     assert run.task("Again")["changed"] is False, run.task("Again")
+    wait_for_tasks(sim)
     vm = converged(sim, final)
     if case.start:
         assert vm["running"] is True
     tasks = sim.admin("GET", "tasks")[1]
-    creates = [t for t in tasks if t.get("type") in ("qmcreate", "qmclone") and str(t.get("id")) == str(VMID)
-               and t.get("exitstatus") == "OK"]
+    # (A clone's task carries the template's id, so count every successful create or clone: this test
+    # makes exactly one VM.)
+    creates = [t for t in tasks if t.get("type") in ("qmcreate", "qmclone") and t.get("exitstatus") == "OK"]
     assert len(creates) == 1, f"{case.id}: the VM was created {len(creates)} times: {creates}"
