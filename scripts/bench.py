@@ -56,7 +56,8 @@ class Bench:
     # ----------------------------------------------------------------------------------------- running
     def env(self, extra: dict | None = None) -> dict:
         env = ansible_env(self.work, extra)
-        env["ANSIBLE_CALLBACKS_ENABLED"] = ""  # no test recorder in the timings
+        env.pop("ANSIBLE_CALLBACKS_ENABLED", None)  # no test recorder in the timings
+        env.pop("ANSIBLE_CALLBACK_PLUGINS", None)
         env["ANSIBLE_COLLECTIONS_SCAN_SYS_PATH"] = "true"  # community.proxmox from the bench venv
         env["PATH"] = f"{self.venv / 'bin'}:{env['PATH']}"
         return env
@@ -142,13 +143,13 @@ def per_task(b: Bench, sim) -> dict:
 
 HA_VMS = [
     {"name": f"ha-master-{i}", "memory": 16384, "cores": 4,
-     "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "120G"}],
+     "disks": [{"slot": "scsi0", "storage": "nfs-shared", "size": "120G"}],
      "nics": [{"slot": "net0", "bridge": "vmbr0", "vlan": 40, "mac": f"BC:24:11:40:00:1{i}"}],
      "cdrom": {"iso": "local:iso/agent.x86_64.iso"}} for i in range(3)
 ] + [
     {"name": f"ha-worker-{i}", "memory": 32768, "cores": 8,
-     "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "120G"}]
-     + ([{"slot": "scsi1", "storage": "local-lvm", "size": "200G"}] if i == 0 else []),
+     "disks": [{"slot": "scsi0", "storage": "nfs-shared", "size": "120G"}]
+     + ([{"slot": "scsi1", "storage": "nfs-shared", "size": "200G"}] if i == 0 else []),
      "nics": [{"slot": "net0", "bridge": "vmbr0", "vlan": 40, "mac": f"BC:24:11:40:00:2{i}"}],
      "cdrom": {"iso": "local:iso/agent.x86_64.iso"}} for i in range(3)
 ]

@@ -21,8 +21,8 @@ def play(*tasks: dict) -> str:
     return json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": list(tasks)}])
 
 
-def write(name: str, url: str, token: str, **over) -> dict:
-    args = {"url": url, "token": token, "retries": 0, "timeout": 5, "path": PATH, "data": SECRET, **over}
+def write(name: str, bao, **over) -> dict:
+    args = {"url": bao.addr, "token": bao.token, "retries": 0, "timeout": 5, "path": PATH, "data": SECRET, **over}
     return {"name": name, "proxshift.hashi_vault.hashicorp_vault": args, "ignore_errors": True}
 
 
@@ -61,7 +61,7 @@ CASES = {
 def test_vault_fault_is_clear_and_the_rerun_writes_once(case, bao, run_playbook):
     setup, expect, clear, before = CASES[case]
     over = setup(bao)
-    run = run_playbook(play(write("Write", bao.addr, bao.token, **over)), verbosity=2)
+    run = run_playbook(play(write("Write", bao, **over)), verbosity=2)
     assert run.status("Write") == "failed", run.output
     msg = run.task("Write")["msg"]
     for rx in expect:
@@ -75,7 +75,7 @@ def test_vault_fault_is_clear_and_the_rerun_writes_once(case, bao, run_playbook)
         over = {"cas": 1}  # the operator reads the current version and writes on top of it
     else:
         over = {}
-    run = run_playbook(play(write("Rerun", bao.addr, bao.token, **over), write("Again", bao.addr, bao.token, **over)))
+    run = run_playbook(play(write("Rerun", bao, **over), write("Again", bao, **over)))
     assert run.status("Rerun") == "ok" and run.status("Again") == "ok", run.output
     assert run.task("Rerun")["changed"] is True and run.task("Again")["changed"] is False
     assert bao.kv_get(PATH) == SECRET
