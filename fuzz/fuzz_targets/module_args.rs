@@ -30,15 +30,19 @@ fn validate_only(_: &mut Module) -> Result<Outcome, Failure> {
     Ok(Outcome::new(false))
 }
 
-fn modules() -> [(&'static str, ArgSpec, Body); 6] {
-    [
+type Entry = (&'static str, ArgSpec, Body);
+
+/// Built once: the specs are plain data and building six per input would dominate the run.
+fn modules() -> &'static [Entry; 6] {
+    static MODULES: std::sync::OnceLock<[Entry; 6]> = std::sync::OnceLock::new();
+    MODULES.get_or_init(|| [
         ("proxmox_vm", proxmox_vm::argument_spec(), typed_proxmox_vm),
         ("vm_lifecycle", vm_lifecycle::argument_spec(), validate_only),
         ("hashicorp_vault", hashicorp_vault::argument_spec(), validate_only),
         ("ocp_manifests", ocp_manifests::argument_spec(), validate_only),
         ("acm_import", acm_import::argument_spec(), validate_only),
         ("cluster_auth", cluster_auth::argument_spec(), validate_only),
-    ]
+    ])
 }
 
 fuzz_target!(|data: &[u8]| {

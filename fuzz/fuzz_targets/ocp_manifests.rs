@@ -24,13 +24,14 @@ fn base() -> Value {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else { return };
-    let spec = ocp_manifests::argument_spec();
+    static SPEC: std::sync::OnceLock<ansible_module::ArgSpec> = std::sync::OnceLock::new();
+    let spec = SPEC.get_or_init(ocp_manifests::argument_spec);
     let mut u = Unstructured::new(rest);
     let args = match mode % 3 {
-        0 => match object(&mut u, &spec, 0) { Ok(v) => v, Err(_) => return },
+        0 => match object(&mut u, spec, 0) { Ok(v) => v, Err(_) => return },
         // Replace a few top-level options of the valid base with generated values.
         1 => {
-            let Ok(Value::Object(gen)) = object(&mut u, &spec, 0) else { return };
+            let Ok(Value::Object(gen)) = object(&mut u, spec, 0) else { return };
             let mut b = base();
             for (k, v) in gen.into_iter().take(3) {
                 b[k] = v;
@@ -41,14 +42,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = args.to_string();
     let ran = std::cell::Cell::new(false);
-    let (result, _) = execute(&text, "ocp_manifests", &spec, |m| {
+    let (result, _) = execute(&text, "ocp_manifests", spec, |m| {
         ran.set(true);
         let mut o: Options = m.options()?;
         o.template_dir = None; // the only input that reads files
         let planned = plan::plan(&o);
         let Some(p) = planned.plan else {
             assert!(!planned.problems.is_empty(), "no plan and no problem");
-            let names = option_names(&spec);
+            let names = option_names(spec);
             for pr in &planned.problems {
                 let head = pr.path.split(['.', '[']).next().unwrap_or("");
                 assert!(names.contains(head), "problem path {:?} names no option ({})", pr.path, pr.msg);
@@ -61,5 +62,5 @@ fuzz_target!(|data: &[u8]| {
         assert!(problems.is_empty(), "a validated plan renders files that fail verification: {problems:?}\nargs: {text}");
         Ok(Outcome::new(false))
     });
-    check_result(&result, &spec, ran.get(), &text);
+    check_result(&result, spec, ran.get(), &text);
 });

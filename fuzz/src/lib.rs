@@ -118,7 +118,9 @@ pub fn check_result(result: &Value, spec: &ArgSpec, body_ran: bool, input: &str)
     if obj.get("failed") == Some(&Value::Bool(true)) {
         let msg = obj.get("msg").and_then(Value::as_str).unwrap_or("");
         assert!(!msg.trim().is_empty(), "failed without a msg: {result}");
-        if !body_ran {
+        // A no_log value that happens to occur inside the message (a fuzzed one-letter "secret") is
+        // masked wherever it appears, by design, option names included: nothing left to check then.
+        if !body_ran && !msg.contains("********") {
             let names = option_names(spec);
             let keys: Vec<String> = serde_json::from_str::<Value>(input)
                 .ok()
