@@ -35,14 +35,24 @@ type Entry = (&'static str, ArgSpec, Body);
 /// Built once: the specs are plain data and building six per input would dominate the run.
 fn modules() -> &'static [Entry; 6] {
     static MODULES: std::sync::OnceLock<[Entry; 6]> = std::sync::OnceLock::new();
-    MODULES.get_or_init(|| [
-        ("proxmox_vm", proxmox_vm::argument_spec(), typed_proxmox_vm),
-        ("vm_lifecycle", vm_lifecycle::argument_spec(), validate_only),
-        ("hashicorp_vault", hashicorp_vault::argument_spec(), validate_only),
-        ("ocp_manifests", ocp_manifests::argument_spec(), validate_only),
-        ("acm_import", acm_import::argument_spec(), validate_only),
-        ("cluster_auth", cluster_auth::argument_spec(), validate_only),
-    ])
+    MODULES.get_or_init(|| {
+        [
+            ("proxmox_vm", proxmox_vm::argument_spec(), typed_proxmox_vm),
+            ("vm_lifecycle", vm_lifecycle::argument_spec(), validate_only),
+            (
+                "hashicorp_vault",
+                hashicorp_vault::argument_spec(),
+                validate_only,
+            ),
+            (
+                "ocp_manifests",
+                ocp_manifests::argument_spec(),
+                validate_only,
+            ),
+            ("acm_import", acm_import::argument_spec(), validate_only),
+            ("cluster_auth", cluster_auth::argument_spec(), validate_only),
+        ]
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -67,12 +77,26 @@ fuzz_target!(|data: &[u8]| {
         body(m)
     });
     let failed = result.get("failed") == Some(&serde_json::Value::Bool(true));
-    assert_eq!(code != 0, failed, "exit code {code} disagrees with the result: {result}");
+    assert_eq!(
+        code != 0,
+        failed,
+        "exit code {code} disagrees with the result: {result}"
+    );
     check_result(&result, spec, ran.get(), &text);
 
     // Coercion alone, every type: never a panic, an error names the types involved.
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-        for ty in [Type::Str, Type::Int, Type::Float, Type::Bool, Type::List, Type::Dict, Type::Path, Type::Raw, Type::Json] {
+        for ty in [
+            Type::Str,
+            Type::Int,
+            Type::Float,
+            Type::Bool,
+            Type::List,
+            Type::Dict,
+            Type::Path,
+            Type::Raw,
+            Type::Json,
+        ] {
             if let Err(e) = coerce::coerce(&v, ty) {
                 assert!(!e.is_empty());
             }

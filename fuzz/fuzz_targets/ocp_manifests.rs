@@ -23,22 +23,32 @@ fn base() -> Value {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     static SPEC: std::sync::OnceLock<ansible_module::ArgSpec> = std::sync::OnceLock::new();
     let spec = SPEC.get_or_init(ocp_manifests::argument_spec);
     let mut u = Unstructured::new(rest);
     let args = match mode % 3 {
-        0 => match object(&mut u, spec, 0) { Ok(v) => v, Err(_) => return },
+        0 => match object(&mut u, spec, 0) {
+            Ok(v) => v,
+            Err(_) => return,
+        },
         // Replace a few top-level options of the valid base with generated values.
         1 => {
-            let Ok(Value::Object(gen)) = object(&mut u, spec, 0) else { return };
+            let Ok(Value::Object(gen)) = object(&mut u, spec, 0) else {
+                return;
+            };
             let mut b = base();
             for (k, v) in gen.into_iter().take(3) {
                 b[k] = v;
             }
             b
         }
-        _ => match serde_json::from_slice::<Value>(rest) { Ok(v) => v, Err(_) => return },
+        _ => match serde_json::from_slice::<Value>(rest) {
+            Ok(v) => v,
+            Err(_) => return,
+        },
     };
     let text = args.to_string();
     let ran = std::cell::Cell::new(false);
@@ -52,14 +62,22 @@ fuzz_target!(|data: &[u8]| {
             let names = option_names(spec);
             for pr in &planned.problems {
                 let head = pr.path.split(['.', '[']).next().unwrap_or("");
-                assert!(names.contains(head), "problem path {:?} names no option ({})", pr.path, pr.msg);
+                assert!(
+                    names.contains(head),
+                    "problem path {:?} names no option ({})",
+                    pr.path,
+                    pr.msg
+                );
                 assert!(!pr.msg.is_empty());
             }
             return Err(Failure::new(format!("{} problems", planned.problems.len())));
         };
         let (ic, ac) = render::render(&p, None).map_err(Failure::new)?;
         let problems = verify::verify(&p, &ic, &ac);
-        assert!(problems.is_empty(), "a validated plan renders files that fail verification: {problems:?}\nargs: {text}");
+        assert!(
+            problems.is_empty(),
+            "a validated plan renders files that fail verification: {problems:?}\nargs: {text}"
+        );
         Ok(Outcome::new(false))
     });
     check_result(&result, spec, ran.get(), &text);

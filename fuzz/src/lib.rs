@@ -22,14 +22,22 @@ pub fn option_names(spec: &ArgSpec) -> BTreeSet<&'static str> {
 }
 
 /// A value of the option's own type most of the time, of any type otherwise (to reach coercion).
-fn value_for(u: &mut Unstructured, ty: Type, sub: Option<&ArgSpec>, elements: Option<Type>, depth: u32) -> Result<Value> {
+fn value_for(
+    u: &mut Unstructured,
+    ty: Type,
+    sub: Option<&ArgSpec>,
+    elements: Option<Type>,
+    depth: u32,
+) -> Result<Value> {
     if depth > 4 || u.ratio(1, 5)? {
         return any_value(u, depth);
     }
     Ok(match ty {
         Type::Str | Type::Path | Type::Json | Type::Raw => Value::String(string(u)?),
         Type::Int => Value::from(u.arbitrary::<i64>()?),
-        Type::Float => Number::from_f64(u.arbitrary::<f64>()?).map(Value::Number).unwrap_or(Value::Null),
+        Type::Float => Number::from_f64(u.arbitrary::<f64>()?)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
         Type::Bool => Value::Bool(u.arbitrary()?),
         Type::Dict => match sub {
             Some(s) => object(u, s, depth + 1)?,
@@ -39,7 +47,13 @@ fn value_for(u: &mut Unstructured, ty: Type, sub: Option<&ArgSpec>, elements: Op
             let n = u.int_in_range(0..=3)?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
-                items.push(value_for(u, elements.unwrap_or(Type::Raw), sub, None, depth + 1)?);
+                items.push(value_for(
+                    u,
+                    elements.unwrap_or(Type::Raw),
+                    sub,
+                    None,
+                    depth + 1,
+                )?);
             }
             Value::Array(items)
         }
@@ -49,11 +63,48 @@ fn value_for(u: &mut Unstructured, ty: Type, sub: Option<&ArgSpec>, elements: Op
 /// Strings that look like what modules parse (sizes, MACs, CIDRs, property strings) plus raw ones.
 fn string(u: &mut Unstructured) -> Result<String> {
     const PIECES: &[&str] = &[
-        "", "0", "1", "-1", "yes", "no", "on", "true", "False", "120G", "1.5T", "0x10", "4.19", "4.16.3",
-        "BC:24:11:00:00:01", "bc-24-11-00-00-01", "10.0.0.0/24", "10.0.0.5", "::1", "fd00::/64", "vmbr0",
-        "local-lvm:vm-100-disk-0,size=20G", "virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=10", "a=b,a=c",
-        "=x", ",,,", "local:iso/agent.x86_64.iso", "ocp1", "pve1", "~/x", "$HOME/y", "{\"a\": 1}", "[1,2]",
-        "é", "\u{0}", "9999999999999999999999", "NaN", "1e309", "scsi0", "ide2", "net0", "none",
+        "",
+        "0",
+        "1",
+        "-1",
+        "yes",
+        "no",
+        "on",
+        "true",
+        "False",
+        "120G",
+        "1.5T",
+        "0x10",
+        "4.19",
+        "4.16.3",
+        "BC:24:11:00:00:01",
+        "bc-24-11-00-00-01",
+        "10.0.0.0/24",
+        "10.0.0.5",
+        "::1",
+        "fd00::/64",
+        "vmbr0",
+        "local-lvm:vm-100-disk-0,size=20G",
+        "virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=10",
+        "a=b,a=c",
+        "=x",
+        ",,,",
+        "local:iso/agent.x86_64.iso",
+        "ocp1",
+        "pve1",
+        "~/x",
+        "$HOME/y",
+        "{\"a\": 1}",
+        "[1,2]",
+        "é",
+        "\u{0}",
+        "9999999999999999999999",
+        "NaN",
+        "1e309",
+        "scsi0",
+        "ide2",
+        "net0",
+        "none",
     ];
     if u.ratio(2, 3)? {
         Ok(u.choose(PIECES)?.to_string())
@@ -67,10 +118,16 @@ fn any_value(u: &mut Unstructured, depth: u32) -> Result<Value> {
         0 => Value::Null,
         1 => Value::Bool(u.arbitrary()?),
         2 => Value::from(u.arbitrary::<i64>()?),
-        3 => Number::from_f64(u.arbitrary::<f64>()?).map(Value::Number).unwrap_or(Value::Null),
+        3 => Number::from_f64(u.arbitrary::<f64>()?)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
         4 if depth < 4 => {
             let n = u.int_in_range(0..=2)?;
-            Value::Array((0..n).map(|_| any_value(u, depth + 1)).collect::<Result<_>>()?)
+            Value::Array(
+                (0..n)
+                    .map(|_| any_value(u, depth + 1))
+                    .collect::<Result<_>>()?,
+            )
         }
         5 if depth < 4 => {
             let mut m = Map::new();
@@ -91,7 +148,11 @@ pub fn object(u: &mut Unstructured, spec: &ArgSpec, depth: u32) -> Result<Value>
         if !u.ratio(1, 2)? {
             continue;
         }
-        let key = if !o.aliases.is_empty() && u.ratio(1, 4)? { *u.choose(&o.aliases)? } else { o.name };
+        let key = if !o.aliases.is_empty() && u.ratio(1, 4)? {
+            *u.choose(&o.aliases)?
+        } else {
+            o.name
+        };
         let v = if !o.choices.is_empty() && u.ratio(2, 3)? {
             u.choose(&o.choices)?.clone()
         } else {
@@ -105,7 +166,10 @@ pub fn object(u: &mut Unstructured, spec: &ArgSpec, depth: u32) -> Result<Value>
     if depth == 0 && u.ratio(1, 3)? {
         m.insert("_ansible_check_mode".into(), any_value(u, 3)?);
         m.insert("_ansible_diff".into(), Value::Bool(u.arbitrary()?));
-        m.insert("_ansible_module_name".into(), Value::String("fuzzed".into()));
+        m.insert(
+            "_ansible_module_name".into(),
+            Value::String("fuzzed".into()),
+        );
     }
     Ok(Value::Object(m))
 }
@@ -113,8 +177,13 @@ pub fn object(u: &mut Unstructured, spec: &ArgSpec, depth: u32) -> Result<Value>
 /// The result contract: one JSON object; `changed` a bool; a failure has a non-empty `msg`; a
 /// validation failure (the module body never ran) names an option, the arguments file or its JSON.
 pub fn check_result(result: &Value, spec: &ArgSpec, body_ran: bool, input: &str) {
-    let obj = result.as_object().unwrap_or_else(|| panic!("result is not an object: {result}"));
-    assert!(matches!(obj.get("changed"), Some(Value::Bool(_))), "changed is not a bool: {result}");
+    let obj = result
+        .as_object()
+        .unwrap_or_else(|| panic!("result is not an object: {result}"));
+    assert!(
+        matches!(obj.get("changed"), Some(Value::Bool(_))),
+        "changed is not a bool: {result}"
+    );
     if obj.get("failed") == Some(&Value::Bool(true)) {
         let msg = obj.get("msg").and_then(Value::as_str).unwrap_or("");
         assert!(!msg.trim().is_empty(), "failed without a msg: {result}");
@@ -127,7 +196,9 @@ pub fn check_result(result: &Value, spec: &ArgSpec, body_ran: bool, input: &str)
                 .and_then(|v| v.as_object().map(|m| m.keys().cloned().collect()))
                 .unwrap_or_default();
             let named = names.iter().any(|n| msg.contains(n))
-                || keys.iter().any(|k| !k.is_empty() && msg.contains(k.as_str()))
+                || keys
+                    .iter()
+                    .any(|k| !k.is_empty() && msg.contains(k.as_str()))
                 || msg.contains("arguments file")
                 || msg.contains("JSON");
             assert!(named, "failure names no option: {msg}\ninput: {input}");
