@@ -48,6 +48,8 @@ class LeakScan:
         self.findings: list[Finding] = []
         self.current: pytest.Item | None = None
         self.scanned: set[str] = set()
+        # Temporary directories of tests marked canary_shown: their artifacts show a canary on purpose.
+        self.exempt_dirs: list[Path] = []
 
     def register(self, value, origin: str):
         if isinstance(value, dict):
@@ -94,7 +96,7 @@ class LeakScan:
 
     def scan_file(self, path: Path):
         key = str(path)
-        if key in self.scanned:
+        if key in self.scanned or any(path.is_relative_to(d) for d in self.exempt_dirs):
             return
         self.scanned.add(key)
         try:
@@ -159,6 +161,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
+    if item.get_closest_marker("canary_shown") and "tmp_path" in getattr(item, "funcargs", {}):
+        SCAN.exempt_dirs.append(Path(item.funcargs["tmp_path"]))
     result = yield
     mine = [f for f in SCAN.findings if f.test == item.nodeid and not getattr(f, "reported", False)]
     for f in mine:
