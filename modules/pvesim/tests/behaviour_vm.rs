@@ -866,3 +866,31 @@ fn agent_reports_link_local_first() {
         .to_string();
     assert!(later.contains("10.0.0.100"), "{later}");
 }
+
+#[test]
+fn create_with_start_runs_the_vm_and_failed_autostart_is_a_warning() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let upid = create(&api, &[("vmid", "240"), ("memory", "1024"), ("start", "1")]);
+    assert_eq!(api.exit(&upid), "OK");
+    let cur = api
+        .get("/nodes/pve1/qemu/240/status/current", &[])
+        .ok()
+        .clone();
+    assert_eq!(cur["status"], "running");
+    // 200 GiB on a 128 GiB node: created, but the autostart fails → WARNINGS.
+    let upid = create(
+        &api,
+        &[("vmid", "241"), ("memory", "204800"), ("start", "1")],
+    );
+    assert_eq!(api.exit(&upid), "WARNINGS: 1");
+    assert!(api
+        .task_log(&upid)
+        .iter()
+        .any(|l| l.starts_with("WARN: start failed")));
+    assert_eq!(api.task_log(&upid).last().unwrap(), "TASK WARNINGS: 1");
+    assert_eq!(
+        api.get("/nodes/pve1/qemu/241/status/current", &[]).ok()["status"],
+        "stopped"
+    );
+}
