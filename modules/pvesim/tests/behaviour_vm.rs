@@ -897,3 +897,34 @@ fn create_with_start_runs_the_vm_and_failed_autostart_is_a_warning() {
         "stopped"
     );
 }
+
+#[test]
+fn task_log_pages_and_reports_total() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let upid = create(
+        &api,
+        &[
+            ("vmid", "250"),
+            ("scsi0", "local-lvm:1"),
+            ("scsi1", "local-lvm:1"),
+            ("efidisk0", "local-lvm:1"),
+        ],
+    );
+    let path = format!("/nodes/pve1/tasks/{}/log", enc(&upid));
+    let all = api.get(&path, &[]);
+    assert_eq!(all.body["total"], 4, "{:?}", all.body);
+    let lines = all.ok().as_array().unwrap().clone();
+    assert_eq!(lines[0]["n"], 1);
+    assert!(lines[0]["t"]
+        .as_str()
+        .unwrap()
+        .starts_with("efidisk0: successfully created disk"));
+    assert_eq!(lines[3]["t"], "TASK OK");
+    let page = api.get(&path, &[("start", "1"), ("limit", "2")]);
+    let page = page.ok().as_array().unwrap().clone();
+    assert_eq!(page.len(), 2);
+    assert_eq!(page[0]["n"], 2);
+    let tasks = api.get("/nodes/pve1/tasks", &[("typefilter", "qmcreate")]);
+    assert_eq!(tasks.body["total"], 1);
+}
