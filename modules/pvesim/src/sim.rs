@@ -1146,7 +1146,7 @@ impl Sim {
                 if is_cdrom(&d) {
                     let f = d.get("file").unwrap_or("none");
                     if f != "none" && f != "cdrom" && !self.volume_exists(&node, f) {
-                        fail = Some(format!("volume '{f}' does not exist"));
+                        fail = Some(format!("volume {f} does not exist"));
                         break;
                     }
                     conf.insert(k.clone(), print_drive(&d));
@@ -1154,7 +1154,7 @@ impl Sim {
                 }
                 let f = d.get("file").unwrap_or_default().to_string();
                 if alloc_request(&f).is_none() && !self.volume_exists(&node, &f) {
-                    fail = Some(format!("volume '{f}' does not exist"));
+                    fail = Some(format!("volume {f} does not exist"));
                     break;
                 }
                 match self.allocate(&node, vmid, k, d, false) {

@@ -928,3 +928,32 @@ fn task_log_pages_and_reports_total() {
     let tasks = api.get("/nodes/pve1/tasks", &[("typefilter", "qmcreate")]);
     assert_eq!(tasks.body["total"], 1);
 }
+
+#[test]
+fn missing_iso_fails_create_in_the_task_and_update_synchronously() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let upid = create(
+        &api,
+        &[
+            ("vmid", "260"),
+            ("ide2", "local:iso/missing.iso,media=cdrom"),
+        ],
+    );
+    assert_eq!(
+        api.exit(&upid),
+        "unable to create VM 260 - volume local:iso/missing.iso does not exist"
+    );
+    assert!(sim.vm_config(260).is_none());
+    let r = api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("ide2", "local:iso/missing.iso,media=cdrom")],
+    );
+    assert_eq!(r.message(), "volume local:iso/missing.iso does not exist\n");
+    // Ejecting is always fine.
+    api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("ide2", "none,media=cdrom")],
+    )
+    .ok();
+}
