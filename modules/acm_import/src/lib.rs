@@ -406,7 +406,13 @@ fn manual_import(
     let name = &o.cluster_name;
     let secret_name = format!("{name}-import");
     let secrets = known::secrets();
-    let waited = kube_client::wait_for(timeout, interval, || {
+    // Check mode looks once instead of waiting.
+    let secret_wait = if m.check_mode {
+        Duration::ZERO
+    } else {
+        timeout
+    };
+    let waited = kube_client::wait_for(secret_wait, interval, || {
         Ok(match hub.get(&secrets, Some(name), &secret_name)? {
             None => Poll::Pending(format!(
                 "Secret {name}/{secret_name} to be rendered by the hub's import controller"
@@ -421,6 +427,12 @@ fn manual_import(
     });
     let (crds, import) = match waited {
         Ok(x) => x,
+        Err(WaitError::Timeout { .. }) if m.check_mode => {
+            report.changed = true;
+            report.actions.push(json!({"side": "spoke", "object": "import manifests",
+                "action": format!("would be applied once the hub renders Secret {name}/{secret_name}")}));
+            return Ok(Vec::new());
+        }
         Err(WaitError::Timeout { waited, pending }) => {
             return Err(report.fail(format!(
                 "timed out after {}s waiting for {pending}",
@@ -444,6 +456,19 @@ fn manual_import(
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
+            let obj_name = name_of(&doc).0.unwrap_or_default();
+            // In check mode the CRDs of crds.yaml are not there: their kinds would be created.
+            if m.check_mode {
+                if let Err(KubeError::Other(_)) = spoke.resolve(&api_version, &kind) {
+                    report.changed = true;
+                    let what = format!("{kind} {obj_name}");
+                    report
+                        .actions
+                        .push(json!({"side": "spoke", "object": what, "action": "created"}));
+                    applied.push(json!({"object": what, "action": "created", "from": file}));
+                    continue;
+                }
+            }
             // Kinds from crds.yaml appear in discovery a moment after their CRD is Established.
             let res = kube_client::wait_for(
                 Duration::from_secs(60).min(timeout.max(Duration::from_secs(5))),
@@ -457,12 +482,7 @@ fn manual_import(
                     Err(e) => Err(e),
                 },
             )
-            .map_err(|e| {
-                report.fail(format!(
-                    "{file}: {kind} {}: {e}",
-                    name_of(&doc).0.unwrap_or_default()
-                ))
-            })?;
+            .map_err(|e| report.fail(format!("{file}: {kind} {obj_name}: {e}")))?;
             let e = spoke
                 .ensure(
                     &res,

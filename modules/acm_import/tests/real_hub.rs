@@ -457,6 +457,68 @@ fn manual_import_waits_for_the_import_secret_and_applies_it() {
 }
 
 #[test]
+fn manual_import_check_mode_predicts_without_writing() {
+    let env = env();
+    let hub = env.admin();
+    let c = unique("mchk");
+    let agent_ns = format!("ocm-agent-{c}");
+    let args = merged(
+        hub_args(env, &c),
+        json!({"mode": "manual", "spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN), "wait_timeout": 30}),
+    );
+    // Nothing on the hub yet: check mode neither waits for the import secret nor writes.
+    let started = std::time::Instant::now();
+    let r = ok(merged(args.clone(), json!({"_ansible_check_mode": true})));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r["changed"], json!(true));
+    assert!(hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .is_none());
+    // The hub objects exist and the import secret is rendered, with a kind the spoke does not know yet.
+    hub.create(
+        &known::namespaces(),
+        None,
+        &json!({"metadata": {"name": c}}),
+    )
+    .unwrap();
+    hub.create(&known::managed_clusters(), None, &resources_mc(&c))
+        .unwrap();
+    let mut secret = import_secret(&c, &agent_ns, "bootstrap-v1");
+    let unknown_kind = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "example.proxshift.io/v1", "kind": "Gadget", "metadata": {"name": "g1"}}]});
+    let docs = format!(
+        "{}---\n{}",
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(secret["data"]["crds.yaml"].as_str().unwrap())
+                .unwrap()
+        )
+        .unwrap(),
+        serde_yaml_ng::to_string(&unknown_kind).unwrap()
+    );
+    secret["data"]["crds.yaml"] = json!(b64(&docs));
+    hub.create(&known::secrets(), Some(&c), &secret).unwrap();
+    let r = ok(merged(args, json!({"_ansible_check_mode": true})));
+    assert_eq!(r["changed"], json!(true));
+    let objs = r["spoke_objects"].to_string();
+    assert!(
+        objs.contains("Gadget g1") && objs.contains(&format!("Namespace {agent_ns}")),
+        "{objs}"
+    );
+    assert!(
+        hub.get(&known::namespaces(), None, &agent_ns)
+            .unwrap()
+            .is_none(),
+        "check mode wrote to the spoke"
+    );
+}
+
+fn resources_mc(c: &str) -> Value {
+    json!({"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster", "metadata": {"name": c}, "spec": {"hubAcceptsClient": true}})
+}
+
+#[test]
 fn manual_import_times_out_without_the_import_secret() {
     let env = env();
     let c = unique("noimp");

@@ -210,13 +210,54 @@ fn owned(tags: &[String], owner: &str) -> bool {
     tags.iter().any(|t| t.to_lowercase() == owner)
 }
 
+/// A clone cannot be tagged in the clone call itself, so it is created with this description line
+/// and tagged in the first config update. A clone whose run died in between (a timeout on a long
+/// full clone) is still recognised as ours, and the line is removed when it is converged.
+pub const CLONE_MARKER: &str = "proxshift-clone-of-owner: ";
+
+fn clone_marker(owner: &str) -> String {
+    format!("{CLONE_MARKER}{owner}")
+}
+
+/// Owned: the ownership tag, or the clone marker of this owner in the description.
+fn owned_config(cfg: &Map<String, Value>, owner: &str) -> bool {
+    owned(&config_tags(cfg), owner)
+        || config_str(cfg, "description")
+            .is_some_and(|d| d.lines().any(|l| l.trim() == clone_marker(owner)))
+}
+
+/// The description without clone marker lines, when it carries one.
+fn without_marker(description: Option<&str>) -> Option<String> {
+    let d = description?;
+    if !d.contains(CLONE_MARKER) {
+        return None;
+    }
+    Some(
+        d.lines()
+            .filter(|l| !l.trim().starts_with(CLONE_MARKER))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim()
+            .to_string(),
+    )
+}
+
 fn config_tags(cfg: &Map<String, Value>) -> Vec<String> {
     normalize_tags(config_str(cfg, "tags"))
 }
 
-/// The spec as it will be applied: ownership tag added, the agent ISO in the CD-ROM.
-fn effective_spec(args: &VmArgs, current_tags: Option<&[String]>, iso: Option<&str>) -> VmSpec {
+/// The spec as it will be applied: ownership tag added, clone marker gone, the agent ISO in the
+/// CD-ROM.
+fn effective_spec(
+    args: &VmArgs,
+    current_tags: Option<&[String]>,
+    current_description: Option<&str>,
+    iso: Option<&str>,
+) -> VmSpec {
     let mut spec = args.spec.clone();
+    if spec.description.is_none() {
+        spec.description = without_marker(current_description);
+    }
     let mut tags: Vec<String> = match (&spec.tags, current_tags) {
         (Some(t), _) => t.clone(),
         // Tags not managed: keep the VM's own and add ours.
@@ -291,7 +332,7 @@ fn absent(ctx: &Ctx, args: &VmArgs, vm: &ClusterVm, res: &mut VmResult) -> Resul
         ));
     }
     let mut cfg = c.vm_config(&vm.node, vmid, false).map_err(e2s)?;
-    if !owned(&config_tags(&cfg), &args.owner_tag) && !args.adopt {
+    if !owned_config(&cfg, &args.owner_tag) && !args.adopt {
         return Err(format!(
             "{} does not carry the ownership tag '{}': refusing to delete it (set adopt: true to delete it anyway)",
             label(vm),
@@ -369,7 +410,7 @@ fn existing(ctx: &Ctx, args: &VmArgs, vm: &ClusterVm, res: &mut VmResult) -> Res
         ));
     }
     let cfg = c.vm_config(&vm.node, vmid, false).map_err(e2s)?;
-    if !owned(&config_tags(&cfg), &args.owner_tag) && !args.adopt {
+    if !owned_config(&cfg, &args.owner_tag) && !args.adopt {
         return Err(format!(
             "{} does not carry the ownership tag '{}': refusing to modify it (set adopt: true to take it over)",
             label(vm),
@@ -406,7 +447,12 @@ fn converge(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let spec = effective_spec(args, Some(&config_tags(&cfg)), iso);
+        let spec = effective_spec(
+            args,
+            Some(&config_tags(&cfg)),
+            config_str(&cfg, "description").as_deref(),
+            iso,
+        );
         let d = diff(&spec, &cfg);
         if !d.problems.is_empty() {
             return Err(format!(
@@ -540,7 +586,7 @@ fn create(
         Some(i) => Some(ensure_iso(ctx, node, i, res)?),
         None => None,
     };
-    let spec = effective_spec(args, None, iso.as_deref());
+    let spec = effective_spec(args, None, None, iso.as_deref());
     if let Some(cl) = &args.clone {
         return clone(ctx, args, cl, node, vmid, &spec, iso.as_deref(), res);
     }
@@ -552,6 +598,8 @@ fn create(
         res.after.insert(k.clone(), json!(v));
     }
     if ctx.check_mode {
+        // The config as it would be sent (so fixed MACs show in mac_addresses).
+        res.config = res.after.clone();
         return Ok(());
     }
     let mut tries = 0;
@@ -576,8 +624,8 @@ fn create(
             Err(e) if e.is_already_exists() && args.spec_vmid_is_free() && tries < 5 => continue,
             Err(e) => {
                 res.vmid = Some(id);
-                let cleanup = cleanup_failed(ctx, node, id, &args.owner_tag);
-                return Err(format!("creating VM {id} on node '{node}': {e}{cleanup}"));
+                let note = after_failure(ctx, node, id, &args.owner_tag, &e);
+                return Err(format!("creating VM {id} on node '{node}': {e}{note}"));
             }
         }
     };
@@ -592,7 +640,20 @@ impl VmArgs {
     }
 }
 
-/// After a failed create/clone: PVE removes the VM itself, but a VM left behind (timeout, or a
+/// What a failed create/clone call leaves: a refused call (HTTP error, e.g. "already exists" when
+/// another run holds the id) left nothing of ours, so nothing is touched; a failed task is cleaned up;
+/// a timed-out task keeps running and the next run converges its VM.
+fn after_failure(ctx: &Ctx, node: &str, vmid: u32, owner: &str, e: &Error) -> String {
+    match e {
+        Error::Task(_) => cleanup_failed(ctx, node, vmid, owner),
+        Error::Timeout { .. } => format!(
+            " (the task goes on in Proxmox; rerun to converge VM {vmid} once it has finished)"
+        ),
+        _ => String::new(),
+    }
+}
+
+/// After a failed create/clone task: PVE removes the VM itself, but a VM left behind (timeout, or a
 /// failure after the task) that is ours and was just created is removed, so no half-configured VM
 /// stays. Returns a note for the error message.
 fn cleanup_failed(ctx: &Ctx, node: &str, vmid: u32, owner: &str) -> String {
@@ -602,7 +663,7 @@ fn cleanup_failed(ctx: &Ctx, node: &str, vmid: u32, owner: &str) -> String {
         Err(e) if e.is_not_found() => return String::new(),
         Err(e) => return format!(" (could not check for a leftover VM {vmid}: {e})"),
     };
-    let ours = owned(&config_tags(&cfg), owner)
+    let ours = owned_config(&cfg, owner)
         || matches!(
             config_str(&cfg, "lock").as_deref(),
             Some("create") | Some("clone")
@@ -682,7 +743,8 @@ fn clone(
             .opt("storage", cl.storage.as_deref())
             .opt("format", cl.format.as_deref())
             .opt("pool", args.pool.as_deref())
-            .opt("target", (src.node != node).then_some(node));
+            .opt("target", (src.node != node).then_some(node))
+            .set("description", clone_marker(&args.owner_tag));
         match c.clone_vm(&src.node, src.vmid as u32, &p, ctx.secs(ctx.timeouts.clone)) {
             Ok(t) => {
                 res.task(t);
@@ -691,9 +753,9 @@ fn clone(
             Err(e) if e.is_already_exists() && args.vmid.is_none() && tries < 5 => continue,
             Err(e) => {
                 res.vmid = Some(id);
-                let cleanup = cleanup_failed(ctx, node, id, &args.owner_tag);
+                let note = after_failure(ctx, node, id, &args.owner_tag, &e);
                 return Err(format!(
-                    "cloning {} to VM {id} on node '{node}': {e}{cleanup}",
+                    "cloning {} to VM {id} on node '{node}': {e}{note}",
                     label(&src)
                 ));
             }
@@ -1039,6 +1101,21 @@ mod tests {
         assert!(resolve_source(&snap, &c2)
             .unwrap_err()
             .contains("no VM or template"));
+    }
+
+    #[test]
+    fn clone_marker_counts_as_ownership_and_is_removed() {
+        let cfg: Map<String, Value> = serde_json::from_value(json!({
+            "description": "proxshift-clone-of-owner: ocp1", "tags": "rhcos;template"
+        }))
+        .unwrap();
+        assert!(owned_config(&cfg, "ocp1"));
+        assert!(!owned_config(&cfg, "ocp2"));
+        assert_eq!(
+            without_marker(Some("notes\nproxshift-clone-of-owner: ocp1")).as_deref(),
+            Some("notes")
+        );
+        assert_eq!(without_marker(Some("plain")), None);
     }
 
     #[test]

@@ -45,6 +45,28 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .into_iter()
         .map(|i| vm_args(i).and_then(|a| check_args(&a).map(|_| a)))
         .collect();
+    // Two items for one VM would fight (or create it twice): refuse them both.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for a in parsed.iter().flatten() {
+        for key in [a.spec.name.clone(), a.vmid.map(|v| format!("vmid {v}"))]
+            .into_iter()
+            .flatten()
+        {
+            *seen.entry(key).or_default() += 1;
+        }
+    }
+    for p in parsed.iter_mut() {
+        let dup = match p {
+            Ok(a) => [a.spec.name.clone(), a.vmid.map(|v| format!("vmid {v}"))]
+                .into_iter()
+                .flatten()
+                .find(|k| seen.get(k).copied().unwrap_or(0) > 1),
+            Err(_) => None,
+        };
+        if let Some(k) = dup {
+            *p = Err(format!("'{k}' appears more than once in vms"));
+        }
+    }
     if single {
         if let Some(Err(e)) = parsed.first() {
             return Err(Failure::new(e.clone()));

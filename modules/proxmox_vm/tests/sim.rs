@@ -244,16 +244,7 @@ fn pending_changes_on_a_running_vm() {
     let sim = sim();
     let r = run(&sim, &sno());
     ok(&r);
-    let client = client_for(&sim);
-    client
-        .vm_action(
-            "pve1",
-            4100,
-            "start",
-            &pve_client::Params::new(),
-            std::time::Duration::from_secs(30),
-        )
-        .unwrap();
+    start_vm(&sim, "pve1", 4100);
     let mut more = sno();
     more["cores"] = json!(12);
     let r = run(&sim, &more);
@@ -272,6 +263,19 @@ fn pending_changes_on_a_running_vm() {
     ok(&r);
     assert_eq!(r["changed"], json!(true));
     assert_eq!(r["reboot_required"], json!(false), "{r:#}");
+}
+
+/// Start a VM behind the module's back (as an operator or vm_lifecycle would).
+fn start_vm(sim: &SimHandle, node: &str, vmid: u32) {
+    client_for(sim)
+        .vm_action(
+            node,
+            vmid,
+            "start",
+            &pve_client::Params::new(),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
 }
 
 fn client_for(sim: &SimHandle) -> pve_client::Client {
@@ -343,16 +347,7 @@ fn vms_list_is_placed_deterministically_in_parallel() {
 fn absent_with_and_without_force_and_unowned_refusal() {
     let sim = sim();
     ok(&run(&sim, &sno()));
-    let client = client_for(&sim);
-    client
-        .vm_action(
-            "pve1",
-            4100,
-            "start",
-            &pve_client::Params::new(),
-            std::time::Duration::from_secs(30),
-        )
-        .unwrap();
+    start_vm(&sim, "pve1", 4100);
     let absent = json!({"name": "sno-0", "state": "absent", "owner_tag": "ocp-sno-owned"});
     sim.clear_requests();
     let msg = failed(&run(&sim, &absent));
@@ -553,6 +548,75 @@ fn check_mode_create_writes_nothing_and_predicts() {
         .as_array()
         .unwrap()
         .contains(&json!("efidisk0")));
+    assert_eq!(r["mac_addresses"]["net0"], json!("BC:24:11:00:41:00"));
     assert!(writes(&sim).is_empty());
     assert!(sim.vm_config(4100).is_none());
+}
+
+#[test]
+fn a_whole_cluster_is_removed_with_one_list() {
+    let sim = sim();
+    let cluster = json!({
+        "node": "pve2", "memory": 2048, "owner_tag": "c9", "vmid_range": [4600, 4699],
+        "vms": [{"name": "c9-a"}, {"name": "c9-b"}],
+    });
+    ok(&run(&sim, &cluster));
+    start_vm(&sim, "pve2", 4600);
+    let mut gone = cluster.clone();
+    gone["state"] = json!("absent");
+    gone["force"] = json!(true);
+    let r = run_mode(&sim, &gone, true);
+    assert_eq!(
+        ok(&r)["summary"],
+        json!({"total": 2, "changed": 2, "failed": 0})
+    );
+    assert!(sim.vm_config(4600).is_some() && sim.vm_config(4601).is_some());
+    let r = run(&sim, &gone);
+    ok(&r);
+    assert!(r["vms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|v| v["deleted"] == json!(true)));
+    assert!(sim.vm_config(4600).is_none() && sim.vm_config(4601).is_none());
+    let r = run(&sim, &gone);
+    assert_eq!(ok(&r)["changed"], json!(false));
+}
+
+#[test]
+fn a_timed_out_clone_is_finished_by_the_next_run_not_cloned_again() {
+    let sim = sim();
+    let args = json!({
+        "name": "slow-clone",
+        "clone": {"vmid": 9000, "storage": "local-lvm"},
+        "node": "pve1",
+        "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:90:01"}],
+        "owner_tag": "ocp9",
+        "timeouts": {"clone": 0},
+    });
+    let mut slow = sim.options();
+    slow.time_scale = 1.0;
+    sim.set_options(slow.clone());
+    let msg = failed(&run(&sim, &args));
+    assert!(msg.contains("rerun to converge"), "{msg}");
+    // The clone finishes in the background.
+    sim.advance(std::time::Duration::from_secs(3600));
+    slow.time_scale = 0.0;
+    sim.set_options(slow);
+    let mut again = args.clone();
+    again["timeouts"] = json!({});
+    let r = run(&sim, &again);
+    ok(&r);
+    assert_eq!(r["created"], json!(false), "{r:#}");
+    let id = r["vmid"].as_u64().unwrap() as u32;
+    let conf = sim.vm_config(id).unwrap();
+    assert_eq!(conf["net0"], "virtio=BC:24:11:00:90:01,bridge=vmbr0");
+    assert!(conf["tags"].split(';').any(|t| t == "ocp9"), "{conf:?}");
+    assert!(!conf.contains_key("description"), "{conf:?}");
+    let clones = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/clone"))
+        .count();
+    assert_eq!(clones, 1);
 }

@@ -161,7 +161,13 @@ fn execute(cli: &Cli) -> Result<i32, CliError> {
     match cli.command.playbook_call() {
         None => match &cli.command {
             Cmd::Clusters { hosts, no_live } => clusters(g, &proj, *hosts, *no_live),
-            _ => unreachable!("only clusters has no playbook"),
+            Cmd::Rehearse {
+                cluster,
+                listen,
+                out,
+                extra,
+            } => rehearse(g, &proj, cluster, listen, out.as_deref(), extra),
+            _ => unreachable!("every other subcommand runs a playbook"),
         },
         Some(call) => playbook(g, &proj, call),
     }
@@ -236,6 +242,123 @@ fn clusters(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Result<i3
             "{}",
             report::clusters_text(&inv.clusters, &live, hosts, colour)
         );
+    }
+    Ok(exit::OK)
+}
+
+/// A throwaway token secret for the simulator (not a credential anywhere else), UUID-shaped.
+fn simulator_secret() -> String {
+    // splitmix64 over the clock and the pid: unpredictable enough for a local simulator.
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let a = mix(nanos ^ u64::from(std::process::id()));
+    let h = format!("{a:016x}{:016x}", mix(a));
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn rehearse(
+    g: &Global,
+    proj: &Project,
+    cluster: &str,
+    listen: &str,
+    out: Option<&Path>,
+    extra: &[String],
+) -> Result<i32, CliError> {
+    use crate::rehearse::{self as r, Identity, Sim};
+    plan::check_cluster_name(cluster)?;
+    if g.check || g.diff {
+        return Err(CliError::usage(
+            "--check and --diff do not apply to rehearse (it runs nothing)",
+        ));
+    }
+    let (_, inv) = read_inventory(g, proj)?;
+    inv.require(cluster, &proj.inventory)?;
+    let layout = inv.proxmox_layout.as_ref().ok_or_else(|| {
+        CliError::inventory(
+            "the inventory has no proxmox_layout: describe the Proxmox nodes, storages and existing VMs in group_vars/all (see modules/proxshift-cli/README.md)",
+        )
+    })?;
+    // The identity the playbook uses, so the rehearsal exercises the same token name.
+    let (user, token) = match inv.proxmox.token_id.as_deref() {
+        Some(id) if id.contains('!') => {
+            let (u, t) = id.split_once('!').unwrap_or((id, "ansible"));
+            (u.to_string(), t.to_string())
+        }
+        id => (
+            inv.proxmox
+                .user
+                .clone()
+                .unwrap_or_else(|| "proxshift@pve".into()),
+            id.unwrap_or("ansible").to_string(),
+        ),
+    };
+    let who = Identity {
+        user,
+        token,
+        secret: simulator_secret(),
+    };
+    let seed = r::seed(cluster, layout, &who)?;
+    let dir = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| proj.root.join(".proxshift/rehearse").join(cluster));
+    let sim = Sim {
+        listen: listen.to_string(),
+        seed_file: dir.join("pvesim-seed.yaml").display().to_string(),
+        ca_file: dir.join("pvesim-ca.pem").display().to_string(),
+        work_dir: dir.join("clusters").display().to_string(),
+    };
+    let opts = RunOptions {
+        program: tool("ansible-playbook", &proj.root).unwrap_or_else(|| "ansible-playbook".into()),
+        inventory: proj.inventory.clone(),
+        playbooks_dir: proj.playbooks_dir.clone(),
+        verbosity: g.verbose,
+        extra: extra.to_vec(),
+        env: plan::collections_env(
+            &proj.root.display().to_string(),
+            env_var("ANSIBLE_COLLECTIONS_PATH").as_deref(),
+        )
+        .filter(|_| proj.root.join("ansible_collections").is_dir())
+        .into_iter()
+        .collect(),
+        ..Default::default()
+    };
+    let (pvesim, play) = r::commands(cluster, &who, &sim, &opts);
+    if !g.dry_run {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CliError::inventory(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::write(&sim.seed_file, r::seed_yaml(cluster, &seed))
+            .map_err(|e| CliError::inventory(format!("cannot write {}: {e}", sim.seed_file)))?;
+    }
+    if g.json {
+        print_json(&serde_json::json!({
+            "cluster": cluster,
+            "seed_file": sim.seed_file,
+            "seed_written": !g.dry_run,
+            "seed": seed,
+            "commands": [pvesim.shell(), play.shell()],
+            "tags": r::REHEARSE_TAGS,
+        }));
+    } else {
+        let verb = if g.dry_run { "Would write" } else { "Wrote" };
+        println!("{verb} the simulator seed for {cluster}: {}", sim.seed_file);
+        println!("A rehearsal runs (not started by this version):");
+        println!("  {}", pvesim.shell());
+        println!("  {}", play.shell());
     }
     Ok(exit::OK)
 }

@@ -134,6 +134,22 @@ pub enum Cmd {
         #[command(flatten)]
         args: ClusterArgs,
     },
+    /// Prepare a rehearsal on the simulator: write a pvesim seed from the inventory's proxmox_layout
+    /// and print the commands that run site.yaml against it (nothing is run)
+    Rehearse {
+        /// The cluster: an inventory group under all.children.clusters.children
+        cluster: String,
+        /// Where the simulator would listen
+        #[arg(long, default_value = "127.0.0.1:18006", value_name = "ADDR")]
+        listen: String,
+        /// Folder for the seed, the simulator's CA and the rehearsal's work files
+        /// [default: <project>/.proxshift/rehearse/<cluster>]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Extra ansible-playbook arguments (after `--`)
+        #[arg(last = true, value_name = "ANSIBLE_ARGS")]
+        extra: Vec<String>,
+    },
     /// Create the least-privilege Proxmox role, user and API token the playbooks need
     ProxmoxAccess {
         /// Extra ansible-playbook arguments (after `--`)
@@ -160,10 +176,10 @@ pub struct PlaybookCall<'a> {
 }
 
 impl Cmd {
-    /// `None` for `clusters`.
+    /// `None` for `clusters` and `rehearse`, which run no playbook themselves.
     pub fn playbook_call(&self) -> Option<PlaybookCall<'_>> {
         Some(match self {
-            Cmd::Clusters { .. } => return None,
+            Cmd::Clusters { .. } | Cmd::Rehearse { .. } => return None,
             Cmd::Provision {
                 args,
                 force,

@@ -120,6 +120,8 @@ pub struct ProxmoxSettings {
 pub struct Inventory {
     pub clusters: Vec<Cluster>,
     pub proxmox: ProxmoxSettings,
+    /// The site's `proxmox_layout` (what the Proxmox cluster looks like), for `rehearse`.
+    pub proxmox_layout: Option<Value>,
 }
 
 impl Inventory {
@@ -178,7 +180,8 @@ fn boolean(v: Option<&Value>) -> Option<bool> {
     }
 }
 
-fn names(group: Option<&Value>, key: &str) -> Vec<String> {
+/// The strings of the list under `key` (non-strings and a missing key give nothing).
+pub(crate) fn names(group: Option<&Value>, key: &str) -> Vec<String> {
     group
         .and_then(|g| g.get(key))
         .and_then(Value::as_array)
@@ -298,6 +301,7 @@ pub fn parse(json: &str) -> Result<Inventory, CliError> {
             validate_certs: boolean(v.get("proxmox_validate_certs")),
             ca_path: text(v.get("proxmox_ca_path")),
         };
+        inv.proxmox_layout = v.get("proxmox_layout").cloned();
     }
     Ok(inv)
 }

@@ -818,3 +818,136 @@ fn real_ansible_phases_come_from_task_tags() {
     assert!(!stderr(&o).contains("##proxshift-tags"), "{}", stderr(&o));
     assert!(stderr(&o).contains("TASK [demo.t.secrets : Probe]"));
 }
+
+#[test]
+fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
+    let p = Project::new("rehearse");
+    let mut inv = example_inventory(Some("pve1.lab.example.com"));
+    let layout = json!({
+        "nodes": [
+            {"name": "pve1", "cpus": 16, "memory": "64G",
+             "storages": [{"id": "local-lvm", "type": "lvmthin", "content": ["images"], "size": "1T"}]},
+            {"name": "pve2", "cpus": 16, "memory": "32G"}
+        ],
+        "vms": [{"vmid": 3100, "node": "pve2", "name": "lab-sno-0", "mac": "BC:24:11:20:00:11", "memory": 8192}]
+    });
+    for h in inv["_meta"]["hostvars"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+    {
+        h["proxmox_layout"] = layout.clone();
+    }
+    p.fake_inventory(&inv);
+    let out = p.dir.join("rh");
+    let out_s = out.display().to_string();
+    // --dry-run: the commands, no file.
+    let o = p.run(&["--json", "-n", "rehearse", "lab-sno", "--out", &out_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!out.exists());
+    let v = json_out(&o);
+    assert_eq!(v["seed_written"], false);
+    assert_eq!(
+        v["seed"]["vms"][0]["config"]["net0"],
+        "virtio=BC:24:11:20:00:11,bridge=vmbr0"
+    );
+    // The playbook's own identity (root@pam!cli in this inventory) gets the simulator token.
+    assert_eq!(v["seed"]["tokens"][0]["userid"], "root@pam");
+    assert_eq!(v["seed"]["tokens"][0]["tokenid"], "cli");
+    let secret = v["seed"]["tokens"][0]["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let play = v["commands"][1].as_str().unwrap();
+    assert!(play.starts_with(&format!("PROXMOX_TOKEN_SECRET={secret} ansible-playbook -i inventory/ playbooks/site.yaml -e cluster_name=lab-sno -e proxmox_api_host=https://127.0.0.1:18006")), "{play}");
+    assert!(
+        play.contains(&format!("-e proxmox_ca_path={out_s}/pvesim-ca.pem"))
+            && play.ends_with("--tags preflight,secrets,manifests,vms,start"),
+        "{play}"
+    );
+    assert_eq!(
+        v["commands"][0],
+        format!("pvesim --listen 127.0.0.1:18006 --seed {out_s}/pvesim-seed.yaml --tls --ca-out {out_s}/pvesim-ca.pem --time-scale 0 --auth-delay-ms 0")
+    );
+    // For real: the seed file is written, and it is YAML of the same seed.
+    let o = p.run(&[
+        "rehearse",
+        "lab-sno",
+        "--out",
+        &out_s,
+        "--listen",
+        "127.0.0.1:19999",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!(
+        "Wrote the simulator seed for lab-sno: {out_s}/pvesim-seed.yaml"
+    )));
+    assert!(stdout(&o).contains("pvesim --listen 127.0.0.1:19999"));
+    let seed: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(out.join("pvesim-seed.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(seed["nodes"][1]["name"], "pve2");
+    assert_eq!(seed["nodes"][0]["storages"][0]["id"], "local-lvm");
+    assert_eq!(seed["vms"][0]["vmid"], 3100);
+    // Unknown cluster: 3; no layout: 3, saying what to add.
+    let o = p.run(&["rehearse", "nope", "--out", &out_s]);
+    assert_eq!(o.status.code(), Some(3));
+    p.fake_inventory(&example_inventory(None));
+    let o = p.run(&["rehearse", "lab-sno", "--out", &out_s]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("no proxmox_layout"), "{}", stderr(&o));
+}
+
+#[test]
+fn ctrl_c_stops_the_playbook_and_still_summarises() {
+    let p = Project::new("sigint");
+    p.fake_inventory(&example_inventory(None));
+    let pidfile = p.dir.join("child.pid");
+    // Like ansible-playbook: on SIGINT it reports the interruption and exits 99.
+    p.script(
+        "ansible-playbook",
+        &format!(
+            "echo $$ > '{pid}'\necho 'TASK [proxshift.proxmox.cluster_power : Start] ***'\n\
+             trap 'echo \"[ERROR]: User interrupted execution\"; exit 99' INT\n\
+             i=0; while [ $i -lt 300 ]; do i=$((i+1)); sleep 0.1; done\necho 'not interrupted'; exit 0\n",
+            pid = pidfile.display()
+        ),
+    );
+    let child = p
+        .command(&["start", "lab-sno"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the playbook never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // A terminal's Ctrl-C reaches the whole process group: proxshift must survive it …
+    let me = child.id() as i32;
+    assert_eq!(unsafe { libc::kill(me, libc::SIGINT) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    // … while ansible-playbook stops.
+    let playbook: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(unsafe { libc::kill(playbook, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("User interrupted execution") && !out.contains("not interrupted"),
+        "{out}"
+    );
+    assert!(
+        out.contains("proxshift start lab-sno was interrupted"),
+        "{out}"
+    );
+}

@@ -251,3 +251,32 @@ fn failed_task_carries_exit_status_and_log_tail() {
         log[0]
     );
 }
+
+#[test]
+fn expired_ticket_is_renewed_once() {
+    let login = |n: u8| {
+        format!(
+            r#"{{"data":{{"ticket":"PVE:root@pam:0000000{n}::sig","CSRFPreventionToken":"0000000{n}:csrf"}}}}"#
+        )
+    };
+    let (base, log) = serve(vec![
+        (200, "OK", login(1)),
+        (401, "No ticket", r#"{"data":null}"#.into()),
+        (200, "OK", login(2)),
+        (200, "OK", r#"{"data":{"version":"9.2.11"}}"#.into()),
+    ]);
+    let mut o = ConnectionOptions::new(&base);
+    o.api_user = Some("root@pam".into());
+    o.api_password = Some("canary-pw".into());
+    let c = Client::connect(&o).unwrap();
+    assert_eq!(c.version().unwrap()["version"], "9.2.11");
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 4);
+    assert!(log[1].contains("PVEAuthCookie=PVE:root@pam:00000001::sig"));
+    assert!(log[2].starts_with("POST /api2/json/access/ticket"));
+    assert!(
+        log[3].contains("PVEAuthCookie=PVE:root@pam:00000002::sig"),
+        "{}",
+        log[3]
+    );
+}

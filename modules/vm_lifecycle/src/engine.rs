@@ -97,7 +97,8 @@ pub struct VmReport {
     pub qmpstatus: Option<String>,
     pub lock: Option<String>,
     pub uptime: Option<u64>,
-    pub ha: Ha,
+    /// `None` when the VM could not be read.
+    pub ha: Option<Ha>,
     pub owned: bool,
     pub tags: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -123,7 +124,7 @@ impl VmReport {
             qmpstatus: None,
             lock: None,
             uptime: None,
-            ha: Ha::default(),
+            ha: None,
             owned,
             tags: vm.tags.clone(),
             task_log: Vec::new(),
@@ -135,10 +136,10 @@ impl VmReport {
         self.qmpstatus = o.qmpstatus.clone();
         self.lock = o.lock.clone();
         self.uptime = Some(o.uptime);
-        self.ha = Ha {
+        self.ha = Some(Ha {
             managed: o.ha_managed,
             state: o.ha_state.clone(),
-        };
+        });
         self.after = o.power().to_string();
     }
 
@@ -346,7 +347,7 @@ impl<B: Backend> Engine<'_, B> {
                     r.msg = format!("would {} (check mode)", r.actions.join(", then "));
                     return r;
                 }
-                r = self.act(r, vm, &obs, &ops, expect);
+                r = self.act(r, &obs, &ops, expect);
                 if r.failed {
                     return r;
                 }
@@ -355,29 +356,38 @@ impl<B: Backend> Engine<'_, B> {
         if s.check_mode || r.after != Power::Running.as_str() {
             return r;
         }
-        self.readiness(r, vm, &obs)
+        self.readiness(r, &obs)
     }
 
     /// Send the operations, then wait for the power state they promise.
-    fn act(
-        &self,
-        mut r: VmReport,
-        vm: &Inventory,
-        obs: &Observed,
-        ops: &[Op],
-        expect: Power,
-    ) -> VmReport {
+    fn act(&self, mut r: VmReport, obs: &Observed, ops: &[Op], expect: Power) -> VmReport {
         let s = &self.settings;
         let b = self.backend;
+        let vmid = r.vmid;
         // `suspended` is hibernation: start resumes it, so it is no obstacle.
         if obs.lock.as_deref().is_some_and(|l| l != "suspended") {
-            if let Err(e) = b.wait_unlocked(&vm.node, vm.vmid, s.task_timeout) {
+            if let Err(e) = b.wait_unlocked(&r.node, vmid, s.task_timeout) {
                 return r.fail("waiting for its lock to clear", e);
             }
+            if obs.lock.as_deref() == Some("migrate") {
+                // The migration that held the lock may have moved the VM to another node.
+                match b
+                    .inventory()
+                    .map(|all| all.into_iter().find(|v| v.vmid == vmid))
+                {
+                    Ok(Some(now)) => r.node = now.node,
+                    Ok(None) => {
+                        let e = ApiError::Other("it no longer exists in the cluster".into());
+                        return r.fail("finding it after its migration", e);
+                    }
+                    Err(e) => return r.fail("finding it after its migration", e),
+                }
+            }
         }
+        let node = r.node.clone();
         for op in ops {
             let timeout = s.task_timeout + op.guest_timeout();
-            match b.power(&vm.node, vm.vmid, op, timeout) {
+            match b.power(&node, vmid, op, timeout) {
                 Ok(()) => r.changed = true,
                 // Someone (HA, a person) started it between our look and our request: fine.
                 Err(ApiError::Task { exitstatus, .. })
@@ -387,7 +397,7 @@ impl<B: Backend> Engine<'_, B> {
                     let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);
                     if changed {
                         // An earlier operation went through: report where the VM really is now.
-                        if let Ok(o) = b.status(&vm.node, vm.vmid) {
+                        if let Ok(o) = b.status(&node, vmid) {
                             f.observe(&o);
                         }
                     }
@@ -400,7 +410,7 @@ impl<B: Backend> Engine<'_, B> {
         let settle = s.task_timeout + ops.iter().map(OpExt::guest_timeout).sum::<Duration>();
         let label = r.label();
         let res = wait_for(settle, s.poll, || {
-            let o = b.status(&vm.node, vm.vmid)?;
+            let o = b.status(&node, vmid)?;
             let p = o.power();
             Ok(if p == expect {
                 Poll::Ready(o)
@@ -427,7 +437,7 @@ impl<B: Backend> Engine<'_, B> {
                 r.failed = true;
                 r.msg = format!(
                     "{label} on node {}: timed out after {}s waiting for {pending}{who}",
-                    vm.node,
+                    node,
                     settle.as_secs()
                 );
                 r
@@ -438,13 +448,14 @@ impl<B: Backend> Engine<'_, B> {
 
     /// Wait for the guest agent or an address when asked; otherwise pick up addresses if the agent
     /// happens to answer.
-    fn readiness(&self, mut r: VmReport, vm: &Inventory, obs: &Observed) -> VmReport {
+    fn readiness(&self, mut r: VmReport, obs: &Observed) -> VmReport {
         let s = &self.settings;
         let b = self.backend;
+        let (node, vmid) = (r.node.clone(), r.vmid);
         // A health report never waits; it only picks up what the agent says right now.
         if s.wait_for == WaitFor::Running || s.state == State::Status {
             if obs.agent {
-                if let Ok(ips) = b.guest_ips(&vm.node, vm.vmid) {
+                if let Ok(ips) = b.guest_ips(&node, vmid) {
                     r.ips = routable(&ips);
                 }
             }
@@ -457,31 +468,29 @@ impl<B: Backend> Engine<'_, B> {
                 "{} on node {}: wait_for: {} needs the QEMU guest agent, which is not enabled in \
                  the VM's config (agent: 1)",
                 r.label(),
-                vm.node,
+                node,
                 if s.wait_for == WaitFor::Ip { "ip" } else { "agent" }
             );
             return r;
         }
         let want_ip = s.wait_for == WaitFor::Ip;
         let label = r.label();
-        let res = wait_for(s.wait_timeout, s.poll, || {
-            match b.guest_ips(&vm.node, vm.vmid) {
-                Ok(ips) => {
-                    let ips = routable(&ips);
-                    if want_ip && ips.is_empty() {
-                        Ok(Poll::Pending(format!(
-                            "a routable address on {label} (the agent reports none yet)"
-                        )))
-                    } else {
-                        Ok(Poll::Ready(ips))
-                    }
+        let res = wait_for(s.wait_timeout, s.poll, || match b.guest_ips(&node, vmid) {
+            Ok(ips) => {
+                let ips = routable(&ips);
+                if want_ip && ips.is_empty() {
+                    Ok(Poll::Pending(format!(
+                        "a routable address on {label} (the agent reports none yet)"
+                    )))
+                } else {
+                    Ok(Poll::Ready(ips))
                 }
-                Err(ApiError::Agent(m)) => Ok(Poll::Pending(format!(
-                    "the guest agent of {label} ({})",
-                    m.trim()
-                ))),
-                Err(e) => Err(e),
             }
+            Err(ApiError::Agent(m)) => Ok(Poll::Pending(format!(
+                "the guest agent of {label} ({})",
+                m.trim()
+            ))),
+            Err(e) => Err(e),
         });
         match res {
             Ok(ips) => {
@@ -502,7 +511,7 @@ impl<B: Backend> Engine<'_, B> {
                 r.failed = true;
                 r.msg = format!(
                     "{label} on node {}: timed out after {}s (wait_timeout) waiting for {pending}",
-                    vm.node,
+                    node,
                     s.wait_timeout.as_secs()
                 );
                 r
@@ -929,6 +938,30 @@ mod tests {
             "{}",
             r[0].msg
         );
+    }
+
+    #[test]
+    fn a_vm_that_migrated_while_locked_is_followed_to_its_new_node() {
+        let mut o = stopped(false);
+        o.lock = Some("migrate".into());
+        let mut fake = Fake::with(&[(101, o)]);
+        fake.inventory = vec![inv(101, "a", "pve2", true)];
+        // The old node no longer has it: any call there would fail.
+        let r = run(
+            &fake,
+            settings(State::Started),
+            &[inv(101, "a", "pve1", true)],
+        );
+        assert!(!r[0].failed, "{}", r[0].msg);
+        assert_eq!(r[0].node, "pve2");
+        assert_eq!(
+            fake.sent(),
+            vec![
+                (101, "wait_unlocked".to_string()),
+                (101, "start".to_string())
+            ]
+        );
+        assert_eq!(fake.nodes_used.lock().unwrap().last().unwrap(), "pve2");
     }
 
     #[test]

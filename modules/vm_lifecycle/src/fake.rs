@@ -26,6 +26,8 @@ pub struct Fake {
     pub active: AtomicUsize,
     pub max_active: AtomicUsize,
     pub op_delay: Duration,
+    /// The node each power request was sent to.
+    pub nodes_used: Mutex<Vec<String>>,
 }
 
 /// One VM of the cluster listing.
@@ -111,6 +113,7 @@ impl Backend for Fake {
         std::thread::sleep(self.op_delay);
         self.active.fetch_sub(1, Ordering::SeqCst);
         self.sent.lock().unwrap().push((vmid, op.endpoint().into()));
+        self.nodes_used.lock().unwrap().push(node.to_string());
         if let Some(e) = self
             .fail_task
             .get(&vmid)

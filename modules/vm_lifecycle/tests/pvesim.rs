@@ -286,6 +286,10 @@ fn offline_node_fails_only_its_vms_and_can_be_tolerated() {
         msg.contains("node pve2 is unreachable") && msg.contains("595"),
         "{msg}"
     );
+    assert_eq!(
+        (b["ha"].clone(), b["status"].clone()),
+        (json!(null), json!(null))
+    );
     assert!(
         r["msg"]
             .as_str()

@@ -6,6 +6,7 @@ must leave no write in that log.
 from __future__ import annotations
 
 import hashlib
+import textwrap
 
 
 UEFI_NODE = """
@@ -45,7 +46,8 @@ def sno_task(name="SNO node", *, cores=8, memory=16384, size="120G", vlan=20, ma
 
 
 def _indent(text: str, n: int) -> str:
-    return "\n".join((" " * n + line) if line.strip() else "" for line in text.strip("\n").splitlines())
+    text = textwrap.dedent(text).strip("\n")
+    return "\n".join((" " * n + line) if line.strip() else "" for line in text.splitlines())
 
 
 def test_sno_create_rerun_change_check_and_diff(pvesim, run_playbook):

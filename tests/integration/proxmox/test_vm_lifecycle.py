@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 
-from _lifecycle_fixtures import TOKEN_SECRET, lifecycle_sim, nodes, vm  # noqa: F401 (fixture)
+from _lifecycle_fixtures import TOKEN_ID, TOKEN_SECRET, lifecycle_sim, nodes, vm  # noqa: F401 (fixture)
 
 MODULE = "proxshift.proxmox.vm_lifecycle"
 
@@ -293,7 +293,8 @@ def test_connection_from_module_defaults_group_and_environment(run_playbook, lif
       module_defaults:
         group/proxshift.proxmox.proxmox:
           api_host: "{sim.url}"
-          api_token_id: "root@pam!lifecycle"
+          api_token_id: "{TOKEN_ID}"
+          ca_path: "{sim.sim.ca_path}"
       tasks:
         - name: start via group defaults
           environment:
