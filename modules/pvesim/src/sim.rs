@@ -130,6 +130,47 @@ pub struct Sim {
     effect_at: Option<Instant>,
 }
 
+const STORAGE_TYPES: &[&str] = &[
+    "dir",
+    "lvmthin",
+    "lvm",
+    "nfs",
+    "cifs",
+    "zfspool",
+    "zfs",
+    "btrfs",
+    "rbd",
+    "cephfs",
+    "iscsi",
+    "iscsidirect",
+    "glusterfs",
+    "pbs",
+    "esxi",
+];
+const CONTENT_TYPES: &[&str] = &[
+    "images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import",
+];
+
+fn check_storage_seed(node: &str, s: &StorageSeed) -> Result<(), String> {
+    if !STORAGE_TYPES.contains(&s.kind.as_str()) {
+        return Err(format!(
+            "node {node}: storage {}: unknown type '{}'",
+            s.id, s.kind
+        ));
+    }
+    if let Some(c) = s
+        .content
+        .iter()
+        .find(|c| !CONTENT_TYPES.contains(&c.trim()))
+    {
+        return Err(format!(
+            "node {node}: storage {}: unknown content type '{c}'",
+            s.id
+        ));
+    }
+    Ok(())
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -170,6 +211,7 @@ impl Sim {
         for n in &seed.nodes {
             let mut ids = Vec::new();
             for s in &n.storages {
+                check_storage_seed(&n.name, s)?;
                 ids.push(s.id.clone());
                 let shared = s.shared.unwrap_or(matches!(
                     s.kind.as_str(),
