@@ -28,6 +28,7 @@ class Site:
     bao: object
     work: Path
     canary: str = CANARY_PULL_SECRET
+    token_secret: str = TOKEN_SECRET
 
     def extra_vars(self, cluster: str, **more) -> dict:
         return {
