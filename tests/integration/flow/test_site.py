@@ -118,3 +118,17 @@ def test_status_reports_every_vm(run_flow, site):
     assert run.rc == 0, run.output
     assert "lab-sno-0: running" in run.output
     assert run.changed_tasks() == []
+
+
+def test_force_install_rebuilds_the_cluster(run_flow, site):
+    assert run_flow("site.yaml", "lab-sno").rc == 0
+    [old] = site.owned_vms("lab-sno")
+    (site.work / "lab-sno" / "stale-file").write_text("from the old install")
+    run = run_flow("site.yaml", "lab-sno", extra={"force_install": True})
+    assert run.rc == 0, run.output
+    [new] = site.owned_vms("lab-sno")
+    assert new["running"]
+    # A new VM (Proxmox gives every VM a new vmgenid), a fresh work folder, the bastion untouched.
+    assert new["config"]["vmgenid"] != old["config"]["vmgenid"]
+    assert not (site.work / "lab-sno" / "stale-file").exists()
+    assert site.sim.vm(100) is not None
