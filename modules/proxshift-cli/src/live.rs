@@ -221,7 +221,7 @@ mod tests {
     fn states_are_matched_by_name_and_ownership() {
         let mut inv = inventory::parse(&inventory::tests::example()).unwrap();
         let src = Fixed(vec![
-            vm(3100, "lab-sno-0", "pve1", "running", &["cluster-lab-sno"]),
+            vm(3100, "lab-sno-0", "pve1", "running", &["proxshift-lab-sno"]),
             // Same name, not ours: must not win over the owned one.
             vm(200, "lab-sno-0", "pve2", "stopped", &[]),
             vm(
@@ -229,14 +229,14 @@ mod tests {
                 "prod-ha-master-0",
                 "pve2",
                 "stopped",
-                &["cluster-prod-ha"],
+                &["proxshift-prod-ha"],
             ),
             vm(
                 3002,
                 "prod-ha-master-1",
                 "pve3",
                 "running",
-                &["cluster-prod-ha"],
+                &["proxshift-prod-ha"],
             ),
             vm(77, "prod-ha-master-2", "pve3", "running", &["someone-else"]),
         ]);

@@ -584,8 +584,8 @@ fn tiny_pve(vms: Value) -> (String, std::thread::JoinHandle<String>) {
 fn clusters_table_and_json_with_live_states() {
     let p = Project::new("clusters");
     let (url, server) = tiny_pve(json!([
-        {"vmid": 3100, "name": "lab-sno-0", "node": "pve1", "type": "qemu", "status": "running", "tags": "cluster-lab-sno", "template": 0},
-        {"vmid": 3101, "name": "lab-compact-0", "node": "pve2", "type": "qemu", "status": "stopped", "tags": "cluster-lab-compact"},
+        {"vmid": 3100, "name": "lab-sno-0", "node": "pve1", "type": "qemu", "status": "running", "tags": "proxshift-lab-sno", "template": 0},
+        {"vmid": 3101, "name": "lab-compact-0", "node": "pve2", "type": "qemu", "status": "stopped", "tags": "proxshift-lab-compact"},
         {"vmid": 200, "name": "lab-compact-1", "node": "pve2", "type": "qemu", "status": "running"},
         {"vmid": 9000, "name": "tmpl", "node": "pve1", "type": "qemu", "template": 1},
         {"vmid": 100, "name": "ct", "node": "pve1", "type": "lxc", "status": "running"}
