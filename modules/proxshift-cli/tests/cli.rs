@@ -862,17 +862,19 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     assert!(play.starts_with(&format!("PROXMOX_TOKEN_SECRET={secret} ansible-playbook -i inventory/ playbooks/site.yaml -e cluster_name=lab-sno -e proxmox_api_host=https://127.0.0.1:18006")), "{play}");
     assert!(
         play.contains(&format!("-e proxmox_ca_path={out_s}/pvesim-ca.pem"))
-            && play.ends_with("--tags preflight,secrets,manifests,vms,start"),
+            && play.contains("--tags preflight,secrets,manifests,vms,start")
+            && play.ends_with(&format!("-e @{out_s}/rehearsal-vars.json --skip-tags secrets")),
         "{play}"
     );
     assert_eq!(
         v["commands"][0],
         format!("pvesim --listen 127.0.0.1:18006 --seed {out_s}/pvesim-seed.yaml --tls --ca-out {out_s}/pvesim-ca.pem --time-scale 0 --auth-delay-ms 0")
     );
-    // For real: the seed file is written, and it is YAML of the same seed.
+    // --prepare-only: the seed file is written, and it is YAML of the same seed.
     let o = p.run(&[
         "rehearse",
         "lab-sno",
+        "--prepare-only",
         "--out",
         &out_s,
         "--listen",
@@ -880,7 +882,7 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains(&format!(
-        "Wrote the simulator seed for lab-sno: {out_s}/pvesim-seed.yaml"
+        "Wrote the simulator seed for lab-sno (inventory proxmox_layout): {out_s}/pvesim-seed.yaml"
     )));
     assert!(stdout(&o).contains("pvesim --listen 127.0.0.1:19999"));
     let seed: Value =
@@ -895,7 +897,20 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     p.fake_inventory(&example_inventory(None));
     let o = p.run(&["rehearse", "lab-sno", "--out", &out_s]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("no proxmox_layout"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no layout to rehearse on") && stderr(&o).contains("--seed FILE"),
+        "{}",
+        stderr(&o)
+    );
+    // The vars file carries the simulator's token and placeholder secrets, nothing real.
+    let vars: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("rehearsal-vars.json")).unwrap())
+            .unwrap();
+    assert_eq!(vars["proxmox_api_password"], Value::Null);
+    assert!(vars["secrets_values"]["pull_secret"]
+        .as_str()
+        .unwrap()
+        .contains("rehearsal.invalid"));
 }
 
 #[test]
