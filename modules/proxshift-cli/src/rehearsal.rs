@@ -160,10 +160,11 @@ pub fn seed_from_pvesim(seed: &Value, who: &Identity) -> Result<Value, CliError>
     let obj = s
         .as_object_mut()
         .ok_or_else(|| CliError::inventory("the pvesim seed is not a mapping"))?;
-    if !obj
+    let has_nodes = obj
         .get("nodes")
-        .is_some_and(|n| n.as_array().is_some_and(|a| !a.is_empty()))
-    {
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if !has_nodes {
         return Err(CliError::inventory("the pvesim seed lists no nodes"));
     }
     for k in ["users", "tokens", "roles", "acl"] {

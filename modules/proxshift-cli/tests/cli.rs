@@ -863,7 +863,9 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     assert!(
         play.contains(&format!("-e proxmox_ca_path={out_s}/pvesim-ca.pem"))
             && play.contains("--tags preflight,secrets,manifests,vms,start")
-            && play.ends_with(&format!("-e @{out_s}/rehearsal-vars.json --skip-tags secrets")),
+            && play.ends_with(&format!(
+                "-e @{out_s}/rehearsal-vars.json --skip-tags secrets"
+            )),
         "{play}"
     );
     assert_eq!(
