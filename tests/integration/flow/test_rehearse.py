@@ -118,7 +118,7 @@ def test_rehearse_reads_real_proxmox_with_gets_only(tmp_path):
         seq = real.last_seq()
         rc, report, stderr = rehearse(tmp_path, inventory, env={"PROXMOX_TOKEN_SECRET": TOKEN_SECRET})
         assert rc == 1, stderr
-        assert report["layout_source"] == f"proxmox (https://127.0.0.1:{real.port}/api2/json)", report
+        assert report["layout_source"] == f"proxmox (https://127.0.0.1:{real.port})", report
         assert_reports_overcommit_and_mac_conflict(report, stderr)
         seen = real.requests(seq)
         assert seen, "the rehearsal did not read the real Proxmox"
