@@ -13,6 +13,12 @@ use crate::server::{Ctx, Reply};
 /// Routes a validated, authenticated request to its handler.
 pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
     let (m, p) = (ctx.def.method.as_str(), ctx.def.path.as_str());
+    // Handlers that add top-level keys (`total`) return a full Reply.
+    match (m, p) {
+        ("GET", "/nodes/{node}/tasks") => return tasks::list(ctx),
+        ("GET", "/nodes/{node}/tasks/{upid}/log") => return tasks::log(ctx),
+        _ => {}
+    }
     let r = match (m, p) {
         ("GET", "/version") => cluster::version(ctx),
         ("GET", "/cluster/nextid") => cluster::nextid(ctx),
@@ -60,9 +66,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
         }
         ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => qemu::agent_ping(ctx),
 
-        ("GET", "/nodes/{node}/tasks") => tasks::list(ctx),
         ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),
-        ("GET", "/nodes/{node}/tasks/{upid}/log") => tasks::log(ctx),
         ("DELETE", "/nodes/{node}/tasks/{upid}") => tasks::stop(ctx),
 
         ("GET", "/nodes/{node}/storage") => storage::list(ctx),
