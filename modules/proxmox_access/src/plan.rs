@@ -365,6 +365,22 @@ mod tests {
         }
     }
 
+    /// Everything `want()` asks for, already there (privilege-separated token, both ACL entries).
+    fn converged(w: &Desired) -> Current {
+        Current {
+            role: Some(w.privileges.clone()),
+            user_exists: true,
+            token: Some(TokenInfo {
+                privsep: true,
+                comment: "ProxShift".into(),
+            }),
+            acls: vec![
+                acl("user", "proxshift@pve", "ProxShift"),
+                acl("token", "proxshift@pve!ansible", "ProxShift"),
+            ],
+        }
+    }
+
     #[test]
     fn from_nothing_creates_everything_in_order() {
         let steps = plan(&Current::default(), &want());
@@ -387,19 +403,8 @@ mod tests {
     #[test]
     fn converged_state_needs_nothing_and_drift_is_fixed() {
         let w = want();
-        let cur = Current {
-            role: Some(w.privileges.clone()),
-            user_exists: true,
-            token: Some(TokenInfo {
-                privsep: true,
-                comment: "ProxShift".into(),
-            }),
-            acls: vec![
-                acl("user", "proxshift@pve", "ProxShift"),
-                acl("token", "proxshift@pve!ansible", "ProxShift"),
-                acl("user", "other@pve", "PVEAdmin"),
-            ],
-        };
+        let mut cur = converged(&w);
+        cur.acls.push(acl("user", "other@pve", "PVEAdmin"));
         assert_eq!(plan(&cur, &w), vec![]);
         let mut drift = cur.clone();
         drift.role = Some(
@@ -428,18 +433,7 @@ mod tests {
     fn turning_privsep_off_drops_the_tokens_own_acl() {
         let mut w = want();
         w.privsep = false;
-        let cur = Current {
-            role: Some(w.privileges.clone()),
-            user_exists: true,
-            token: Some(TokenInfo {
-                privsep: true,
-                comment: "ProxShift".into(),
-            }),
-            acls: vec![
-                acl("user", "proxshift@pve", "ProxShift"),
-                acl("token", "proxshift@pve!ansible", "ProxShift"),
-            ],
-        };
+        let cur = converged(&w);
         assert_eq!(
             plan(&cur, &w),
             vec![
@@ -456,19 +450,8 @@ mod tests {
     fn absent_removes_acls_token_and_role_but_not_others() {
         let mut w = want();
         w.present = false;
-        let cur = Current {
-            role: Some(w.privileges.clone()),
-            user_exists: true,
-            token: Some(TokenInfo {
-                privsep: true,
-                comment: String::new(),
-            }),
-            acls: vec![
-                acl("user", "proxshift@pve", "ProxShift"),
-                acl("token", "proxshift@pve!ansible", "ProxShift"),
-                acl("user", "proxshift@pve", "PVEAuditor"),
-            ],
-        };
+        let mut cur = converged(&w);
+        cur.acls.push(acl("user", "proxshift@pve", "PVEAuditor"));
         let steps = plan(&cur, &w);
         let text: Vec<String> = steps.iter().map(|s| s.describe(&w)).collect();
         assert_eq!(

@@ -601,17 +601,8 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
     let running = RunningSim::start(&bin, &sim.listen, &sim.seed_file, &sim.ca_file, &dump)?;
     sim.listen = running.addr.clone();
     let (_, play) = r::commands(cluster, &who, &sim, &opts);
-    let stream_is_tty = if g.json {
-        std::io::stderr().is_terminal()
-    } else {
-        std::io::stdout().is_terminal()
-    };
-    let colour = use_colour(g.color, stream_is_tty, &env_var);
-    let display = Display {
-        to_stderr: g.json,
-        progress: stream_is_tty,
-        colour,
-    };
+    let display = display_for(g);
+    let colour = display.colour;
     let phases: Vec<String> = r::REHEARSE_TAGS
         .iter()
         .filter(|t| !(placeholder && **t == "secrets"))
@@ -663,6 +654,21 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
         print!("{}", rl::report_text(&report));
     }
     Ok(code)
+}
+
+/// How a playbook run is shown: on stderr with `--json` (stdout carries only the JSON), with a
+/// progress line and colour only on a terminal.
+fn display_for(g: &Global) -> Display {
+    let stream_is_tty = if g.json {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    };
+    Display {
+        to_stderr: g.json,
+        progress: stream_is_tty,
+        colour: use_colour(g.color, stream_is_tty, &env_var),
+    }
 }
 
 /// Ask for the cluster name on a terminal; refuse without `--yes` elsewhere.
@@ -732,17 +738,8 @@ fn playbook(g: &Global, proj: &Project, call: PlaybookCall<'_>) -> Result<i32, C
     if !g.check {
         confirm(&plan, call.yes, g.json)?;
     }
-    let stream_is_tty = if g.json {
-        std::io::stderr().is_terminal()
-    } else {
-        std::io::stdout().is_terminal()
-    };
-    let colour = use_colour(g.color, stream_is_tty, &env_var);
-    let display = Display {
-        to_stderr: g.json,
-        progress: stream_is_tty,
-        colour,
-    };
+    let display = display_for(g);
+    let colour = display.colour;
     let outcome = runner::run_playbook(&cmd, Tracker::new(&plan.phases), &display)?;
     let (status, code) = match (outcome.interrupted, outcome.rc) {
         (true, _) => ("interrupted", exit::INTERRUPTED),

@@ -461,14 +461,7 @@ pub fn report_text(r: &Report) -> String {
 mod tests {
     use super::*;
     use crate::inventory::{Host, Role, Topology};
-
-    fn who() -> Identity {
-        Identity {
-            user: "proxshift@pve".into(),
-            token: "ansible".into(),
-            secret: "sim".into(),
-        }
-    }
+    use crate::rehearse::tests::who;
 
     #[test]
     fn sizes() {

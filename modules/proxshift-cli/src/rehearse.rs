@@ -298,10 +298,10 @@ pub fn commands(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn who() -> Identity {
+    pub(crate) fn who() -> Identity {
         Identity {
             user: "proxshift@pve".into(),
             token: "ansible".into(),

@@ -45,12 +45,15 @@ def base_vars(sim, bao, tmp_path) -> dict:
 def test_least_privilege_token_runs_the_flow_and_nothing_else(bare, run_playbook, tmp_path):
     sim, bao = bare
     inventory = REPO / "demo" / "inventory"
-    access = run_playbook(
-        REPO / "playbooks" / "proxmox_access.yaml",
-        inventory=inventory,
-        extra_vars=base_vars(sim, bao, tmp_path),
-        env={"PROXMOX_ADMIN_PASSWORD": ROOT_PASSWORD, "VAULT_TOKEN": bao.token},
-    )
+    def set_up_access():
+        return run_playbook(
+            REPO / "playbooks" / "proxmox_access.yaml",
+            inventory=inventory,
+            extra_vars=base_vars(sim, bao, tmp_path),
+            env={"PROXMOX_ADMIN_PASSWORD": ROOT_PASSWORD, "VAULT_TOKEN": bao.token},
+        )
+
+    access = set_up_access()
     assert access.rc == 0, access.output
     stored = bao.kv_get("proxmox/api-token")
     assert stored and stored["token_id"] == "proxshift@pve!ansible", stored
@@ -65,12 +68,7 @@ def test_least_privilege_token_runs_the_flow_and_nothing_else(bare, run_playbook
     assert ("proxshift@pve!ansible", "ProxShiftProvisioner") in acl
 
     # Rerun: nothing changes, Vault is not rewritten.
-    again = run_playbook(
-        REPO / "playbooks" / "proxmox_access.yaml",
-        inventory=inventory,
-        extra_vars=base_vars(sim, bao, tmp_path),
-        env={"PROXMOX_ADMIN_PASSWORD": ROOT_PASSWORD, "VAULT_TOKEN": bao.token},
-    )
+    again = set_up_access()
     assert again.rc == 0, again.output
     assert again.changed_tasks() == [], again.changed_tasks()
     assert bao.kv_get("proxmox/api-token")["secret"] == secret
