@@ -602,7 +602,6 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
     sim.listen = running.addr.clone();
     let (_, play) = r::commands(cluster, &who, &sim, &opts);
     let display = display_for(g);
-    let colour = display.colour;
     let phases: Vec<String> = r::REHEARSE_TAGS
         .iter()
         .filter(|t| !(placeholder && **t == "secrets"))

@@ -517,7 +517,7 @@ mod tests {
                        "tokens": [{"userid": "root@pam", "tokenid": "x", "secret": "real"}]});
         let out = seed_from_pvesim(&s, &who()).unwrap();
         assert_eq!(out["users"], json!([{"userid": "proxshift@pve"}]));
-        assert_eq!(out["tokens"][0]["secret"], "sim");
+        assert_eq!(out["tokens"][0]["secret"], "sim-secret");
         assert!(!out.to_string().contains("real"));
         assert!(seed_from_pvesim(&json!({"vms": []}), &who()).is_err());
     }
