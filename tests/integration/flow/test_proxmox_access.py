@@ -4,16 +4,20 @@ user, ACLs and privilege-separated token as root, stores the token in Vault, and
 """
 from __future__ import annotations
 
-import yaml
+import base64
+import json
 
 import pytest
+import yaml
 
-from conftest import CANARY_PULL_SECRET, SSH_KEY
 from services import DEMO_SEED, running_openbao, running_pvesim
 from testlib import REPO
 
 ROOT_PASSWORD = "demo-root-password"  # the demo seed's root@pam password (simulator only)
 FLOW_TAGS = "preflight,secrets,manifests,vms,start"
+# Canary install secrets (a well-formed pull secret and SSH key, valid nowhere).
+CANARY_PULL_SECRET = json.dumps({"auths": {"registry.example.com": {"auth": "Y2FuYXJ5OmFjY2Vzcy03MzE5"}}})
+SSH_KEY = "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + bytes(range(32, 64))).decode() + " access@test"
 
 
 @pytest.fixture
@@ -83,6 +87,7 @@ def test_least_privilege_token_runs_the_flow_and_nothing_else(bare, run_playbook
         tags=FLOW_TAGS,
     )
     assert flow.rc == 0, flow.output
+    assert CANARY_PULL_SECRET not in flow.output and secret not in flow.output
     owned = [vm for vm in sim.state()["vms"] if "proxshift-demo" in str(vm["config"].get("tags", ""))]
     assert len(owned) == 3 and all(vm["running"] for vm in owned), owned
     calls = [r for r in sim.requests(seq) if r.get("user") == "proxshift@pve!ansible"]

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import TOKEN_SECRET
 from services import DEMO_SEED, pvesim_bin, running_pvesim
 from testlib import REPO, ansible_env
 
 DEMO_INVENTORY = REPO / "demo" / "inventory"
+# The demo seed's least-privilege token (simulator only); `conftest` names are ambiguous across areas.
+TOKEN_SECRET = yaml.safe_load(DEMO_SEED.read_text())["tokens"][0]["secret"]
 
 
 def derived_mac(cluster: str, host: str) -> str:
