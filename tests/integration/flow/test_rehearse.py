@@ -132,3 +132,29 @@ def test_rehearse_without_any_layout_says_what_to_give(tmp_path):
     rc, report, _ = rehearse(tmp_path, DEMO_INVENTORY, "--from", "inventory")
     assert rc == 3
     assert "no layout to rehearse on" in report["error"]["message"]
+
+
+def test_rehearse_can_read_the_real_vault(tmp_path):
+    """--secrets vault: the secrets phase reads the site's Vault (read-only) instead of placeholders."""
+    import base64
+
+    from services import running_openbao
+
+    canary = json.dumps({"auths": {"registry.example.com": {"auth": "Y2FuYXJ5OnJlaGVhcnNhbC00NDE="}}})
+    ssh = "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + bytes(range(64, 96))).decode() + " r@test"
+    (tmp_path / "bao").mkdir()
+    with running_openbao(tmp_path / "bao") as bao:
+        bao.kv_put("openshift/pull-secret", {"pullSecret": canary})
+        bao.kv_put("openshift/ssh", {"publicKey": ssh})
+        rc, report, stderr = rehearse(
+            tmp_path, DEMO_INVENTORY, "--seed", str(DEMO_SEED), "--secrets", "vault", "--", "-e", f"vault_url={bao.addr}",
+            env={"VAULT_TOKEN": bao.token},
+        )
+    assert rc == 0, stderr
+    assert report["status"] == "ok" and report["problems"] == [], report
+    assert "secrets : Read the secrets from Vault" in stderr
+    assert canary not in stderr and bao.token not in stderr
+    agent_config = (tmp_path / "rehearsal" / "clusters" / "demo" / "agent-config.yaml").read_text()
+    assert "demo-master-0" in agent_config
+    install_config = (tmp_path / "rehearsal" / "clusters" / "demo" / "install-config.yaml")
+    assert ssh.split()[1] in install_config.read_text()
