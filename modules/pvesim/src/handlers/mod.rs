@@ -5,6 +5,7 @@ mod cluster;
 mod qemu;
 mod storage;
 mod tasks;
+mod users;
 
 use crate::error::{ApiError, ApiResult};
 use crate::server::{Ctx, Reply};
@@ -27,6 +28,8 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
 
         ("POST", "/access/ticket") => access::ticket(ctx),
         ("GET", "/access/users") => access::users(ctx),
+        ("POST", "/access/users") => users::user_create(ctx),
+        ("GET", "/access/users/{userid}") => users::user_get(ctx),
         ("GET", "/access/users/{userid}/token") => access::token_list(ctx),
         ("GET", "/access/users/{userid}/token/{tokenid}") => access::token_get(ctx),
         ("POST", "/access/users/{userid}/token/{tokenid}") => access::token_create(ctx),
