@@ -12,7 +12,7 @@ GLIBC=2.17
 MAX_BYTES=$((3 * 1024 * 1024))
 
 declare -A COLLECTION=(
-  [proxmox_vm]=proxmox [vm_lifecycle]=proxmox [hashicorp_vault]=hashi_vault
+  [proxmox_vm]=proxmox [vm_lifecycle]=proxmox [proxmox_access]=proxmox [hashicorp_vault]=hashi_vault
   [ocp_manifests]=openshift [acm_import]=openshift [cluster_auth]=openshift
 )
 

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 export ANSIBLE_COLLECTIONS_PATH="$PWD"
 targets=(ansible_collections/proxshift)
 [ -d playbooks ] && targets+=(playbooks)
+[ -d molecule ] && targets+=(molecule)
 exec ansible-lint --profile production --offline "${targets[@]}"

@@ -23,6 +23,7 @@ CALLBACKS = REPO / "tests" / "plugins" / "callback"
 MODULE_BINARIES = {
     "proxmox_vm": "proxmox",
     "vm_lifecycle": "proxmox",
+    "proxmox_access": "proxmox",
     "hashicorp_vault": "hashi_vault",
     "ocp_manifests": "openshift",
     "acm_import": "openshift",

@@ -53,27 +53,12 @@ pub fn inspect(path: &Path, content: &str) -> Result<Pending, String> {
 
 /// `YYYY-MM-DD@HH:MM:SS` in UTC, the timestamp style of Ansible's backup files.
 pub fn timestamp(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}@{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    // RFC 3339 without the zone marker, `T` as `@`: sorts by time and reads well in a file name.
+    let t = t.max(UNIX_EPOCH);
+    humantime::format_rfc3339_seconds(t)
+        .to_string()
+        .trim_end_matches('Z')
+        .replacen('T', "@", 1)
 }
 
 /// Copy `path` to `path.<pid>.<timestamp>~` (mode 0600: it holds the same secrets).

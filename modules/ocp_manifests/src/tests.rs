@@ -1290,7 +1290,7 @@ mod module {
 
     fn double() -> String {
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/bin/openshift-install")
+            .join("../../tests/fixtures/bin/openshift-install")
             .display()
             .to_string()
     }

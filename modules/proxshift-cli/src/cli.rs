@@ -64,6 +64,21 @@ pub struct ClusterArgs {
     pub extra: Vec<String>,
 }
 
+/// Where `rehearse` takes the Proxmox layout from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutFrom {
+    Auto,
+    Proxmox,
+    Inventory,
+}
+
+/// Where `rehearse` takes the install secrets from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SecretsMode {
+    Placeholder,
+    Vault,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// List the inventory's clusters (with live VM states when Proxmox settings are available)
@@ -134,18 +149,37 @@ pub enum Cmd {
         #[command(flatten)]
         args: ClusterArgs,
     },
-    /// Prepare a rehearsal on the simulator: write a pvesim seed from the inventory's proxmox_layout
-    /// and print the commands that run site.yaml against it (nothing is run)
+    /// Rehearse provisioning on the simulator: copy the Proxmox layout (read-only from Proxmox when
+    /// credentials are given, else the inventory's proxmox_layout, or --seed), run site.yaml against
+    /// the copy, and report what would be created, where, and what would fail
     Rehearse {
         /// The cluster: an inventory group under all.children.clusters.children
         cluster: String,
-        /// Where the simulator would listen
-        #[arg(long, default_value = "127.0.0.1:18006", value_name = "ADDR")]
-        listen: String,
+        /// Where the layout comes from: auto (Proxmox when the inventory/environment give
+        /// credentials, else the inventory's proxmox_layout), proxmox, or inventory
+        #[arg(long, value_enum, default_value_t = LayoutFrom::Auto, value_name = "SOURCE")]
+        from: LayoutFrom,
+        /// Use this pvesim seed file as the layout instead (its users and tokens are replaced)
+        #[arg(long, value_name = "FILE", conflicts_with = "from")]
+        seed: Option<PathBuf>,
+        /// Install secrets for the manifests: placeholder (no Vault needed; the secrets phase is
+        /// skipped) or vault (read from the inventory's Vault, read-only)
+        #[arg(long, value_enum, default_value_t = SecretsMode::Placeholder, value_name = "MODE")]
+        secrets: SecretsMode,
+        /// Only write the seed and print the two commands of a rehearsal (run nothing)
+        #[arg(long)]
+        prepare_only: bool,
+        /// Where the simulator listens [default: a free 127.0.0.1 port; 127.0.0.1:18006 with
+        /// --prepare-only]
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
         /// Folder for the seed, the simulator's CA and the rehearsal's work files
         /// [default: <project>/.proxshift/rehearse/<cluster>]
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// The pvesim binary [default: next to proxshift, on PATH, or in the checkout's target/]
+        #[arg(long, env = "PVESIM_BIN", value_name = "PATH")]
+        pvesim: Option<PathBuf>,
         /// Extra ansible-playbook arguments (after `--`)
         #[arg(last = true, value_name = "ANSIBLE_ARGS")]
         extra: Vec<String>,

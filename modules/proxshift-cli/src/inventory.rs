@@ -23,7 +23,7 @@ pub struct LiveState {
     pub vmid: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    /// The VM carries the cluster's ownership tag (`cluster-<name>`); a same-named VM without it is
+    /// The VM carries the cluster's ownership tag (`proxshift-<name>`, as playbooks/tasks/cluster_model.yml sets it); a same-named VM without it is
     /// someone else's and the flow will refuse to touch it.
     pub owned: bool,
 }
@@ -99,7 +99,7 @@ pub struct Cluster {
 impl Cluster {
     /// The ownership tag the flow puts on the cluster's VMs.
     pub fn tag(&self) -> String {
-        format!("cluster-{}", self.name)
+        format!("proxshift-{}", self.name)
     }
 }
 
@@ -374,7 +374,7 @@ pub(crate) mod tests {
             (Some(3001), Some(3004))
         );
         assert!(!ha.hosts[0].role_derived);
-        assert_eq!(ha.tag(), "cluster-prod-ha");
+        assert_eq!(ha.tag(), "proxshift-prod-ha");
         assert_eq!(inv.proxmox.host.as_deref(), Some("pve1.lab.example.com"));
         assert_eq!(inv.proxmox.port, Some(8006));
         assert_eq!(inv.proxmox.token_id.as_deref(), Some("ansible"));

@@ -61,6 +61,57 @@ impl VmSource for PveSource {
     }
 }
 
+/// The live cluster's layout for a rehearsal, read with GET requests only (token auth sends nothing
+/// else; password auth adds the login `POST /access/ticket`, which changes nothing): the version,
+/// nodes, each online node's storages, and every QEMU VM with its config. Returns where it was read
+/// from and the layout in `proxmox_layout` form.
+pub fn read_layout(opts: &ConnectionOptions) -> Result<(String, serde_json::Value), String> {
+    use pve_client::Params;
+    use serde_json::Value;
+    let client = Client::connect(opts)
+        .map_err(|e| e.to_string())?
+        .with_backoff(pve_client::Backoff::none());
+    let get = |path: &str, q: Params| client.get(path, &q).map_err(|e| format!("GET {path}: {e}"));
+    let version = get("/version", Params::new())?;
+    let mut nodes = Vec::new();
+    for n in get("/nodes", Params::new())?
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = n["node"].as_str().unwrap_or_default();
+        let storages = if n["status"].as_str() == Some("online") {
+            get(&format!("/nodes/{name}/storage"), Params::new())?
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        nodes.push((n.clone(), storages));
+    }
+    let mut vms = Vec::new();
+    for r in get("/cluster/resources", Params::new().set("type", "vm"))?
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["type"].as_str() == Some("qemu"))
+    {
+        let path = format!(
+            "/nodes/{}/qemu/{}/config",
+            r["node"].as_str().unwrap_or_default(),
+            r["vmid"]
+        );
+        // A VM on an offline node still holds its VMID and name; its config is unknown.
+        let config = get(&path, Params::new()).unwrap_or(Value::Null);
+        vms.push((r.clone(), config));
+    }
+    Ok((
+        client.base_url().to_string(),
+        crate::rehearsal::layout_from_api(&version, &nodes, &vms),
+    ))
+}
+
 /// Whether live states were looked up, and if not, why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LiveReport {
@@ -221,7 +272,7 @@ mod tests {
     fn states_are_matched_by_name_and_ownership() {
         let mut inv = inventory::parse(&inventory::tests::example()).unwrap();
         let src = Fixed(vec![
-            vm(3100, "lab-sno-0", "pve1", "running", &["cluster-lab-sno"]),
+            vm(3100, "lab-sno-0", "pve1", "running", &["proxshift-lab-sno"]),
             // Same name, not ours: must not win over the owned one.
             vm(200, "lab-sno-0", "pve2", "stopped", &[]),
             vm(
@@ -229,14 +280,14 @@ mod tests {
                 "prod-ha-master-0",
                 "pve2",
                 "stopped",
-                &["cluster-prod-ha"],
+                &["proxshift-prod-ha"],
             ),
             vm(
                 3002,
                 "prod-ha-master-1",
                 "pve3",
                 "running",
-                &["cluster-prod-ha"],
+                &["proxshift-prod-ha"],
             ),
             vm(77, "prod-ha-master-2", "pve3", "running", &["someone-else"]),
         ]);

@@ -212,15 +212,26 @@ pub fn seed(cluster: &str, layout: &Value, who: &Identity) -> Result<Value, CliE
     if let Some(v) = layout.get("version").and_then(size_text) {
         cluster_seed["version"] = json!(v);
     }
-    Ok(json!({
+    let mut out = json!({
         "cluster": cluster_seed,
         "nodes": nodes,
+        "vms": vms,
+    });
+    for (k, v) in access_seed(who).as_object().into_iter().flatten() {
+        out[k] = v.clone();
+    }
+    Ok(out)
+}
+
+/// The simulator's access part: the playbook's user and token with every privilege (a rehearsal
+/// checks placement and conflicts; `proxmox-access` checks permissions).
+pub fn access_seed(who: &Identity) -> Value {
+    json!({
         "users": [{"userid": who.user}],
         "tokens": [{"userid": who.user, "tokenid": who.token, "secret": who.secret, "privsep": false,
                     "comment": "proxshift rehearse"}],
         "acl": [{"path": "/", "user": who.user, "role": "Administrator"}],
-        "vms": vms,
-    }))
+    })
 }
 
 /// The seed as YAML, with a header saying where it came from.
@@ -287,10 +298,10 @@ pub fn commands(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn who() -> Identity {
+    pub(crate) fn who() -> Identity {
         Identity {
             user: "proxshift@pve".into(),
             token: "ansible".into(),

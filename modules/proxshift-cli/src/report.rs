@@ -320,7 +320,7 @@ mod tests {
                 name: Some("lab-sno-0".into()),
                 node: "pve1".into(),
                 status: Some("running".into()),
-                tags: vec!["cluster-lab-sno".into()],
+                tags: vec!["proxshift-lab-sno".into()],
             }],
         );
         let live = LiveReport {

@@ -584,8 +584,8 @@ fn tiny_pve(vms: Value) -> (String, std::thread::JoinHandle<String>) {
 fn clusters_table_and_json_with_live_states() {
     let p = Project::new("clusters");
     let (url, server) = tiny_pve(json!([
-        {"vmid": 3100, "name": "lab-sno-0", "node": "pve1", "type": "qemu", "status": "running", "tags": "cluster-lab-sno", "template": 0},
-        {"vmid": 3101, "name": "lab-compact-0", "node": "pve2", "type": "qemu", "status": "stopped", "tags": "cluster-lab-compact"},
+        {"vmid": 3100, "name": "lab-sno-0", "node": "pve1", "type": "qemu", "status": "running", "tags": "proxshift-lab-sno", "template": 0},
+        {"vmid": 3101, "name": "lab-compact-0", "node": "pve2", "type": "qemu", "status": "stopped", "tags": "proxshift-lab-compact"},
         {"vmid": 200, "name": "lab-compact-1", "node": "pve2", "type": "qemu", "status": "running"},
         {"vmid": 9000, "name": "tmpl", "node": "pve1", "type": "qemu", "template": 1},
         {"vmid": 100, "name": "ct", "node": "pve1", "type": "lxc", "status": "running"}
@@ -862,17 +862,21 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     assert!(play.starts_with(&format!("PROXMOX_TOKEN_SECRET={secret} ansible-playbook -i inventory/ playbooks/site.yaml -e cluster_name=lab-sno -e proxmox_api_host=https://127.0.0.1:18006")), "{play}");
     assert!(
         play.contains(&format!("-e proxmox_ca_path={out_s}/pvesim-ca.pem"))
-            && play.ends_with("--tags preflight,secrets,manifests,vms,start"),
+            && play.contains("--tags preflight,secrets,manifests,vms,start")
+            && play.ends_with(&format!(
+                "-e @{out_s}/rehearsal-vars.json --skip-tags secrets"
+            )),
         "{play}"
     );
     assert_eq!(
         v["commands"][0],
         format!("pvesim --listen 127.0.0.1:18006 --seed {out_s}/pvesim-seed.yaml --tls --ca-out {out_s}/pvesim-ca.pem --time-scale 0 --auth-delay-ms 0")
     );
-    // For real: the seed file is written, and it is YAML of the same seed.
+    // --prepare-only: the seed file is written, and it is YAML of the same seed.
     let o = p.run(&[
         "rehearse",
         "lab-sno",
+        "--prepare-only",
         "--out",
         &out_s,
         "--listen",
@@ -880,7 +884,7 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains(&format!(
-        "Wrote the simulator seed for lab-sno: {out_s}/pvesim-seed.yaml"
+        "Wrote the simulator seed for lab-sno (inventory proxmox_layout): {out_s}/pvesim-seed.yaml"
     )));
     assert!(stdout(&o).contains("pvesim --listen 127.0.0.1:19999"));
     let seed: Value =
@@ -895,7 +899,20 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
     p.fake_inventory(&example_inventory(None));
     let o = p.run(&["rehearse", "lab-sno", "--out", &out_s]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("no proxmox_layout"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no layout to rehearse on") && stderr(&o).contains("--seed FILE"),
+        "{}",
+        stderr(&o)
+    );
+    // The vars file carries the simulator's token and placeholder secrets, nothing real.
+    let vars: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("rehearsal-vars.json")).unwrap())
+            .unwrap();
+    assert_eq!(vars["proxmox_api_password"], Value::Null);
+    assert!(vars["secrets_values"]["pull_secret"]
+        .as_str()
+        .unwrap()
+        .contains("rehearsal.invalid"));
 }
 
 #[test]

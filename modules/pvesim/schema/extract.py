@@ -16,7 +16,8 @@ import sys
 SUBSET = {
     "/version": ["GET"],
     "/access/ticket": ["POST"],
-    "/access/users": ["GET"],
+    "/access/users": ["GET", "POST"],
+    "/access/users/{userid}": ["GET"],
     "/access/users/{userid}/token": ["GET"],
     "/access/users/{userid}/token/{tokenid}": ["GET", "POST", "PUT", "DELETE"],
     "/access/roles": ["GET", "POST"],

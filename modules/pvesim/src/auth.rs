@@ -416,6 +416,18 @@ impl Access {
             }
             "userid-param" => {
                 let uid = params.get("userid").map(String::as_str).unwrap_or_default();
+                // ["userid-param", "Realm.AllocateUser"]: that privilege on the user's realm.
+                if let Some(privilege) =
+                    list.get(1).and_then(Value::as_str).filter(|p| *p != "self")
+                {
+                    let realm = uid.rsplit_once('@').map(|(_, r)| r).unwrap_or_default();
+                    return self.require(
+                        who,
+                        &format!("/access/realm/{realm}"),
+                        &[privilege],
+                        false,
+                    );
+                }
                 if who.tokenid.is_none() && who.userid == uid {
                     Ok(())
                 } else {

@@ -74,6 +74,17 @@ struct Cli {
     /// Seconds (before scaling) from VM start until the guest agent answers.
     #[arg(long, default_value_t = 20.0)]
     agent_delay: f64,
+    /// Seconds (before scaling) after the agent is up during which it reports only
+    /// link-local IPv6 addresses.
+    #[arg(long, default_value_t = 0.0)]
+    agent_ip_delay: f64,
+    /// Config file lock timeout in seconds (before scaling).
+    #[arg(long, default_value_t = 10.0)]
+    lock_timeout: f64,
+    /// Concurrent clones onto one storage beyond this fail with the storage lock timeout
+    /// (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    max_parallel_clones: u32,
     /// Delay before every 401 answer, in milliseconds (PVE: about 3000).
     #[arg(long, default_value_t = 3000)]
     auth_delay_ms: u64,
@@ -121,6 +132,9 @@ fn run(cli: Cli) -> Result<(), String> {
         auth_failure_delay_ms: cli.auth_delay_ms,
         check_memory_on_start: !cli.no_memory_check,
         agent_delay: cli.agent_delay,
+        agent_ip_delay: cli.agent_ip_delay,
+        lock_timeout: cli.lock_timeout,
+        max_parallel_clones_per_storage: cli.max_parallel_clones,
         ..pvesim::Options::default()
     };
     let config = pvesim::Config {

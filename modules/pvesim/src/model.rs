@@ -53,7 +53,7 @@ pub fn parse_size(s: &str) -> Option<u64> {
 pub fn format_size(bytes: u64) -> String {
     for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
         let m = 1u64 << shift;
-        if bytes >= m && bytes % m == 0 {
+        if bytes >= m && bytes.is_multiple_of(m) {
             return format!("{}{}", bytes / m, unit);
         }
     }

@@ -546,3 +546,44 @@ fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>,
     }
     Ok((fields, file))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn cookie_wins_over_token() {
+        let h = headers(&[
+            ("authorization", "PVEAPIToken=root@pam!t=secret"),
+            ("cookie", "other=1; PVEAuthCookie=PVE%3Aroot%40pam%3A1::sig"),
+        ]);
+        assert!(matches!(credentials(&h), Creds::Ticket(t) if t == "PVE:root@pam:1::sig"));
+    }
+
+    #[test]
+    fn token_and_ticket_in_authorization_header() {
+        let h = headers(&[("authorization", "PVEAPIToken=root@pam!t=a=b")]);
+        assert!(matches!(credentials(&h), Creds::Token(t) if t == "root@pam!t=a=b"));
+        let h = headers(&[("authorization", "PVEAPIToken root@pam!t=s")]);
+        assert!(matches!(credentials(&h), Creds::Token(t) if t == "root@pam!t=s"));
+        let h = headers(&[("authorization", "PVEAuthCookie=PVE:u@pve:1::x")]);
+        assert!(matches!(credentials(&h), Creds::Ticket(t) if t == "PVE:u@pve:1::x"));
+        assert!(matches!(credentials(&HeaderMap::new()), Creds::None));
+    }
+
+    #[test]
+    fn reason_phrase_is_first_line_ascii() {
+        let e = ApiError::die("first line\nsecond line");
+        let r = error_response(&e, true);
+        let rp = r.extensions().get::<hyper::ext::ReasonPhrase>().unwrap();
+        assert_eq!(rp.as_bytes(), b"first line");
+    }
+}

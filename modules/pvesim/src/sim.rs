@@ -130,6 +130,47 @@ pub struct Sim {
     effect_at: Option<Instant>,
 }
 
+const STORAGE_TYPES: &[&str] = &[
+    "dir",
+    "lvmthin",
+    "lvm",
+    "nfs",
+    "cifs",
+    "zfspool",
+    "zfs",
+    "btrfs",
+    "rbd",
+    "cephfs",
+    "iscsi",
+    "iscsidirect",
+    "glusterfs",
+    "pbs",
+    "esxi",
+];
+const CONTENT_TYPES: &[&str] = &[
+    "images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import",
+];
+
+fn check_storage_seed(node: &str, s: &StorageSeed) -> Result<(), String> {
+    if !STORAGE_TYPES.contains(&s.kind.as_str()) {
+        return Err(format!(
+            "node {node}: storage {}: unknown type '{}'",
+            s.id, s.kind
+        ));
+    }
+    if let Some(c) = s
+        .content
+        .iter()
+        .find(|c| !CONTENT_TYPES.contains(&c.trim()))
+    {
+        return Err(format!(
+            "node {node}: storage {}: unknown content type '{c}'",
+            s.id
+        ));
+    }
+    Ok(())
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -170,6 +211,7 @@ impl Sim {
         for n in &seed.nodes {
             let mut ids = Vec::new();
             for s in &n.storages {
+                check_storage_seed(&n.name, s)?;
                 ids.push(s.id.clone());
                 let shared = s.shared.unwrap_or(matches!(
                     s.kind.as_str(),
@@ -1146,7 +1188,7 @@ impl Sim {
                 if is_cdrom(&d) {
                     let f = d.get("file").unwrap_or("none");
                     if f != "none" && f != "cdrom" && !self.volume_exists(&node, f) {
-                        fail = Some(format!("volume '{f}' does not exist"));
+                        fail = Some(format!("volume {f} does not exist"));
                         break;
                     }
                     conf.insert(k.clone(), print_drive(&d));
@@ -1154,7 +1196,7 @@ impl Sim {
                 }
                 let f = d.get("file").unwrap_or_default().to_string();
                 if alloc_request(&f).is_none() && !self.volume_exists(&node, &f) {
-                    fail = Some(format!("volume '{f}' does not exist"));
+                    fail = Some(format!("volume {f} does not exist"));
                     break;
                 }
                 match self.allocate(&node, vmid, k, d, false) {

@@ -332,15 +332,18 @@ fn short_file_lock_is_waited_for() {
     });
     let api = Api::root(&sim);
     // Held 50 ms, lock timeout 10 s × 0.01 = 100 ms: the PUT waits, then succeeds.
+    let t = std::time::Instant::now();
     sim.inject(pvesim::Fault::HoldFileLock {
         vmid: 101,
         seconds: 0.05,
     })
     .unwrap();
-    let t = std::time::Instant::now();
     api.put("/nodes/pve2/qemu/101/config", &[("cores", "3")])
         .ok();
-    assert!(t.elapsed() >= Duration::from_millis(40));
+    assert!(
+        t.elapsed() >= Duration::from_millis(50),
+        "answered before the lock was free"
+    );
     assert_eq!(api.config("pve2", 101)["cores"], 3);
 }
 
@@ -865,4 +868,92 @@ fn agent_reports_link_local_first() {
         .ok()
         .to_string();
     assert!(later.contains("10.0.0.100"), "{later}");
+}
+
+#[test]
+fn create_with_start_runs_the_vm_and_failed_autostart_is_a_warning() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let upid = create(&api, &[("vmid", "240"), ("memory", "1024"), ("start", "1")]);
+    assert_eq!(api.exit(&upid), "OK");
+    let cur = api
+        .get("/nodes/pve1/qemu/240/status/current", &[])
+        .ok()
+        .clone();
+    assert_eq!(cur["status"], "running");
+    // 200 GiB on a 128 GiB node: created, but the autostart fails → WARNINGS.
+    let upid = create(
+        &api,
+        &[("vmid", "241"), ("memory", "204800"), ("start", "1")],
+    );
+    assert_eq!(api.exit(&upid), "WARNINGS: 1");
+    assert!(api
+        .task_log(&upid)
+        .iter()
+        .any(|l| l.starts_with("WARN: start failed")));
+    assert_eq!(api.task_log(&upid).last().unwrap(), "TASK WARNINGS: 1");
+    assert_eq!(
+        api.get("/nodes/pve1/qemu/241/status/current", &[]).ok()["status"],
+        "stopped"
+    );
+}
+
+#[test]
+fn task_log_pages_and_reports_total() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let upid = create(
+        &api,
+        &[
+            ("vmid", "250"),
+            ("scsi0", "local-lvm:1"),
+            ("scsi1", "local-lvm:1"),
+            ("efidisk0", "local-lvm:1"),
+        ],
+    );
+    let path = format!("/nodes/pve1/tasks/{}/log", enc(&upid));
+    let all = api.get(&path, &[]);
+    assert_eq!(all.body["total"], 4, "{:?}", all.body);
+    let lines = all.ok().as_array().unwrap().clone();
+    assert_eq!(lines[0]["n"], 1);
+    assert!(lines[0]["t"]
+        .as_str()
+        .unwrap()
+        .starts_with("efidisk0: successfully created disk"));
+    assert_eq!(lines[3]["t"], "TASK OK");
+    let page = api.get(&path, &[("start", "1"), ("limit", "2")]);
+    let page = page.ok().as_array().unwrap().clone();
+    assert_eq!(page.len(), 2);
+    assert_eq!(page[0]["n"], 2);
+    let tasks = api.get("/nodes/pve1/tasks", &[("typefilter", "qmcreate")]);
+    assert_eq!(tasks.body["total"], 1);
+}
+
+#[test]
+fn missing_iso_fails_create_in_the_task_and_update_synchronously() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let upid = create(
+        &api,
+        &[
+            ("vmid", "260"),
+            ("ide2", "local:iso/missing.iso,media=cdrom"),
+        ],
+    );
+    assert_eq!(
+        api.exit(&upid),
+        "unable to create VM 260 - volume local:iso/missing.iso does not exist"
+    );
+    assert!(sim.vm_config(260).is_none());
+    let r = api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("ide2", "local:iso/missing.iso,media=cdrom")],
+    );
+    assert_eq!(r.message(), "volume local:iso/missing.iso does not exist\n");
+    // Ejecting is always fine.
+    api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("ide2", "none,media=cdrom")],
+    )
+    .ok();
 }

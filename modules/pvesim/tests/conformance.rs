@@ -201,6 +201,16 @@ fn every_method_accepts_a_valid_request() {
     let cases: Vec<Case> = vec![
         ("GET", "/version".into(), vec![]),
         ("GET", "/access/users".into(), vec![("full", "1")]),
+        (
+            "POST",
+            "/access/users".into(),
+            vec![
+                ("userid", "conf@pve"),
+                ("password", "conformance-pw"),
+                ("comment", "c"),
+            ],
+        ),
+        ("GET", "/access/users/conf@pve".into(), vec![]),
         ("GET", "/access/users/ansible@pve/token".into(), vec![]),
         ("GET", "/access/users/ansible@pve/token/ci".into(), vec![]),
         (

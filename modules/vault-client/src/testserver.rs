@@ -288,7 +288,8 @@ impl BaoServer {
                 ca_path: self.ca_cert.clone(),
                 ..Default::default()
             },
-            timeout: Duration::from_secs(10),
+            // Raft init and unseal are slow on a loaded 2-core machine; 10 s was seen to time out.
+            timeout: Duration::from_secs(60),
             backoff: Backoff::none(),
         }
     }

@@ -28,6 +28,7 @@ class Site:
     bao: object
     work: Path
     canary: str = CANARY_PULL_SECRET
+    token_secret: str = TOKEN_SECRET
 
     def extra_vars(self, cluster: str, **more) -> dict:
         return {
@@ -70,13 +71,13 @@ def site(tmp_path):
 def run_flow(run_playbook, site):
     """Run one of the project's playbooks for a cluster of the example inventories."""
 
-    def run(playbook: str, cluster: str, *, with_installer: bool = False, **kwargs):
+    def run(playbook: str, cluster: str, *, with_installer: bool = False, env_more: dict | None = None, **kwargs):
         extra = site.extra_vars(cluster, **kwargs.pop("extra", {}))
         return run_playbook(
             REPO / "playbooks" / playbook,
             inventory=REPO / "inventory",
             extra_vars=extra,
-            env=site.env(with_installer),
+            env={**site.env(with_installer), **(env_more or {})},
             **kwargs,
         )
 

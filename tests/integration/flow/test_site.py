@@ -79,3 +79,56 @@ def test_stop_and_start(run_flow, site):
     assert all(vm["running"] for vm in site.owned_vms("lab-sno"))
     again = run_flow("start.yaml", "lab-sno")
     assert again.changed_tasks() == []
+
+
+def test_interrupted_start_phase_converges_on_rerun(run_flow, site):
+    site.sim.fault({"fail_tasks": {"type": "qmstart", "count": 1, "message": "injected: start failed"}})
+    broken = run_flow("site.yaml", "lab-compact")
+    assert broken.rc != 0
+    assert "injected: start failed" in broken.output
+    site.sim.clear_faults()
+    fixed = run_flow("site.yaml", "lab-compact")
+    assert fixed.rc == 0, fixed.output
+    assert all(vm["running"] for vm in site.owned_vms("lab-compact"))
+    # Only the VM that did not start was started by the rerun.
+    started = [v for v in fixed.task("proxshift.proxmox.cluster_power : Power the cluster's VMs")["vms"] if v["changed"]]
+    assert len(started) == 1, started
+
+
+def test_scale_adds_a_worker_and_says_how_to_join_it(run_flow, site, tmp_path):
+    assert run_flow("site.yaml", "lab-compact").rc == 0
+    before = {vm["vmid"]: vm["config"]["digest"] if "digest" in vm["config"] else vm["config"] for vm in site.owned_vms("lab-compact")}
+    extra_inventory = tmp_path / "more.yml"
+    extra_inventory.write_text(
+        "all:\n  children:\n    clusters:\n      children:\n        lab-compact:\n          hosts:\n"
+        "            lab-compact-worker-0: {role: worker, mac: 'BC:24:11:30:00:31'}\n"
+    )
+    run = run_flow("scale.yaml", "lab-compact", args=["-i", str(extra_inventory)])
+    assert run.rc == 0, run.output
+    names = sorted(vm["config"]["name"] for vm in site.owned_vms("lab-compact"))
+    assert names == ["lab-compact-0", "lab-compact-1", "lab-compact-2", "lab-compact-worker-0"]
+    after = {vm["vmid"]: vm["config"]["digest"] if "digest" in vm["config"] else vm["config"] for vm in site.owned_vms("lab-compact")}
+    assert all(after[k] == v for k, v in before.items()), "scale changed an existing VM"
+    assert "lab-compact-worker-0" in run.output and "oc adm node-image create" in run.output
+
+
+def test_status_reports_every_vm(run_flow, site):
+    assert run_flow("site.yaml", "lab-sno").rc == 0
+    run = run_flow("status.yaml", "lab-sno")
+    assert run.rc == 0, run.output
+    assert "lab-sno-0: running" in run.output
+    assert run.changed_tasks() == []
+
+
+def test_force_install_rebuilds_the_cluster(run_flow, site):
+    assert run_flow("site.yaml", "lab-sno").rc == 0
+    [old] = site.owned_vms("lab-sno")
+    (site.work / "lab-sno" / "stale-file").write_text("from the old install")
+    run = run_flow("site.yaml", "lab-sno", extra={"force_install": True})
+    assert run.rc == 0, run.output
+    [new] = site.owned_vms("lab-sno")
+    assert new["running"]
+    # A new VM (Proxmox gives every VM a new vmgenid), a fresh work folder, the bastion untouched.
+    assert new["config"]["vmgenid"] != old["config"]["vmgenid"]
+    assert not (site.work / "lab-sno" / "stale-file").exists()
+    assert site.sim.vm(100) is not None

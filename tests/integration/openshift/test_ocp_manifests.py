@@ -17,7 +17,7 @@ PULL_SECRET = json.dumps(
     {"auths": {"quay.io": {"auth": CANARY + "-auth-value", "email": "it's \"quoted\"@example.com"}}}
 )
 SSH_KEY = (REPO / "modules/ocp_manifests/tests/fixtures/test-ssh-key.pub").read_text().strip()
-INSTALLER_DOUBLE = REPO / "modules/ocp_manifests/tests/fixtures/bin/openshift-install"
+INSTALLER_DOUBLE = REPO / "tests/fixtures/bin/openshift-install"
 
 
 def cluster(out_dir, **overrides) -> dict:

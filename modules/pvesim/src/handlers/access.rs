@@ -80,7 +80,7 @@ pub fn users(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(list))
 }
 
-fn token_info(t: &Token) -> Value {
+pub(super) fn token_info(t: &Token) -> Value {
     let mut o =
         json!({"tokenid": t.tokenid, "privsep": if t.privsep { 1 } else { 0 }, "expire": t.expire});
     if let Some(c) = &t.comment {

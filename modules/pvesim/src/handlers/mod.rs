@@ -5,6 +5,7 @@ mod cluster;
 mod qemu;
 mod storage;
 mod tasks;
+mod users;
 
 use crate::error::{ApiError, ApiResult};
 use crate::server::{Ctx, Reply};
@@ -12,6 +13,12 @@ use crate::server::{Ctx, Reply};
 /// Routes a validated, authenticated request to its handler.
 pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
     let (m, p) = (ctx.def.method.as_str(), ctx.def.path.as_str());
+    // Handlers that add top-level keys (`total`) return a full Reply.
+    match (m, p) {
+        ("GET", "/nodes/{node}/tasks") => return tasks::list(ctx),
+        ("GET", "/nodes/{node}/tasks/{upid}/log") => return tasks::log(ctx),
+        _ => {}
+    }
     let r = match (m, p) {
         ("GET", "/version") => cluster::version(ctx),
         ("GET", "/cluster/nextid") => cluster::nextid(ctx),
@@ -21,6 +28,8 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
 
         ("POST", "/access/ticket") => access::ticket(ctx),
         ("GET", "/access/users") => access::users(ctx),
+        ("POST", "/access/users") => users::user_create(ctx),
+        ("GET", "/access/users/{userid}") => users::user_get(ctx),
         ("GET", "/access/users/{userid}/token") => access::token_list(ctx),
         ("GET", "/access/users/{userid}/token/{tokenid}") => access::token_get(ctx),
         ("POST", "/access/users/{userid}/token/{tokenid}") => access::token_create(ctx),
@@ -57,9 +66,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
         }
         ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => qemu::agent_ping(ctx),
 
-        ("GET", "/nodes/{node}/tasks") => tasks::list(ctx),
         ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),
-        ("GET", "/nodes/{node}/tasks/{upid}/log") => tasks::log(ctx),
         ("DELETE", "/nodes/{node}/tasks/{upid}") => tasks::stop(ctx),
 
         ("GET", "/nodes/{node}/storage") => storage::list(ctx),

@@ -191,11 +191,14 @@ fn requested_keys(ctx: &Ctx) -> BTreeMap<String, String> {
 }
 
 /// Shared normalisation and synchronous checks for create and config updates.
+/// `creating`: volume existence is then checked by the create task (a task error), as
+/// qemu-server does.
 fn normalise(
     ctx: &Ctx,
     node: &str,
     vmid: u32,
     keys: &mut BTreeMap<String, String>,
+    creating: bool,
 ) -> ApiResult<()> {
     let mut errors = BTreeMap::new();
     for (k, v) in keys.iter_mut() {
@@ -216,9 +219,11 @@ fn normalise(
                     &["Datastore.AllocateSpace"],
                     false,
                 )?;
+            } else if creating {
+                // Checked by the qmcreate task.
             } else if is_cdrom(&d) {
                 if file != "none" && file != "cdrom" && !ctx.sim.volume_exists(node, &file) {
-                    return Err(ApiError::die(format!("volume '{file}' does not exist")));
+                    return Err(ApiError::die(format!("volume {file} does not exist")));
                 }
             } else if let Some((sid, name)) = split_volid(&file) {
                 // Attaching an existing volume: it must exist and belong to this VM.
@@ -228,7 +233,7 @@ fn normalise(
                     .and_then(|s| s.volumes.get(name))
                     .map(|v| v.vmid == Some(vmid) || v.vmid.is_none());
                 if owned != Some(true) {
-                    errors.insert(k.clone(), format!("volume '{file}' does not exist"));
+                    errors.insert(k.clone(), format!("volume {file} does not exist"));
                 }
             }
         }
@@ -283,7 +288,7 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
         )));
     }
     let mut keys = requested_keys(ctx);
-    normalise(ctx, &node, vmid, &mut keys)?;
+    normalise(ctx, &node, vmid, &mut keys, true)?;
     check_balloon(&keys)?;
     let start = ctx.flag("start");
     let ndisks = keys.keys().filter(|k| is_drive_key(k)).count() as f64;
@@ -426,7 +431,7 @@ pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
             .access
             .require(&ctx.who, &vm_path(vmid), &[p], false)?;
     }
-    normalise(ctx, &node, vmid, &mut set)?;
+    normalise(ctx, &node, vmid, &mut set, false)?;
     let mut after = vm.effective_conf();
     for (k, v) in &set {
         after.insert(k.clone(), v.clone());

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
-use crate::server::Ctx;
+use crate::server::{Ctx, Reply};
 use crate::tasks::{decode_upid, Task};
 
 /// Looks up a task by UPID on the node encoded in it; non-owners need Sys.Audit.
@@ -34,7 +34,8 @@ pub fn status(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(find(ctx, "Sys.Audit")?.status_json())
 }
 
-pub fn log(ctx: &mut Ctx) -> ApiResult<Value> {
+/// Log lines; like PVE the reply carries `total` (all lines) next to `data` (the page).
+pub fn log(ctx: &mut Ctx) -> ApiResult<Reply> {
     let start = ctx.num("start").unwrap_or(0) as usize;
     let limit = ctx.num("limit").unwrap_or(50) as usize;
     let t = find(ctx, "Sys.Audit")?;
@@ -47,8 +48,9 @@ pub fn log(ctx: &mut Ctx) -> ApiResult<Value> {
         .take(if limit == 0 { usize::MAX } else { limit })
         .map(|(i, l)| json!({"n": i + 1, "t": l}))
         .collect();
-    let _ = total;
-    Ok(Value::Array(page))
+    let mut reply = Reply::from(Value::Array(page));
+    reply.extra.insert("total".into(), json!(total));
+    Ok(reply)
 }
 
 pub fn stop(ctx: &mut Ctx) -> ApiResult<Value> {
@@ -57,7 +59,7 @@ pub fn stop(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Null)
 }
 
-pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn list(ctx: &mut Ctx) -> ApiResult<Reply> {
     let node = ctx.node();
     let vmid = ctx.opt("vmid");
     let typefilter = ctx.opt("typefilter");
@@ -92,12 +94,14 @@ pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
         })
         .collect();
     items.sort_by(|a, b| b.starttime.cmp(&a.starttime).then(b.pid.cmp(&a.pid)));
-    Ok(Value::Array(
-        items
-            .into_iter()
-            .skip(start)
-            .take(limit)
-            .map(Task::list_json)
-            .collect(),
-    ))
+    let total = items.len();
+    let page = items
+        .into_iter()
+        .skip(start)
+        .take(limit)
+        .map(Task::list_json)
+        .collect();
+    let mut reply = Reply::from(Value::Array(page));
+    reply.extra.insert("total".into(), json!(total));
+    Ok(reply)
 }
