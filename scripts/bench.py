@@ -32,7 +32,8 @@ from testlib import VENV, ansible_env, module_binary  # noqa: E402
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 LOOP = 50
 BENCH_VENV = Path(os.environ.get("BENCH_VENV", "/var/cache/proxshift/bench-venv"))
-COLLECTION_MODULES = ["proxmox_vm", "vm_lifecycle", "hashicorp_vault", "ocp_manifests", "acm_import", "cluster_auth"]
+COLLECTION_MODULES = ["proxmox_vm", "vm_lifecycle", "proxmox_access", "hashicorp_vault", "ocp_manifests", "acm_import",
+                      "cluster_auth"]
 
 
 def running_pvesim(d: Path, time_scale: str):
@@ -240,6 +241,8 @@ def footprint(b: Bench, sim):
                                      for i in range(3)],
                            "pull_secret": json.dumps({"auths": {"quay.io": {"auth": "YmVuY2g6YmVuY2g="}}}),
                            "output_dir": str(out_dir)}, "render compact cluster"),
+        "proxmox_access": ({**conn, "role": "BenchRole", "privileges": ["VM.Audit"], "user": "bench@pve",
+                            "token": "bench", "_ansible_check_mode": True}, "plan a role, user and token"),
         "hashicorp_vault": ({"url": dead, "token": "t", "path": "a", "state": "read", "retries": 0}, "no server"),
         "acm_import": ({"cluster_name": "c", "hub_host": dead, "hub_api_key": "t", "wait_timeout": 1}, "no server"),
         "cluster_auth": ({"api_url": dead, "api_key": "t", "timeout": 1}, "no server"),

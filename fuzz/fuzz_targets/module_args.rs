@@ -32,9 +32,9 @@ fn validate_only(_: &mut Module) -> Result<Outcome, Failure> {
 
 type Entry = (&'static str, ArgSpec, Body);
 
-/// Built once: the specs are plain data and building six per input would dominate the run.
-fn modules() -> &'static [Entry; 6] {
-    static MODULES: std::sync::OnceLock<[Entry; 6]> = std::sync::OnceLock::new();
+/// Built once: the specs are plain data and building seven per input would dominate the run.
+fn modules() -> &'static [Entry; 7] {
+    static MODULES: std::sync::OnceLock<[Entry; 7]> = std::sync::OnceLock::new();
     MODULES.get_or_init(|| {
         [
             ("proxmox_vm", proxmox_vm::argument_spec(), typed_proxmox_vm),
@@ -51,6 +51,11 @@ fn modules() -> &'static [Entry; 6] {
             ),
             ("acm_import", acm_import::argument_spec(), validate_only),
             ("cluster_auth", cluster_auth::argument_spec(), validate_only),
+            (
+                "proxmox_access",
+                proxmox_access::argument_spec(),
+                validate_only,
+            ),
         ]
     })
 }
