@@ -1,6 +1,6 @@
-"""Fixtures for the reliability suite: the shared service starters (tests/services.py) and the kube
-fixtures of the openshift area (imported, not copied), plus the lab seed extended with the identities
-the fault matrix needs (an expired token).
+"""Fixtures for the reliability suite: the shared service starters (tests/services.py), the shared
+kube-apiserver fixture (tests/kube_fixtures.py) and the openshift area's ACM helpers (imported, not
+copied), plus the lab seed extended with the identity the fault matrix needs (an expired token).
 """
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import yaml
 
 from services import LAB_SEED, running_openbao, running_pvesim
 
-# The kube-apiserver fixtures live with the openshift tests; import them from there (session-scoped, so
-# the suite shares one API server with that area when both run).
+# The 409 case reuses the openshift area's import-secret builder (test_acm_import.import_secret).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "openshift"))
 from kube_fixtures import kube_api  # noqa: E402,F401  (fixture)
 
