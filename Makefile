@@ -40,8 +40,9 @@ ansible-test: build
 ansible-lint: venv
 	scripts/lint.sh
 
-## test: every test — formatting, lints, Rust tests, real ansible-playbook integration tests, ansible-lint.
-test: test-deps fmt-check clippy cargo-test ansible-test ansible-lint fuzz-short
+## test: every test — formatting and lints first, then Rust tests, short fuzzing, and last the real
+## ansible-playbook integration tests (pytest; its summary closes the output).
+test: test-deps fmt-check clippy ansible-lint cargo-test fuzz-short ansible-test
 
 ## fuzz-short: every cargo-fuzz target (fuzz/) for FUZZ_SECONDS each; `make fuzz` runs them longer.
 FUZZ_SECONDS ?= 25
