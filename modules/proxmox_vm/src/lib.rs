@@ -11,6 +11,7 @@ pub mod options;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use ansible_module::{ArgSpec, Failure, Module, Outcome};
 use pve_client::{Client, NodeInfo};
@@ -81,13 +82,12 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if !args.conn.validate_certs {
         m.warn("validate_certs is false: the Proxmox API certificate is not verified");
     }
-    let snapshot = client
-        .cluster_vms()
-        .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))?;
+    let timeouts = args.timeouts.unwrap_or_default();
+    let snapshot = settled_snapshot(&client, Duration::from_secs(timeouts.lock))?;
     let ctx = Ctx {
         client: &client,
         check_mode: m.check_mode,
-        timeouts: args.timeouts.unwrap_or_default(),
+        timeouts,
         snapshot,
         reserved: Mutex::new(BTreeSet::new()),
         isos: Mutex::new(HashMap::new()),
@@ -391,6 +391,52 @@ fn execute(ctx: &Ctx, plans: &[Planned], parallel: usize) -> Vec<VmResult> {
 /// Default timeouts, for documentation and tests.
 pub fn default_timeouts() -> Timeouts {
     Timeouts::default()
+}
+
+/// The cluster's VMs once no VM is half-created. Proxmox writes a new VM's config as a bare
+/// `lock: create` and adds the name only when the task ends, so a VM an earlier run's timed-out
+/// create is still building cannot be found by name: deciding now would create it twice. Wait for
+/// such locks (up to the lock timeout) and list again. (Clones are recognised by the owner marker
+/// they carry from the start, see `converge`.)
+fn settled_snapshot(
+    client: &Client,
+    lock_timeout: Duration,
+) -> Result<Vec<pve_client::ClusterVm>, Failure> {
+    let list = || {
+        client
+            .cluster_vms()
+            .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))
+    };
+    let snapshot = list()?;
+    let building: Vec<_> = snapshot
+        .iter()
+        .filter(|v| {
+            // Without a name in its config, /cluster/resources shows a VM as "VM <vmid>".
+            let nameless = v
+                .name
+                .as_deref()
+                .is_none_or(|n| n == format!("VM {}", v.vmid));
+            nameless && v.lock.as_deref() == Some("create")
+        })
+        .collect();
+    if building.is_empty() {
+        return Ok(snapshot);
+    }
+    for vm in &building {
+        client
+            .wait_unlocked(&vm.node, vm.vmid as u32, lock_timeout)
+            .map_err(|e| {
+                Failure::new(format!(
+                    "VM {} on node '{}' is still being created (lock '{}'), perhaps by an earlier run \
+                     of this task; waited {}s for it so as not to create a VM twice: {e}",
+                    vm.vmid,
+                    vm.node,
+                    vm.lock.as_deref().unwrap_or(""),
+                    lock_timeout.as_secs()
+                ))
+            })?;
+    }
+    list()
 }
 
 #[cfg(test)]

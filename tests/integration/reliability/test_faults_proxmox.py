@@ -131,14 +131,12 @@ CASES = [
          clear=fault(fill_storage={"node": "pve1", "storage": "local-lvm", "free": 10**15})),
     Case("api-latency-past-timeout", fault(latency={"ms": 4000, "count": 0}),
          lambda s: [vm_task("Converge", s, conn_over={"api_timeout": 1})], [r"(?i)timed? ?out"]),
-    pytest.param(Case("slow-task-past-timeout", set_options(time_scale=3.0),
-                      lambda s: [vm_task("Converge", s, timeouts={"create": 1})],
-                      [r"timed out after 1s waiting for task qmcreate", r"rerun to converge VM 4300"],
-                      clear=lambda s: None, after_fault="any"),
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "proxmox_vm: a rerun while the timed-out qmcreate is still running sees VM 4300 as "
-                     "`lock: create` without a name, takes the next VMID and creates a second rel-0 "
-                     "(a create needs the same ownership marker / lock wait that clones have)"))),
+    # The rerun starts while the timed-out qmcreate still runs (VM 4300 is a bare `lock: create`):
+    # it must wait for it rather than create a second VM.
+    Case("slow-task-past-timeout", set_options(time_scale=3.0),
+         lambda s: [vm_task("Converge", s, timeouts={"create": 1})],
+         [r"timed out after 1s waiting for task qmcreate", r"rerun to converge VM 4300"],
+         clear=lambda s: None, after_fault="any"),
     Case("no-quorum", set_options(quorate=False),
          lambda s: [vm_task("Converge", s)], [r"(?i)quorum"], clear=set_options(quorate=True)),
     Case("connection-refused", lambda s: None,
