@@ -352,6 +352,34 @@ pub struct Vm {
 }
 
 impl Vm {
+    /// Stage a config update into `[PENDING]` (qemu-server does this under the config lock).
+    pub fn stage(&mut self, c: &crate::tasks::ConfigChanges) {
+        for k in &c.revert {
+            self.pending.remove(k);
+            self.pending_delete.remove(k);
+        }
+        for k in &c.delete {
+            if k == "lock" {
+                self.conf.remove("lock");
+                continue;
+            }
+            self.pending.remove(k);
+            if self.conf.contains_key(k) {
+                self.pending_delete.insert(k.clone(), c.force);
+            }
+        }
+        for (k, val) in &c.set {
+            self.pending_delete.remove(k);
+            if self.conf.get(k) == Some(val) {
+                self.pending.remove(k); // no-op changes clear themselves
+            } else {
+                self.pending.insert(k.clone(), val.clone());
+            }
+        }
+    }
+}
+
+impl Vm {
     pub fn is_template(&self) -> bool {
         self.conf.get("template").map(|v| v == "1").unwrap_or(false)
     }

@@ -850,8 +850,14 @@ impl Sim {
                 format,
                 ..
             } => self.finish_clone(src, newid, full, storage, format, log),
-            Action::Config { vmid } => {
-                // Changes were staged into `pending` under the config lock; apply what can be.
+            Action::Config { vmid, changes } => {
+                // The worker holds the config lock: stage the update, then apply what can be.
+                self.vms
+                    .get_mut(&vmid)
+                    .ok_or_else(|| {
+                        format!("Configuration file 'qemu-server/{vmid}.conf' does not exist")
+                    })?
+                    .stage(&changes);
                 self.apply_pending(vmid, false, log)?;
                 Ok(0)
             }

@@ -4,6 +4,15 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+/// One config update as the API received it: staged into `[PENDING]` under the config lock.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigChanges {
+    pub set: std::collections::BTreeMap<String, String>,
+    pub delete: Vec<String>,
+    pub revert: Vec<String>,
+    pub force: bool,
+}
+
 /// What a task does when it finishes (applied by `Sim::tick`).
 #[derive(Debug, Clone)]
 pub enum Action {
@@ -23,6 +32,7 @@ pub enum Action {
     },
     Config {
         vmid: u32,
+        changes: ConfigChanges,
     },
     Resize {
         vmid: u32,

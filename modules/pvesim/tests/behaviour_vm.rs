@@ -322,6 +322,16 @@ fn file_lock_contention_times_out() {
         api.exit(&upid),
         "can't lock file '/var/lock/qemu-server/lock-101.conf' - got timeout"
     );
+    // qemu-server stages changes under the lock: a worker that never got it changed nothing.
+    let pending = api.get("/nodes/pve2/qemu/101/pending", &[]);
+    let staged: Vec<_> = pending
+        .ok()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("pending").is_some() || e.get("delete").is_some())
+        .collect();
+    assert!(staged.is_empty(), "a failed config task staged {staged:?}");
 }
 
 #[test]

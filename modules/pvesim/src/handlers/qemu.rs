@@ -449,29 +449,16 @@ pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
     if !is_async {
         ctx.sim.check_flock(vmid, ctx.arrived)?;
     }
-    // Stage into [PENDING], as qemu-server does, then apply (now or in the worker).
-    let v = ctx.sim.vm_mut(&node, vmid)?;
-    for k in &revert {
-        v.pending.remove(k);
-        v.pending_delete.remove(k);
-    }
-    for k in &delete {
-        if k == "lock" {
-            v.conf.remove("lock");
-            continue;
-        }
-        v.pending.remove(k);
-        if v.conf.contains_key(k) {
-            v.pending_delete.insert(k.clone(), force);
-        }
-    }
-    for (k, val) in set {
-        v.pending_delete.remove(&k);
-        if v.conf.get(&k) == Some(&val) {
-            v.pending.remove(&k); // no-op changes clear themselves
-        } else {
-            v.pending.insert(k, val);
-        }
+    // qemu-server stages into [PENDING] under the config file lock, then applies: here for PUT,
+    // in the worker for POST — so a worker that cannot get the lock changes nothing.
+    let changes = crate::tasks::ConfigChanges {
+        set,
+        delete,
+        revert,
+        force,
+    };
+    if !is_async {
+        ctx.sim.vm_mut(&node, vmid)?.stage(&changes);
     }
     if is_async {
         let who = ctx.who.clone();
@@ -481,7 +468,7 @@ pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
                 node: node.to_string(),
                 kind: "qmconfig".to_string(),
                 id: vmid.to_string(),
-                action: Action::Config { vmid },
+                action: Action::Config { vmid, changes },
                 base_secs: base_duration("qmconfig"),
                 flock: Some(vmid),
                 fail: None,
