@@ -132,3 +132,27 @@ def test_force_install_rebuilds_the_cluster(run_flow, site):
     assert new["config"]["vmgenid"] != old["config"]["vmgenid"]
     assert not (site.work / "lab-sno" / "stale-file").exists()
     assert site.sim.vm(100) is not None
+
+
+def test_interrupted_secrets_phase_converges_on_rerun(run_flow, site):
+    # Vault unreachable: nothing is created, the message names the problem, the rerun completes.
+    broken = run_flow("site.yaml", "lab-sno", extra={"vault_url": "http://127.0.0.1:9"})
+    assert broken.rc != 0
+    assert "127.0.0.1:9" in broken.output
+    assert site.owned_vms("lab-sno") == []
+    fixed = run_flow("site.yaml", "lab-sno")
+    assert fixed.rc == 0, fixed.output
+    assert len(site.owned_vms("lab-sno")) == 1
+
+
+def test_interrupted_manifests_phase_converges_on_rerun(run_flow, site):
+    # The work folder cannot be written: the manifests phase fails before any VM exists.
+    site.work.mkdir(parents=True, exist_ok=True)
+    (site.work / "lab-sno").write_text("a file where the cluster folder should be")
+    broken = run_flow("site.yaml", "lab-sno")
+    assert broken.rc != 0
+    assert site.owned_vms("lab-sno") == []
+    (site.work / "lab-sno").unlink()
+    fixed = run_flow("site.yaml", "lab-sno")
+    assert fixed.rc == 0, fixed.output
+    assert (site.work / "lab-sno" / "install-config.yaml").exists()
