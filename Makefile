@@ -37,7 +37,9 @@ cargo-test:
 ansible-test: build
 	$(VENV)/bin/pytest tests
 
-ansible-lint: venv
+# ansible-lint resolves every module a role or playbook names, so the binaries must be in the
+# collections first (they are build output, absent from a clean checkout).
+ansible-lint: build
 	scripts/lint.sh
 
 ## test: every test — formatting and lints first, then Rust tests, short fuzzing, and last the real
