@@ -4,9 +4,14 @@
 //!
 //! Nothing here knows any particular API; the clients decide what is transient and what "ready" means.
 
+mod trust;
+
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustls::client::danger::ServerCertVerifier;
 
 pub use reqwest;
 use reqwest::blocking::Client;
@@ -16,7 +21,8 @@ use reqwest::blocking::Client;
 pub struct Tls {
     /// `false` accepts any certificate (lab use; the modules warn about it).
     pub validate_certs: bool,
-    /// A PEM file with one or more CA certificates to trust in addition to the OS store.
+    /// A PEM file with one or more CA certificates to trust in addition to the OS store (which is then
+    /// read only for a server these CAs do not vouch for).
     pub ca_path: Option<PathBuf>,
     /// The same, given inline (kubeconfig `certificate-authority-data`).
     pub ca_pem: Option<Vec<u8>>,
@@ -89,44 +95,53 @@ pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
         .timeout(opts.timeout)
         .connect_timeout(opts.connect_timeout)
         .user_agent(opts.user_agent.clone())
-        .use_rustls_tls();
+        .use_preconfigured_tls(tls_config(&opts.tls)?);
     if !opts.follow_redirects {
         b = b.redirect(reqwest::redirect::Policy::none());
-    }
-    if !opts.tls.validate_certs {
-        b = b.danger_accept_invalid_certs(true);
-    }
-    if let Some(path) = &opts.tls.ca_path {
-        let pem = std::fs::read(path).map_err(|e| BuildError::CaFile {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-        for cert in parse_certs(&pem).map_err(|reason| BuildError::CaFile {
-            path: path.clone(),
-            reason,
-        })? {
-            b = b.add_root_certificate(cert);
-        }
-    }
-    if let Some(pem) = &opts.tls.ca_pem {
-        for cert in parse_certs(pem).map_err(BuildError::CaPem)? {
-            b = b.add_root_certificate(cert);
-        }
-    }
-    if let Some(pem) = &opts.tls.identity_pem {
-        let id =
-            reqwest::Identity::from_pem(pem).map_err(|e| BuildError::Identity(describe(&e)))?;
-        b = b.identity(id);
     }
     b.build().map_err(|e| BuildError::Client(describe(&e)))
 }
 
-fn parse_certs(pem: &[u8]) -> Result<Vec<reqwest::Certificate>, String> {
-    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| describe(&e))?;
-    if certs.is_empty() {
-        return Err("no PEM certificate found".into());
+/// rustls settings for [`Tls`]: named CAs first, the OS store on demand (see [`trust`]).
+fn tls_config(tls: &Tls) -> Result<rustls::ClientConfig, BuildError> {
+    let provider = trust::provider();
+    let mut named = Vec::new();
+    if let Some(path) = &tls.ca_path {
+        let ca_file = |reason| BuildError::CaFile {
+            path: path.clone(),
+            reason,
+        };
+        let pem = std::fs::read(path).map_err(|e| ca_file(e.to_string()))?;
+        named.extend(trust::parse_pem_certs(&pem).map_err(ca_file)?);
     }
-    Ok(certs)
+    if let Some(pem) = &tls.ca_pem {
+        named.extend(trust::parse_pem_certs(pem).map_err(BuildError::CaPem)?);
+    }
+    let verifier: Arc<dyn ServerCertVerifier> = if tls.validate_certs {
+        Arc::new(
+            trust::LayeredVerifier::new(named, trust::load_platform_roots, provider.clone())
+                .map_err(BuildError::CaPem)?,
+        )
+    } else {
+        Arc::new(trust::AcceptAnyCertificate(provider.clone()))
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| BuildError::Client(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let mut config = match &tls.identity_pem {
+        Some(pem) => {
+            let (certs, key) = trust::parse_identity(pem).map_err(BuildError::Identity)?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| BuildError::Identity(e.to_string()))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    // The clients speak HTTP/1.1 only; say so, as reqwest does for its own TLS setup.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 /// An error with its whole cause chain on one line. reqwest's own text ("error sending request") hides
