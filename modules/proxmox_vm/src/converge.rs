@@ -444,6 +444,8 @@ fn converge(
     res: &mut VmResult,
 ) -> Result<(), String> {
     let c = ctx.client;
+    // Whether anything was sent: an untouched VM's config is still the one read at the start.
+    let mut wrote = res.created;
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -483,6 +485,7 @@ fn converge(
             if let Some(digest) = config_str(&cfg, "digest") {
                 p.push("digest", digest);
             }
+            wrote = true;
             match c.update_config(node, vmid, &p, ctx.secs(ctx.timeouts.config)) {
                 Ok(t) => res.task(t),
                 // Someone else changed the VM between our read and our write: read again, once.
@@ -494,6 +497,7 @@ fn converge(
             }
         }
         for r in &d.resize {
+            wrote = true;
             let t = c
                 .resize_disk(
                     node,
@@ -527,6 +531,7 @@ fn converge(
     if res.reboot_required && args.apply_pending == "reboot" && running {
         res.changed = true;
         if !ctx.check_mode {
+            wrote = true;
             let t = c
                 .vm_action(
                     node,
@@ -546,7 +551,7 @@ fn converge(
             res.reboot_required = !res.pending_keys.is_empty();
         }
     }
-    res.config = if ctx.check_mode {
+    res.config = if ctx.check_mode || !wrote {
         cfg
     } else {
         c.vm_config(node, vmid, false).map_err(e2s)?
