@@ -920,12 +920,14 @@ fn ctrl_c_stops_the_playbook_and_still_summarises() {
     let p = Project::new("sigint");
     p.fake_inventory(&example_inventory(None));
     let pidfile = p.dir.join("child.pid");
-    // Like ansible-playbook: on SIGINT it reports the interruption and exits 99.
+    // Like ansible-playbook: on SIGINT it reports the interruption and exits 99. The pid file is
+    // written only once the trap is set, so the test cannot signal a script not yet listening (bash
+    // ignores a SIGINT whose foreground `sleep` exits normally).
     p.script(
         "ansible-playbook",
         &format!(
-            "echo $$ > '{pid}'\necho 'TASK [proxshift.proxmox.cluster_power : Start] ***'\n\
-             trap 'echo \"[ERROR]: User interrupted execution\"; exit 99' INT\n\
+            "trap 'echo \"[ERROR]: User interrupted execution\"; exit 99' INT\n\
+             echo 'TASK [proxshift.proxmox.cluster_power : Start] ***'\necho $$ > '{pid}'\n\
              i=0; while [ $i -lt 300 ]; do i=$((i+1)); sleep 0.1; done\necho 'not interrupted'; exit 0\n",
             pid = pidfile.display()
         ),
