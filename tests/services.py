@@ -234,6 +234,7 @@ def bao_bin() -> Path:
 class OpenBao:
     addr: str
     token: str
+    log: Path | None = None
 
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
         """One HTTP call as root (or `token`); returns (status, JSON body or {})."""
@@ -260,6 +261,16 @@ class OpenBao:
         assert status == 200, body
         return body["data"]["version"]
 
+    def seal(self) -> None:
+        status, body = self.api("PUT", "sys/seal")
+        assert status == 204, body
+
+    def unseal(self) -> None:
+        """Unseal with the dev server's key (printed in its log)."""
+        key = re.search(r"Unseal Key: (\S+)", self.log.read_text()).group(1)
+        status, body = self.api("PUT", "sys/unseal", {"key": key})
+        assert status == 200 and body["sealed"] is False, body
+
     def token_with_policy(self, name: str, hcl: str) -> str:
         assert self.api("POST", f"sys/policies/acl/{name}", {"policy": hcl})[0] == 204
         status, body = self.api("POST", "auth/token/create", {"policies": [name], "ttl": "1h"})
@@ -279,7 +290,7 @@ def running_openbao(tmp_path: Path) -> Iterator[OpenBao]:
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")},
         )
-    server = OpenBao(addr=f"http://127.0.0.1:{port}", token=BAO_ROOT_TOKEN)
+    server = OpenBao(addr=f"http://127.0.0.1:{port}", token=BAO_ROOT_TOKEN, log=log_path)
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -4,8 +4,11 @@ cluster and the ACM hub."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (pytest fixture)
+from testlib import free_port
 
 
 def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
@@ -76,3 +79,56 @@ def test_install_failure_shows_the_installer_log(run_flow, site, tmp_path):
     assert len(site.owned_vms("lab-sno")) == 1
     rerun = run_flow("site.yaml", "lab-sno", with_installer=True, extra={"acm_hub_kubeconfig": ""})
     assert (site.work / "lab-sno" / ".installed").exists(), rerun.output
+
+
+def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site, kube_api: KubeApi, tmp_path):
+    """Vault is sealed while the installer waits, so the first run stops at storing the credentials; the
+    second finds the ACM hub unreachable and stops at the import. Each failure names its cause, nothing is
+    lost or written twice, and the third run finishes without touching the VMs again."""
+    kubeconfig = tmp_path / "cluster.kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    make_cluster_ready(kube_api, ["lab-sno-0"])
+    kube_api.request("DELETE", "/apis/cluster.open-cluster-management.io/v1/managedclusters/lab-sno")
+    env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(kubeconfig)}
+    hub = {"acm_hub_kubeconfig": str(kubeconfig), "acm_wait": False}
+    stored_path = "openshift/clusters/lab-sno"
+
+    sealer = tmp_path / "seal_vault.py"
+    sealer.write_text(
+        "import urllib.request\n"
+        f"urllib.request.urlopen(urllib.request.Request({site.bao.addr + '/v1/sys/seal'!r}, method='PUT',"
+        f" headers={{'X-Vault-Token': {site.bao.token!r}}}))\n")
+    sealed = run_flow("site.yaml", "lab-sno", with_installer=True, extra=hub,
+                      env_more={**env_more, "PROXSHIFT_TEST_ON_INSTALLED": f"{sys.executable} {sealer}"})
+    assert sealed.rc != 0
+    failed = [r["task"] for r in sealed.results if r["status"] == "failed"]
+    assert len(failed) == 1 and "Store api, kubeconfig and kubeadmin password" in failed[0], failed
+    assert re.search(r"(?i)sealed", sealed.output), sealed.output
+    assert (site.work / "lab-sno" / ".installed").exists()
+    vms = {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms("lab-sno")}
+    assert len(vms) == 1
+    site.bao.unseal()
+    assert site.bao.kv_get(stored_path) is None, "a failed write left something behind"
+
+    dead_port = free_port()
+    dead_hub = tmp_path / "dead-hub.kubeconfig"
+    dead_hub.write_text(re.sub(r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{dead_port}", kubeconfig.read_text()))
+    no_hub = run_flow("site.yaml", "lab-sno", with_installer=True, env_more=env_more,
+                      extra={**hub, "acm_hub_kubeconfig": str(dead_hub)})
+    assert no_hub.rc != 0
+    failed = [r["task"] for r in no_hub.results if r["status"] == "failed"]
+    assert len(failed) == 1 and "Import into or detach from the ACM hub" in failed[0], failed
+    assert f"127.0.0.1:{dead_port}" in no_hub.output
+    assert site.bao.kv_get(stored_path)["api"] == "https://api.lab-sno.lab.example.com:6443"
+    assert kube_api.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/lab-sno") is None
+
+    final = run_flow("site.yaml", "lab-sno", with_installer=True, extra=hub, env_more=env_more)
+    assert final.rc == 0, final.output
+    mc = kube_api.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/lab-sno")
+    assert mc and mc["spec"]["hubAcceptsClient"] is True
+    status, meta = site.bao.api("GET", f"secret/metadata/{stored_path}")
+    assert status == 200 and meta["data"]["current_version"] == 1, "the credentials were written more than once"
+    assert {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms("lab-sno")} == vms
+    assert [t for t in final.changed_tasks() if "VM" in t or "Start" in t] == [], final.changed_tasks()
+    for run in (sealed, no_hub, final):
+        assert site.canary not in run.output

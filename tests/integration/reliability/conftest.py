@@ -35,5 +35,4 @@ def sim(tmp_path):
 def bao(tmp_path):
     (tmp_path / "bao").mkdir()
     with running_openbao(tmp_path / "bao") as server:
-        server.log = tmp_path / "bao" / "bao.log"
         yield server

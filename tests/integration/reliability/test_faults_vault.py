@@ -26,17 +26,6 @@ def write(name: str, bao, **over) -> dict:
     return {"name": name, "proxshift.hashi_vault.hashicorp_vault": args, "ignore_errors": True}
 
 
-def seal(bao):
-    status, body = bao.api("PUT", "sys/seal")
-    assert status == 204, body
-
-
-def unseal(bao):
-    key = re.search(r"Unseal Key: (\S+)", bao.log.read_text()).group(1)
-    status, body = bao.api("PUT", "sys/unseal", {"key": key})
-    assert status == 200 and body["sealed"] is False, body
-
-
 def versions(bao) -> int:
     status, body = bao.api("GET", f"secret/metadata/{PATH}")
     return body["data"]["current_version"] if status == 200 else 0
@@ -45,7 +34,7 @@ def versions(bao) -> int:
 # id, setup(bao) → task overrides for the faulty run, expected message patterns, clear(bao), versions
 # already there before the rerun.
 CASES = {
-    "vault-sealed": (lambda b: (seal(b), {})[1], [r"(?i)sealed"], unseal, 0),
+    "vault-sealed": (lambda b: (b.seal(), {})[1], [r"(?i)sealed"], lambda b: b.unseal(), 0),
     "vault-policy-403": (lambda b: {"token": b.token_with_policy("ro", READ_ONLY)},
                          [r"403", r"(?i)permission denied"], None, 0),
     "vault-cas-conflict": (lambda b: (b.kv_put(PATH, {"kubeadmin": "someone-else"}), {"cas": 0})[1],
