@@ -119,11 +119,11 @@ fn tls_config(tls: &Tls) -> Result<rustls::ClientConfig, BuildError> {
     }
     let verifier: Arc<dyn ServerCertVerifier> = if tls.validate_certs {
         Arc::new(
-            trust::LayeredVerifier::new(named, trust::load_platform_roots, provider.clone())
+            trust::ServerTrust::new(named, trust::load_platform_roots, provider.clone())
                 .map_err(BuildError::CaPem)?,
         )
     } else {
-        Arc::new(trust::AcceptAnyCertificate(provider.clone()))
+        Arc::new(trust::ServerTrust::accept_any(provider.clone()))
     };
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -76,14 +76,17 @@ fn webpki(
 }
 
 /// Verifies against the named CAs first and falls back to the platform store, loaded on first need.
-pub(crate) struct LayeredVerifier {
+/// With `accept_any` (`validate_certs: false`) any server certificate is accepted; the handshake
+/// signatures are still checked, so the session is at least bound to the certificate the server showed.
+pub(crate) struct ServerTrust {
+    accept_any: bool,
     named: Option<Arc<WebPkiServerVerifier>>,
     platform: OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
     load_platform: PlatformLoader,
     provider: Arc<CryptoProvider>,
 }
 
-impl LayeredVerifier {
+impl ServerTrust {
     pub(crate) fn new(
         named: Vec<CertificateDer<'static>>,
         load_platform: PlatformLoader,
@@ -94,12 +97,23 @@ impl LayeredVerifier {
         } else {
             Some(webpki(named, &provider)?)
         };
-        Ok(LayeredVerifier {
+        Ok(ServerTrust {
+            accept_any: false,
             named,
             platform: OnceLock::new(),
             load_platform,
             provider,
         })
+    }
+
+    pub(crate) fn accept_any(provider: Arc<CryptoProvider>) -> Self {
+        ServerTrust {
+            accept_any: true,
+            named: None,
+            platform: OnceLock::new(),
+            load_platform: load_platform_roots,
+            provider,
+        }
     }
 
     fn platform(&self) -> Result<&Arc<WebPkiServerVerifier>, rustls::Error> {
@@ -115,16 +129,17 @@ impl LayeredVerifier {
     }
 }
 
-impl fmt::Debug for LayeredVerifier {
+impl fmt::Debug for ServerTrust {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LayeredVerifier")
+        f.debug_struct("ServerTrust")
+            .field("accept_any", &self.accept_any)
             .field("named_cas", &self.named.is_some())
             .field("platform_loaded", &self.platform.get().is_some())
             .finish()
     }
 }
 
-impl ServerCertVerifier for LayeredVerifier {
+impl ServerCertVerifier for ServerTrust {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -133,6 +148,9 @@ impl ServerCertVerifier for LayeredVerifier {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.accept_any {
+            return Ok(ServerCertVerified::assertion());
+        }
         let Some(named) = &self.named else {
             return self.platform()?.verify_server_cert(
                 end_entity,
@@ -190,56 +208,6 @@ impl ServerCertVerifier for LayeredVerifier {
     }
 }
 
-/// `validate_certs: false`: any server certificate is accepted (the handshake signatures are still
-/// checked, so the session is at least bound to the certificate the server showed).
-#[derive(Debug)]
-pub(crate) struct AcceptAnyCertificate(pub(crate) Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +239,7 @@ mod tests {
         }
     }
 
-    fn verify(v: &LayeredVerifier, leaf: &CertificateDer<'_>) -> Result<(), String> {
+    fn verify(v: &ServerTrust, leaf: &CertificateDer<'_>) -> Result<(), String> {
         let name = ServerName::try_from("localhost").unwrap();
         v.verify_server_cert(leaf, &[], &name, &[], UnixTime::now())
             .map(|_| ())
@@ -293,7 +261,7 @@ mod tests {
     #[test]
     fn a_server_signed_by_the_named_ca_never_loads_the_platform_store() {
         let a = pki("ca-a");
-        let v = LayeredVerifier::new(
+        let v = ServerTrust::new(
             parse_pem_certs(a.ca_pem.as_bytes()).unwrap(),
             no_platform_store,
             provider(),
@@ -307,7 +275,7 @@ mod tests {
     fn a_server_signed_by_another_ca_falls_back_to_the_platform_store() {
         let (a, b) = (pki("ca-a"), pki("ca-b"));
         PLATFORM_PEM.with(|p| *p.borrow_mut() = b.ca_pem.clone());
-        let v = LayeredVerifier::new(
+        let v = ServerTrust::new(
             parse_pem_certs(a.ca_pem.as_bytes()).unwrap(),
             platform_from_test,
             provider(),
@@ -321,7 +289,7 @@ mod tests {
     fn a_server_neither_store_knows_is_refused_as_unknown_issuer() {
         let (a, b, c) = (pki("ca-a"), pki("ca-b"), pki("ca-c"));
         PLATFORM_PEM.with(|p| *p.borrow_mut() = b.ca_pem.clone());
-        let v = LayeredVerifier::new(
+        let v = ServerTrust::new(
             parse_pem_certs(a.ca_pem.as_bytes()).unwrap(),
             platform_from_test,
             provider(),
@@ -330,7 +298,7 @@ mod tests {
         let e = verify(&v, &c.leaf).unwrap_err();
         assert!(e.contains("UnknownIssuer"), "{e}");
         // An unreadable platform store still reports the certificate problem, not the store.
-        let v = LayeredVerifier::new(
+        let v = ServerTrust::new(
             parse_pem_certs(a.ca_pem.as_bytes()).unwrap(),
             no_platform_store,
             provider(),
@@ -344,11 +312,19 @@ mod tests {
     fn without_named_cas_the_platform_store_decides_and_its_absence_is_explained() {
         let b = pki("ca-b");
         PLATFORM_PEM.with(|p| *p.borrow_mut() = b.ca_pem.clone());
-        let v = LayeredVerifier::new(vec![], platform_from_test, provider()).unwrap();
+        let v = ServerTrust::new(vec![], platform_from_test, provider()).unwrap();
         verify(&v, &b.leaf).unwrap();
-        let v = LayeredVerifier::new(vec![], no_platform_store, provider()).unwrap();
+        let v = ServerTrust::new(vec![], no_platform_store, provider()).unwrap();
         let e = verify(&v, &b.leaf).unwrap_err();
         assert!(e.contains("no platform store"), "{e}");
+    }
+
+    #[test]
+    fn accept_any_takes_a_certificate_nobody_vouches_for() {
+        let c = pki("ca-c");
+        let v = ServerTrust::accept_any(provider());
+        verify(&v, &c.leaf).unwrap();
+        assert!(!v.platform_loaded());
     }
 
     #[test]
