@@ -4,7 +4,6 @@
 use base64::Engine;
 use proxshift_http::{describe, ClientOptions};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::KubeError;
 use crate::kubeconfig::Connection;
@@ -87,7 +86,7 @@ pub fn token_from_location(location: &str) -> Result<Token, String> {
 /// URL-safe base64 of SHA-256 over the token without its prefix.
 pub fn token_object_name(token: &str) -> String {
     let raw = token.strip_prefix("sha256~").unwrap_or(token);
-    let digest = Sha256::digest(raw.as_bytes());
+    let digest = ring::digest::digest(&ring::digest::SHA256, raw.as_bytes());
     format!(
         "sha256~{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
