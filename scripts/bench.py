@@ -103,6 +103,14 @@ class Bench:
         self.rows.append((figure, ours, other, ratio, target, mark))
 
 
+START = time.monotonic()
+
+
+def progress(what: str) -> None:
+    """A line on stderr while the bench runs (the table comes at the end, on stdout)."""
+    print(f"[{time.monotonic() - START:6.0f} s] {what}", file=sys.stderr, flush=True)
+
+
 def connection(sim) -> dict:
     return {"api_host": sim.host, "api_port": sim.port, "api_token_id": sim.token_id,
             "api_token_secret": sim.token_secret, "ca_path": str(sim.ca_path)}
@@ -309,6 +317,7 @@ def main() -> int:
         d = work / "pertask"
         d.mkdir()
         sim = stack.enter_context(running_pvesim(d, time_scale="0"))
+        progress(f"per-task cost: {LOOP}-task loops, {REPEATS} rounds")
         pt = per_task(b, sim)
         floor = pt["floor"]
         for m in ("proxmox_vm", "vm_lifecycle"):
@@ -324,9 +333,11 @@ def main() -> int:
             b.row("Per task: `proxmox_vm` vs `proxmox_kvm state=current`", ms(pt["proxmox_vm"]),
                   "not measured: community.proxmox + proxmoxer could not be installed (see notes)", "—", "≥ 8× faster", None)
 
+        progress("footprint: sizes, peak RSS, glibc symbols")
         sizes, rss, glibc = footprint(b, sim)
 
     shapes = [ROLE, SEQUENTIAL] + ([ORIGINAL] if b.has_kvm else [])
+    progress(f"6-node HA VM phase, instant tasks: {', '.join(shapes)}")
     inst = ha_phase(b, "0", max(1, min(REPEATS, 3)), shapes)
     if ORIGINAL in inst:
         r = inst[ORIGINAL] / inst[ROLE]
@@ -342,6 +353,7 @@ def main() -> int:
     b.row("6-node HA VM phase, instant tasks: vs the same one-setting-per-task shape on our modules",
           f"{inst[ROLE]:.2f} s (roles)", f"proxshift modules, one VM and one setting per task: "
           f"{inst[SEQUENTIAL]:.2f} s", f"{r:.1f}× faster", "— (shows the shape alone)", None)
+    progress("6-node HA VM phase, realistic task durations")
     real = ha_phase(b, "1", 1, shapes)
     slowest = ha_phase(b, "1", 1, [ROLE], vms=[HA_VMS[3]])[ROLE]  # the worker with two disks alone
     baseline = ORIGINAL if ORIGINAL in real else SEQUENTIAL
@@ -355,6 +367,7 @@ def main() -> int:
 
     per_vm = {}
     for total, clusters in ((25, 4), (50, 8), (100, 15)):
+        progress(f"scale: {total} VMs over {clusters} clusters")
         per_vm[total] = scale(b, total, clusters)
     growth = per_vm[100] / per_vm[25]
     b.row("Scale: 100 VMs over 15 clusters, our overhead per VM (instant tasks)", f"{per_vm[100] * 1000:.0f} ms/VM",
