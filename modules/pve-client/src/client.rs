@@ -56,6 +56,7 @@ struct Session {
     obtained: Instant,
 }
 
+/// PVE tickets live 2 h; renewing after 1 h leaves a long run an hour of margin.
 const RENEW_AFTER: Duration = Duration::from_secs(60 * 60);
 
 /// A Proxmox VE API client. Cheap to share between threads (`&Client` is `Sync`).
@@ -65,6 +66,7 @@ pub struct Client {
     base: String,
     auth: Auth,
     session: Mutex<Option<Session>>,
+    renew_after: Duration,
     backoff: Backoff,
     poll_interval: Duration,
 }
@@ -98,6 +100,7 @@ impl Client {
             base,
             auth,
             session: Mutex::new(None),
+            renew_after: RENEW_AFTER,
             backoff: Backoff::default(),
             poll_interval: Duration::from_millis(500),
         })
@@ -106,6 +109,12 @@ impl Client {
     /// Retries of transient failures (lock timeouts, 502/503/504, connection failures).
     pub fn with_backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
+        self
+    }
+
+    /// How old a ticket may get before the next call renews it (default 1 h; tests shorten it).
+    pub fn with_ticket_renewal_after(mut self, age: Duration) -> Self {
+        self.renew_after = age;
         self
     }
 
@@ -247,7 +256,7 @@ impl Client {
     fn session(&self) -> Result<Session, Error> {
         let current = self.session.lock().ok().and_then(|s| s.clone());
         match current {
-            Some(s) if s.obtained.elapsed() < RENEW_AFTER => Ok(s),
+            Some(s) if s.obtained.elapsed() < self.renew_after => Ok(s),
             Some(s) => {
                 // Renew by presenting the old ticket as the password; fall back to a fresh login.
                 self.login(Some(&s.ticket)).or_else(|_| self.login(None))

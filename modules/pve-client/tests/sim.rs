@@ -45,6 +45,42 @@ fn ticket_auth_reads_and_writes_with_csrf() {
 }
 
 #[test]
+fn an_ageing_ticket_is_renewed_with_itself_and_outlives_the_first() {
+    let sim = Simulator::start(Config::default()).unwrap();
+    let mut o = ConnectionOptions::new(sim.url());
+    o.api_user = Some("root@pam".into());
+    o.api_password = Some("pvesim-root-password".into());
+    let c = Client::connect(&o)
+        .unwrap()
+        .with_ticket_renewal_after(Duration::ZERO);
+    let first = c.session_ticket().unwrap();
+    // 90 minutes on, with the password changed meanwhile: only a renewal that presents the ticket
+    // itself (as PVE allows) can still log in.
+    sim.advance(Duration::from_secs(90 * 60));
+    sim.with_sim(|s| {
+        s.access.users.get_mut("root@pam").unwrap().password = Some("rotated".into());
+    });
+    assert_eq!(c.vm_config("pve2", 101, false).unwrap()["name"], "spare");
+    let renewed = c.session_ticket().unwrap();
+    assert_ne!(renewed, first);
+    // Another 90 minutes: the first ticket is past its 2 h, the renewed one is not.
+    sim.advance(Duration::from_secs(90 * 60));
+    assert_eq!(c.vm_config("pve2", 101, false).unwrap()["name"], "spare");
+    let logins: Vec<_> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/access/ticket")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(
+        logins,
+        vec![200, 200, 200],
+        "connect + two renewals, none refused"
+    );
+    assert!(sim.requests().iter().all(|r| r.status != 401));
+}
+
+#[test]
 fn both_error_generations_and_unreachable_nodes() {
     let sim = Simulator::start(Config::default()).unwrap();
     let c = token_client(&sim);
