@@ -209,6 +209,17 @@ def running_pvesim(tmp_path: Path, seed: Path = LAB_SEED, time_scale: str = "0.0
         _stop(proc)
 
 
+# ---------------------------------------------------------------------------- community.proxmox venv
+
+def community_proxmox_venv() -> Path:
+    """The venv with PyPI's `ansible` package (community.proxmox) and proxmoxer, from
+    scripts/deps/community-proxmox.sh."""
+    venv = Path(os.environ.get("BENCH_VENV", "/var/cache/proxshift/bench-venv"))
+    if not list(venv.glob(".stamp-ansible-*")):
+        pytest.fail(f"community.proxmox is not installed in {venv}: run scripts/deps/community-proxmox.sh")
+    return venv
+
+
 # -------------------------------------------------------------------------------------------- OpenBao
 
 BAO_ROOT_TOKEN = "root-canary-token-5f3a"
