@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -932,8 +933,17 @@ fn ctrl_c_stops_the_playbook_and_still_summarises() {
             pid = pidfile.display()
         ),
     );
-    let child = p
-        .command(&["start", "lab-sno"])
+    let mut command = p.command(&["start", "lab-sno"]);
+    // As from a terminal: SIGINT at its default. A job started in the background by a non-interactive
+    // shell (`cmd &`, as some CI runners do) inherits SIGINT ignored, and an ignored signal cannot be
+    // trapped by the playbook's shell, so the test would measure its launcher, not proxshift.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
