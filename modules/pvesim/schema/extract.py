@@ -53,6 +53,8 @@ SUBSET = {
     "/nodes/{node}/storage": ["GET"],
     "/nodes/{node}/storage/{storage}/content": ["GET"],
     "/nodes/{node}/storage/{storage}/upload": ["POST"],
+    "/pools": ["GET", "POST", "PUT"],
+    "/pools/{poolid}": ["GET", "PUT", "DELETE"],
 }
 
 

@@ -91,6 +91,19 @@ pub struct Seed {
     pub roles: Vec<RoleSeed>,
     #[serde(default)]
     pub acl: Vec<AclSeed>,
+    #[serde(default)]
+    pub pools: Vec<PoolSeed>,
+}
+
+/// A resource pool and its VM members (a VM is in at most one pool, as on PVE).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSeed {
+    pub poolid: String,
+    #[serde(default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub vms: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -233,6 +246,13 @@ pub struct TokenSeed {
 pub struct RoleSeed {
     pub roleid: String,
     pub privs: Vec<String>,
+}
+
+/// A resource pool: its comment and the VMs in it.
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    pub comment: Option<String>,
+    pub vms: std::collections::BTreeSet<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

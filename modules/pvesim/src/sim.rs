@@ -116,6 +116,9 @@ pub struct Sim {
     /// Storage instances keyed by `node/id`, or `*/id` for shared ones.
     pub storages: BTreeMap<String, Storage>,
     pub vms: BTreeMap<u32, Vm>,
+    /// Resource pools by id. Members of a VM that no longer exists are ignored on read and dropped
+    /// when its vmid is used again.
+    pub pools: BTreeMap<String, Pool>,
     pub access: Access,
     pub tasks: Vec<Task>,
     task_index: HashMap<String, usize>,
@@ -186,6 +189,7 @@ impl Sim {
             nodes: BTreeMap::new(),
             storages: BTreeMap::new(),
             vms: BTreeMap::new(),
+            pools: BTreeMap::new(),
             access: Access {
                 roles: builtin_roles(),
                 key: crate::vmconfig::uuid_v4(),
@@ -426,7 +430,44 @@ impl Sim {
                 self.vms.get_mut(&v.vmid).unwrap().pid = pid;
             }
         }
+        for p in seed.pools {
+            if let Some(v) = p.vms.iter().find(|v| !self.vms.contains_key(v)) {
+                return Err(format!("pool {}: unknown vm {v}", p.poolid));
+            }
+            if let Some(v) = p.vms.iter().find(|v| self.pool_of(**v).is_some()) {
+                return Err(format!("pool {}: vm {v} is already in another pool", p.poolid));
+            }
+            self.pools.insert(
+                p.poolid,
+                Pool {
+                    comment: p.comment,
+                    vms: p.vms.into_iter().collect(),
+                },
+            );
+        }
         Ok(())
+    }
+
+    /// The pool an existing VM belongs to.
+    pub fn pool_of(&self, vmid: u32) -> Option<&str> {
+        if !self.vms.contains_key(&vmid) {
+            return None;
+        }
+        self.pools
+            .iter()
+            .find(|(_, p)| p.vms.contains(&vmid))
+            .map(|(id, _)| id.as_str())
+    }
+
+    /// Make `vmid` a member of `pool` only (or of none): a new VM must not inherit the membership
+    /// of an earlier VM with the same id.
+    pub fn set_pool(&mut self, vmid: u32, pool: Option<&str>) {
+        for p in self.pools.values_mut() {
+            p.vms.remove(&vmid);
+        }
+        if let Some(p) = pool.and_then(|id| self.pools.get_mut(id)) {
+            p.vms.insert(vmid);
+        }
     }
 
     /// The current state as a seed (for `--dump-state` and `GET /_pvesim/state`).
@@ -537,6 +578,20 @@ impl Sim {
                 })
                 .collect(),
             acl,
+            pools: self
+                .pools
+                .iter()
+                .map(|(id, p)| PoolSeed {
+                    poolid: id.clone(),
+                    comment: p.comment.clone(),
+                    vms: p
+                        .vms
+                        .iter()
+                        .copied()
+                        .filter(|v| self.vms.contains_key(v))
+                        .collect(),
+                })
+                .collect(),
         }
     }
 

@@ -340,6 +340,20 @@ fn every_method_accepts_a_valid_request() {
             "/nodes/pve1/storage/local/content".into(),
             vec![("content", "iso")],
         ),
+        (
+            "POST",
+            "/pools".into(),
+            vec![("poolid", "conf"), ("comment", "c")],
+        ),
+        ("GET", "/pools".into(), vec![]),
+        ("GET", "/pools/conf".into(), vec![]),
+        ("PUT", "/pools/conf".into(), vec![("vms", "100")]),
+        (
+            "PUT",
+            "/pools".into(),
+            vec![("poolid", "conf"), ("vms", "100"), ("delete", "1")],
+        ),
+        ("DELETE", "/pools/conf".into(), vec![]),
     ];
     let mut covered = std::collections::BTreeSet::new();
     for (m, path, params) in &cases {

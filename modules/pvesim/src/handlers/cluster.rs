@@ -121,6 +121,9 @@ pub fn resources(ctx: &mut Ctx) -> ApiResult<Value> {
             if let Some(l) = vm.lock() {
                 o["lock"] = json!(l);
             }
+            if let Some(p) = sim.pool_of(vm.vmid) {
+                o["pool"] = json!(p);
+            }
             if vm.ha {
                 o["hastate"] = json!(if vm.running() { "started" } else { "stopped" });
             }

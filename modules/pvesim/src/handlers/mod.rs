@@ -2,6 +2,7 @@
 
 mod access;
 mod cluster;
+mod pools;
 mod qemu;
 mod storage;
 mod tasks;
@@ -72,6 +73,12 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
         ("GET", "/nodes/{node}/storage") => storage::list(ctx),
         ("GET", "/nodes/{node}/storage/{storage}/content") => storage::content(ctx),
         ("POST", "/nodes/{node}/storage/{storage}/upload") => storage::upload(ctx),
+
+        ("GET", "/pools") => pools::list(ctx),
+        ("POST", "/pools") => pools::create(ctx),
+        ("PUT", "/pools") | ("PUT", "/pools/{poolid}") => pools::update(ctx),
+        ("GET", "/pools/{poolid}") => pools::get(ctx),
+        ("DELETE", "/pools/{poolid}") => pools::delete(ctx),
         _ => Err(ApiError::not_implemented(format!(
             "Method '{m} {p}' not implemented"
         ))),

@@ -260,6 +260,16 @@ fn memory_mib_of(conf: &BTreeMap<String, String>) -> u64 {
     crate::model::memory_mib(conf.get("memory").map(String::as_str))
 }
 
+/// The `pool` of a create or clone, which must exist.
+fn existing_pool(ctx: &Ctx) -> ApiResult<Option<String>> {
+    match ctx.opt("pool") {
+        Some(p) if !ctx.sim.pools.contains_key(&p) => {
+            Err(ApiError::die(format!("pool '{p}' does not exist")))
+        }
+        other => Ok(other),
+    }
+}
+
 pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
     let node = ctx.node();
     let vmid = ctx.vmid();
@@ -287,6 +297,7 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
             other.node
         )));
     }
+    let pool = existing_pool(ctx)?;
     let mut keys = requested_keys(ctx);
     normalise(ctx, &node, vmid, &mut keys, true)?;
     check_balloon(&keys)?;
@@ -314,6 +325,7 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
             pid: 0,
         },
     );
+    ctx.sim.set_pool(vmid, pool.as_deref());
     let who = ctx.who.clone();
     let secs = base_duration("qmcreate") + 0.5 * ndisks;
     let upid = ctx.sim.spawn(
@@ -545,6 +557,7 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
             "unable to create VM {newid}: config file already exists"
         )));
     }
+    let pool = existing_pool(ctx)?;
     let full = ctx.flag_or("full", !src.is_template());
     let storage = ctx.opt("storage");
     let format = ctx.opt("format");
@@ -648,6 +661,7 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
             pid: 0,
         },
     );
+    ctx.sim.set_pool(newid, pool.as_deref());
     // Full clones copy data (≈1 GiB/s before scaling); linked clones are quick.
     let secs = if full {
         base_duration("qmclone") + (total >> 30) as f64
