@@ -428,7 +428,49 @@ fn existing(ctx: &Ctx, args: &VmArgs, vm: &ClusterVm, res: &mut VmResult) -> Res
         None => None,
     };
     let running = vm.status.as_deref() == Some("running");
-    converge(ctx, args, &vm.node, vmid, cfg, iso.as_deref(), running, res)
+    converge(ctx, args, &vm.node, vmid, cfg, iso.as_deref(), running, res)?;
+    converge_pool(ctx, args, vm, res)
+}
+
+/// Move an existing VM into the `pool` asked for (`""`: into none). Pool membership is not part of
+/// the VM config, so it has its own API and its own entry in the diff.
+fn converge_pool(
+    ctx: &Ctx,
+    args: &VmArgs,
+    vm: &ClusterVm,
+    res: &mut VmResult,
+) -> Result<(), String> {
+    let Some(wanted) = args.pool.as_deref() else {
+        return Ok(());
+    };
+    let wanted = (!wanted.is_empty()).then_some(wanted);
+    let current = vm.pool.as_deref();
+    if current == wanted {
+        return Ok(());
+    }
+    let vmid = vm.vmid as u32;
+    res.changed = true;
+    res.changed_keys.push("pool".into());
+    res.before.insert("pool".into(), json!(current));
+    res.after.insert("pool".into(), json!(wanted));
+    if ctx.check_mode {
+        return Ok(());
+    }
+    let c = ctx.client;
+    if let Some(old) = current {
+        c.set_pool_member(old, vmid, false)
+            .map_err(|e| format!("taking VM {vmid} out of pool '{old}': {e}"))?;
+    }
+    if let Some(new) = wanted {
+        c.set_pool_member(new, vmid, true)
+            .map_err(|e| match current {
+                Some(old) => {
+                    format!("VM {vmid} left pool '{old}' but could not join pool '{new}': {e}")
+                }
+                None => format!("adding VM {vmid} to pool '{new}': {e}"),
+            })?;
+    }
+    Ok(())
 }
 
 /// Bring an existing VM's config to the spec and report pending changes.
@@ -618,7 +660,7 @@ fn create(
         for (k, v) in &params {
             p.push(k, v);
         }
-        let p = p.opt("pool", args.pool.as_deref());
+        let p = p.opt("pool", args.new_vm_pool());
         match c.create_vm(node, &p, ctx.secs(ctx.timeouts.create)) {
             Ok(t) => {
                 res.task(t);
@@ -747,7 +789,7 @@ fn clone(
             .flag("full", cl.full)
             .opt("storage", cl.storage.as_deref())
             .opt("format", cl.format.as_deref())
-            .opt("pool", args.pool.as_deref())
+            .opt("pool", args.new_vm_pool())
             .opt("target", (src.node != node).then_some(node))
             .set("description", clone_marker(&args.owner_tag));
         match c.clone_vm(&src.node, src.vmid as u32, &p, ctx.secs(ctx.timeouts.clone)) {

@@ -217,6 +217,13 @@ pub struct VmArgs {
     pub spec: VmSpec,
 }
 
+impl VmArgs {
+    /// The pool a new VM is created in (`pool: ""` means none).
+    pub fn new_vm_pool(&self) -> Option<&str> {
+        self.pool.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
 fn present() -> String {
     "present".into()
 }

@@ -314,6 +314,16 @@ impl Client {
         })
     }
 
+    /// Add a VM to a resource pool, or take it out (`PUT /pools/{poolid}`: the form PVE 7 and 8 both
+    /// serve; `allow-move` exists only from 8.1, so a move is a removal then an addition).
+    pub fn set_pool_member(&self, pool: &str, vmid: u32, member: bool) -> Result<(), Error> {
+        let mut p = Params::new().set("vms", vmid);
+        if !member {
+            p = p.flag("delete", true);
+        }
+        self.put(&format!("/pools/{pool}"), &p).map(|_| ())
+    }
+
     /// `PUT …/resize` (`size` absolute like `120G`, or `+10G`) and wait for the task.
     pub fn resize_disk(
         &self,

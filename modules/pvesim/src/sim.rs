@@ -435,7 +435,10 @@ impl Sim {
                 return Err(format!("pool {}: unknown vm {v}", p.poolid));
             }
             if let Some(v) = p.vms.iter().find(|v| self.pool_of(**v).is_some()) {
-                return Err(format!("pool {}: vm {v} is already in another pool", p.poolid));
+                return Err(format!(
+                    "pool {}: vm {v} is already in another pool",
+                    p.poolid
+                ));
             }
             self.pools.insert(
                 p.poolid,

@@ -24,11 +24,22 @@ fn membership_follows_create_move_and_removal() {
     api.post("/pools", &[("poolid", "lab")]).ok();
     let dup = api.post("/pools", &[("poolid", "ocp")]);
     assert_eq!(dup.status, 500);
-    assert!(dup.message().contains("already exists"), "{}", dup.message());
+    assert!(
+        dup.message().contains("already exists"),
+        "{}",
+        dup.message()
+    );
 
     let r = api.post("/nodes/pve1/qemu", &[("vmid", "950"), ("pool", "nope")]);
-    assert!(r.message().contains("pool 'nope' does not exist"), "{:?}", r.body);
-    assert!(sim.vm_config(950).is_none(), "a refused create leaves no VM");
+    assert!(
+        r.message().contains("pool 'nope' does not exist"),
+        "{:?}",
+        r.body
+    );
+    assert!(
+        sim.vm_config(950).is_none(),
+        "a refused create leaves no VM"
+    );
 
     let upid = api
         .post("/nodes/pve1/qemu", &[("vmid", "950"), ("pool", "ocp")])
@@ -63,13 +74,20 @@ fn membership_follows_create_move_and_removal() {
     assert_eq!(pool_of(&api, 950), None);
     api.delete("/pools/lab", &[]).ok();
     let r = api.put("/pools/ocp", &[("vms", "12345")]);
-    assert!(r.message().contains("VM 12345 does not exist"), "{:?}", r.body);
+    assert!(
+        r.message().contains("VM 12345 does not exist"),
+        "{:?}",
+        r.body
+    );
 
     // A destroyed VM leaves its pool; a new VM with the same id does not inherit it.
     api.put("/pools/ocp", &[("vms", "950")]).ok();
     let upid = api.delete("/nodes/pve1/qemu/950", &[]).upid();
     assert_eq!(api.exit(&upid), "OK");
-    assert_eq!(api.get("/pools/ocp", &[]).ok()["members"], serde_json::json!([]));
+    assert_eq!(
+        api.get("/pools/ocp", &[]).ok()["members"],
+        serde_json::json!([])
+    );
     let upid = api.post("/nodes/pve1/qemu", &[("vmid", "950")]).upid();
     assert_eq!(api.exit(&upid), "OK");
     assert_eq!(pool_of(&api, 950), None);

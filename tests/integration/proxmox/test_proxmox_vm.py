@@ -255,3 +255,56 @@ def test_password_auth_and_no_secret_in_output(pvesim, run_playbook):
     assert pvesim.root_password not in run.output
     assert pvesim.token_secret not in run.output
     assert "PVE:root@pam:" not in run.output
+
+
+def pool_of(pvesim, vmid: int):
+    return next((v.get("pool") for v in pvesim.api("GET", "/cluster/resources?type=vm") if v["vmid"] == vmid),
+                "missing")
+
+
+def test_pool_is_set_at_create_and_converged_later(pvesim, run_playbook):
+    for pool in ("ocp", "lab"):
+        pvesim.api("POST", "/pools", {"poolid": pool})
+
+    def task(name, pool):
+        return f"""
+- name: {name}
+  proxshift.proxmox.proxmox_vm:
+    name: pooled
+    node: pve1
+    vmid_range: [4300, 4399]
+    owner_tag: ocp-pool
+    memory: 2048
+    pool: "{pool}"
+  register: r
+"""
+
+    run = run_playbook(pvesim.play(task("Create in ocp", "ocp") + task("Rerun", "ocp")))
+    assert run.rc == 0, run.output
+    assert pool_of(pvesim, 4300) == "ocp"
+    assert run.task("Rerun")["changed"] is False
+
+    # Check mode and diff report the move and send nothing.
+    seq = pvesim.last_seq()
+    run = run_playbook(pvesim.play(task("Preview move", "lab")), check=True, diff=True)
+    preview = run.task("Preview move")
+    assert preview["changed"] is True and preview["changed_keys"] == ["pool"]
+    assert preview["diff"]["before"]["pool"] == "ocp" and preview["diff"]["after"]["pool"] == "lab"
+    assert pvesim.writes_since(seq) == []
+
+    seq = pvesim.last_seq()
+    run = run_playbook(pvesim.play(task("Move to lab", "lab") + task("Rerun in lab", "lab")))
+    assert run.rc == 0, run.output
+    assert run.task("Move to lab")["changed"] is True
+    assert run.task("Rerun in lab")["changed"] is False
+    assert pool_of(pvesim, 4300) == "lab"
+    assert pvesim.writes_since(seq) == ["PUT /pools/ocp", "PUT /pools/lab"]
+
+    # An empty pool takes it out of any pool; a missing pool is a clear error naming it.
+    run = run_playbook(pvesim.play(task("No pool", "") + task("Missing pool", "nope").replace(
+        "register: r", "register: r\n  ignore_errors: true")))
+    assert run.task("No pool")["changed"] is True
+    assert pool_of(pvesim, 4300) is None
+    assert run.status("Missing pool") == "failed"
+    msg = run.task("Missing pool")["msg"]
+    assert "adding VM 4300 to pool 'nope'" in msg and "does not exist" in msg, msg

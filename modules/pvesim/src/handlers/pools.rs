@@ -104,7 +104,9 @@ pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
         return Err(missing(&id));
     }
     if ctx.opt("storage").is_some() {
-        return Err(ApiError::die("pvesim: storage pool members are not simulated"));
+        return Err(ApiError::die(
+            "pvesim: storage pool members are not simulated",
+        ));
     }
     let delete = ctx.flag("delete");
     let allow_move = ctx.flag("allow-move");
@@ -114,8 +116,12 @@ pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
         .split([',', ';', ' '])
         .filter(|v| !v.is_empty())
         .map(|v| {
-            v.parse()
-                .map_err(|_| ApiError::param("vms", format!("value '{v}' does not look like a valid VM ID")))
+            v.parse().map_err(|_| {
+                ApiError::param(
+                    "vms",
+                    format!("value '{v}' does not look like a valid VM ID"),
+                )
+            })
         })
         .collect::<Result<_, _>>()?;
     for &vmid in &vms {
@@ -145,16 +151,18 @@ pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
                 )))
             }
             Some(p) => {
-                ctx.sim
-                    .access
-                    .require(&ctx.who, &format!("/pool/{p}"), &["Pool.Allocate"], false)?;
+                ctx.sim.access.require(
+                    &ctx.who,
+                    &format!("/pool/{p}"),
+                    &["Pool.Allocate"],
+                    false,
+                )?;
             }
             None => {}
         }
     }
     for vmid in vms {
-        ctx.sim
-            .set_pool(vmid, (!delete).then_some(id.as_str()));
+        ctx.sim.set_pool(vmid, (!delete).then_some(id.as_str()));
     }
     if let Some(c) = ctx.opt("comment") {
         ctx.sim.pools.get_mut(&id).expect("checked above").comment = Some(c);
