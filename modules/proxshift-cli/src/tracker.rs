@@ -449,52 +449,52 @@ mod tests {
 
     #[test]
     fn phases_from_roles_and_names() {
-        assert_eq!(
-            site_phase(Some("proxshift.hashi_vault.secrets"), "Read the secrets"),
-            Some("secrets")
-        );
-        assert_eq!(
-            site_phase(
-                Some("proxshift.openshift.manifests"),
-                "Render install-config"
+        let cases: &[(Option<&str>, &str, Option<&str>)] = &[
+            (
+                Some("proxshift.hashi_vault.secrets"),
+                "Read the secrets",
+                Some("secrets"),
             ),
-            Some("manifests")
-        );
-        assert_eq!(
-            site_phase(Some("proxshift.openshift.manifests"), "Build the agent ISO"),
-            Some("iso")
-        );
-        // "isolated" is not the word ISO.
-        assert_eq!(
-            site_phase(Some("proxshift.openshift.manifests"), "Use an isolated dir"),
-            Some("manifests")
-        );
-        assert_eq!(
-            site_phase(Some("proxshift.proxmox.cluster_vms"), "Create"),
-            Some("vms")
-        );
-        assert_eq!(
-            site_phase(Some("proxshift.proxmox.cluster_power"), "Start"),
-            Some("start")
-        );
-        assert_eq!(
-            site_phase(Some("proxshift.openshift.install_wait"), "Wait"),
-            Some("install")
-        );
-        assert_eq!(
-            site_phase(Some("proxshift.hashi_vault.credentials"), "Store"),
-            Some("credentials")
-        );
-        assert_eq!(
-            site_phase(Some("proxshift.openshift.acm"), "Import"),
-            Some("acm")
-        );
-        assert_eq!(
-            site_phase(None, "Preflight: VMIDs are free"),
-            Some("preflight")
-        );
-        assert_eq!(site_phase(None, "Build the cluster model"), None);
-        assert_eq!(site_phase(Some("other.role"), "x"), None);
+            (
+                Some("proxshift.openshift.manifests"),
+                "Render install-config",
+                Some("manifests"),
+            ),
+            (
+                Some("proxshift.openshift.manifests"),
+                "Build the agent ISO",
+                Some("iso"),
+            ),
+            // "isolated" is not the word ISO.
+            (
+                Some("proxshift.openshift.manifests"),
+                "Use an isolated dir",
+                Some("manifests"),
+            ),
+            (Some("proxshift.proxmox.cluster_vms"), "Create", Some("vms")),
+            (
+                Some("proxshift.proxmox.cluster_power"),
+                "Start",
+                Some("start"),
+            ),
+            (
+                Some("proxshift.openshift.install_wait"),
+                "Wait",
+                Some("install"),
+            ),
+            (
+                Some("proxshift.hashi_vault.credentials"),
+                "Store",
+                Some("credentials"),
+            ),
+            (Some("proxshift.openshift.acm"), "Import", Some("acm")),
+            (None, "Preflight: VMIDs are free", Some("preflight")),
+            (None, "Build the cluster model", None),
+            (Some("other.role"), "x", None),
+        ];
+        for (role, task, phase) in cases {
+            assert_eq!(site_phase(*role, task), *phase, "{role:?} / {task}");
+        }
     }
 
     const RUN: &str = r#"
