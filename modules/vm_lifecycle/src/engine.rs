@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use crate::decide::{decide, Decision, Rules};
 use crate::model::{Inventory, Observed, Op, OpExt, Power, State, WaitFor};
 
-/// A failed Proxmox call, sorted by what the module does about it.
+/// A failed [`Backend`] call, sorted by what the module does about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApiError {
+pub enum BackendError {
     /// The VM's node did not answer (HTTP 595/596 from the proxying node).
     Unreachable(String),
     /// A task ended in error; `exitstatus` is its verdict, `log_tail` its last log lines.
@@ -29,11 +29,13 @@ pub enum ApiError {
     Other(String),
 }
 
-impl std::fmt::Display for ApiError {
+impl std::fmt::Display for BackendError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ApiError::Unreachable(m) | ApiError::Agent(m) | ApiError::Other(m) => f.write_str(m),
-            ApiError::Task { exitstatus, .. } => write!(f, "task failed: {exitstatus}"),
+            BackendError::Unreachable(m) | BackendError::Agent(m) | BackendError::Other(m) => {
+                f.write_str(m)
+            }
+            BackendError::Task { exitstatus, .. } => write!(f, "task failed: {exitstatus}"),
         }
     }
 }
@@ -41,14 +43,14 @@ impl std::fmt::Display for ApiError {
 /// The Proxmox calls the engine needs. Implemented over `pve_client` for real, by fakes in tests.
 pub trait Backend: Sync {
     /// Every VM in the cluster (`/cluster/resources?type=vm`).
-    fn inventory(&self) -> Result<Vec<Inventory>, ApiError>;
-    fn status(&self, node: &str, vmid: u32) -> Result<Observed, ApiError>;
+    fn inventory(&self) -> Result<Vec<Inventory>, BackendError>;
+    fn status(&self, node: &str, vmid: u32) -> Result<Observed, BackendError>;
     /// Send one power request and wait (at most `timeout`) for its task to finish successfully.
-    fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), ApiError>;
+    fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), BackendError>;
     /// Wait until the VM's config lock is gone.
-    fn wait_unlocked(&self, node: &str, vmid: u32, timeout: Duration) -> Result<(), ApiError>;
+    fn wait_unlocked(&self, node: &str, vmid: u32, timeout: Duration) -> Result<(), BackendError>;
     /// Every address the guest agent reports, any family or scope.
-    fn guest_ips(&self, node: &str, vmid: u32) -> Result<Vec<String>, ApiError>;
+    fn guest_ips(&self, node: &str, vmid: u32) -> Result<Vec<String>, BackendError>;
 }
 
 /// How a run behaves.
@@ -147,18 +149,18 @@ impl VmReport {
         crate::model::label(&self.name, self.vmid)
     }
 
-    fn fail(mut self, doing: &str, e: ApiError) -> Self {
+    fn fail(mut self, doing: &str, e: BackendError) -> Self {
         self.failed = true;
         let who = format!("{} on node {}", self.label(), self.node);
         self.msg = match e {
-            ApiError::Unreachable(detail) => {
+            BackendError::Unreachable(detail) => {
                 self.unreachable = true;
                 format!(
                     "{who}: node {} is unreachable while {doing} ({detail})",
                     self.node
                 )
             }
-            ApiError::Task {
+            BackendError::Task {
                 exitstatus,
                 log_tail,
             } => {
@@ -171,7 +173,9 @@ impl VmReport {
                 self.task_log = log_tail;
                 format!("{who}: {doing} failed: {why}{tail}")
             }
-            ApiError::Agent(m) | ApiError::Other(m) => format!("{who}: {doing} failed: {m}"),
+            BackendError::Agent(m) | BackendError::Other(m) => {
+                format!("{who}: {doing} failed: {m}")
+            }
         };
         self
     }
@@ -377,7 +381,7 @@ impl<B: Backend> Engine<'_, B> {
                 {
                     Ok(Some(now)) => r.node = now.node,
                     Ok(None) => {
-                        let e = ApiError::Other("it no longer exists in the cluster".into());
+                        let e = BackendError::Other("it no longer exists in the cluster".into());
                         return r.fail("finding it after its migration", e);
                     }
                     Err(e) => return r.fail("finding it after its migration", e),
@@ -390,7 +394,7 @@ impl<B: Backend> Engine<'_, B> {
             match b.power(&node, vmid, op, timeout) {
                 Ok(()) => r.changed = true,
                 // Someone (HA, a person) started it between our look and our request: fine.
-                Err(ApiError::Task { exitstatus, .. })
+                Err(BackendError::Task { exitstatus, .. })
                     if *op == Op::Start && exitstatus.contains("already running") => {}
                 Err(e) => {
                     let changed = r.changed;
@@ -486,7 +490,7 @@ impl<B: Backend> Engine<'_, B> {
                     Ok(Poll::Ready(ips))
                 }
             }
-            Err(ApiError::Agent(m)) => Ok(Poll::Pending(format!(
+            Err(BackendError::Agent(m)) => Ok(Poll::Pending(format!(
                 "the guest agent of {label} ({})",
                 m.trim()
             ))),
@@ -542,7 +546,6 @@ fn keep_message(state: State, now: Power, owned: bool, remediate: bool, tag: &st
 mod tests {
     use super::*;
     use crate::fake::*;
-    use std::time::Instant;
 
     fn inv(vmid: u32, name: &str, node: &str, owned: bool) -> Inventory {
         inventory(vmid, name, node, if owned { &["proxshift"] } else { &[] })
@@ -712,21 +715,21 @@ mod tests {
         // HA never acting → a clear timeout naming HA.
         struct Stuck;
         impl Backend for Stuck {
-            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+            fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
                 Ok(Vec::new())
             }
-            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+            fn status(&self, _: &str, _: u32) -> Result<Observed, BackendError> {
                 let mut o = stopped(false);
                 o.ha_managed = true;
                 Ok(o)
             }
-            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), BackendError> {
                 Ok(())
             }
-            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), BackendError> {
                 Ok(())
             }
-            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, BackendError> {
                 Ok(vec![])
             }
         }
@@ -835,14 +838,28 @@ mod tests {
         let targets: Vec<Inventory> = (100..106).map(|i| inv(i, "", "p", true)).collect();
         let mut s = settings(State::Started);
         s.parallel = 2;
-        let t0 = Instant::now();
         let r = Engine {
             backend: &fake,
             settings: s,
         }
         .run(&targets, &[vec![0], vec![1, 2, 3, 4, 5]]);
-        assert_eq!(fake.max_active.load(Ordering::SeqCst), 2);
-        assert!(t0.elapsed() >= Duration::from_millis(30 * 4));
+        // Two in flight at most, and two did overlap: the bound is used, not just respected.
+        assert_eq!(fake.max_in_flight(), 2, "{:?}", fake.calls());
+        // Step 1's request ended before any of step 2 began.
+        let calls = fake.calls();
+        assert_eq!(
+            calls[..2],
+            [Call::Begin(100, "start"), Call::End(100, "start")]
+        );
+        let begun: Vec<u32> = calls[2..]
+            .iter()
+            .filter_map(|c| match c {
+                Call::Begin(id, "start") => Some(*id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(begun.len(), 5, "{calls:?}");
+        assert!(begun.iter().all(|id| (101..106).contains(id)));
         assert_eq!(fake.sent()[0].0, 100, "step 1 first");
         assert_eq!(r[0].step, 1);
         assert!(r[1..].iter().all(|x| x.step == 2 && x.changed));
@@ -871,11 +888,14 @@ mod tests {
         let mut s = settings(State::Status);
         s.wait_for = WaitFor::Ip;
         s.wait_timeout = Duration::from_secs(30);
-        let t0 = Instant::now();
         let r = run(&fake, s, &[inv(101, "a", "p", true)]);
         assert!(!r[0].failed, "{}", r[0].msg);
         assert!(r[0].ips.is_empty());
-        assert!(t0.elapsed() < Duration::from_secs(5));
+        // One agent query for the report, no polling: status reads, it does not wait.
+        assert_eq!(
+            fake.calls(),
+            [Call::Begin(101, "guest_ips"), Call::End(101, "guest_ips")]
+        );
     }
 
     #[test]
@@ -906,23 +926,23 @@ mod tests {
     fn lock_wait_failure_is_reported() {
         struct Locked;
         impl Backend for Locked {
-            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+            fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
                 Ok(vec![])
             }
-            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+            fn status(&self, _: &str, _: u32) -> Result<Observed, BackendError> {
                 let mut o = stopped(false);
                 o.lock = Some("backup".into());
                 Ok(o)
             }
-            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), BackendError> {
                 panic!("must not send while locked")
             }
-            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
-                Err(ApiError::Other(
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), BackendError> {
+                Err(BackendError::Other(
                     "timed out after 2s waiting for the lock on VM 101 to clear".into(),
                 ))
             }
-            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, BackendError> {
                 Ok(vec![])
             }
         }
