@@ -36,7 +36,7 @@ impl VmRun<'_, '_> {
         if let Some(cl) = &args.clone {
             return self.clone(cl, node, vmid, &spec, iso.as_deref());
         }
-        let params = spec.create_params().map_err(VmError::Refused)?;
+        let params = spec.create_params()?;
         self.res
             .changed_keys
             .extend(params.iter().map(|(k, _)| k.clone()));

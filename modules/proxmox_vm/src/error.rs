@@ -14,6 +14,9 @@ pub enum VmError {
     /// The VM options do not deserialise.
     #[error("invalid VM options: {0}")]
     Options(#[source] serde_json::Error),
+    /// A disk or NIC of the spec cannot be turned into create parameters.
+    #[error(transparent)]
+    Spec(#[from] pve_types::SpecError),
     /// No node can take the VM.
     #[error(transparent)]
     Placement(#[from] PlacementError),
