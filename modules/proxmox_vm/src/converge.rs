@@ -13,6 +13,7 @@ use pve_types::{config_str, NicValue};
 use serde_json::{json, Map, Value};
 
 use crate::error::VmError;
+use crate::identity::{label, owned_config};
 use crate::options::{Timeouts, VmArgs};
 
 /// Shared by all VMs of one module run.
@@ -136,6 +137,45 @@ pub(crate) struct VmRun<'r, 'c> {
     pub client: &'r Client,
     pub args: &'r VmArgs,
     pub res: VmResult,
+}
+
+/// What an existing VM is about to undergo; the refusals say it in these words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Intent {
+    Modify,
+    Delete,
+}
+
+impl VmRun<'_, '_> {
+    /// The config of an existing VM this run may act on: not a template, and ours (or `adopt`).
+    pub(crate) fn owned_config_of(
+        &mut self,
+        vm: &ClusterVm,
+        intent: Intent,
+    ) -> Result<Map<String, Value>, VmError> {
+        let vmid = vm.vmid as u32;
+        self.res.vmid = Some(vmid);
+        self.res.node = Some(vm.node.clone());
+        let (template, refusal, override_) = match intent {
+            Intent::Modify => ("manages VMs only", "modify it", "take it over"),
+            Intent::Delete => ("does not delete templates", "delete it", "delete it anyway"),
+        };
+        if vm.template {
+            return Err(VmError::Refused(format!(
+                "{} is a template; proxmox_vm {template}",
+                label(vm)
+            )));
+        }
+        let cfg = self.client.vm_config(&vm.node, vmid, false)?;
+        if !owned_config(&cfg, &self.args.owner_tag) && !self.args.adopt {
+            return Err(VmError::Refused(format!(
+                "{} does not carry the ownership tag '{}': refusing to {refusal} (set adopt: true to {override_})",
+                label(vm),
+                self.args.owner_tag
+            )));
+        }
+        Ok(cfg)
+    }
 }
 
 pub fn run_one(ctx: &Ctx, args: &VmArgs, target: &Target) -> VmResult {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use pve_client::{Error, Params};
+use pve_client::{Error, Params, TaskOutcome};
 use pve_types::{config_str, diff, VmSpec};
 use serde_json::json;
 
@@ -57,18 +57,9 @@ impl VmRun<'_, '_> {
             let p = p.opt("pool", args.new_vm_pool());
             c.create_vm(node, &p, ctx.secs(ctx.timeouts.create))
         })?;
-        self.res.vmid = Some(vmid);
-        match outcome {
-            Ok(t) => self.res.task(t),
-            Err(e) => {
-                let note = after_failure(ctx, node, vmid, &args.owner_tag, &e);
-                return Err(VmError::Step {
-                    doing: format!("creating VM {vmid} on node '{node}'"),
-                    source: Box::new(e),
-                    note,
-                });
-            }
-        }
+        self.settle(node, vmid, outcome, || {
+            format!("creating VM {vmid} on node '{node}'")
+        })?;
         self.res.config = c.vm_config(node, vmid, false)?;
         Ok(())
     }
@@ -97,6 +88,32 @@ impl VmRun<'_, '_> {
                     continue
                 }
                 answer => return Ok((id, answer)),
+            }
+        }
+    }
+
+    /// Record what a create or clone call answered: its task, or the error with what the failure
+    /// left behind (see [`after_failure`]).
+    fn settle(
+        &mut self,
+        node: &str,
+        vmid: u32,
+        outcome: Result<Option<TaskOutcome>, Error>,
+        doing: impl FnOnce() -> String,
+    ) -> Result<(), VmError> {
+        self.res.vmid = Some(vmid);
+        match outcome {
+            Ok(t) => {
+                self.res.task(t);
+                Ok(())
+            }
+            Err(e) => {
+                let note = after_failure(self.ctx, node, vmid, &self.args.owner_tag, &e);
+                Err(VmError::Step {
+                    doing: doing(),
+                    source: Box::new(e),
+                    note,
+                })
             }
         }
     }
@@ -147,18 +164,9 @@ impl VmRun<'_, '_> {
                 .set("description", clone_marker(&args.owner_tag));
             c.clone_vm(&src.node, src.vmid as u32, &p, ctx.secs(ctx.timeouts.clone))
         })?;
-        self.res.vmid = Some(vmid);
-        match outcome {
-            Ok(t) => self.res.task(t),
-            Err(e) => {
-                let note = after_failure(ctx, node, vmid, &args.owner_tag, &e);
-                return Err(VmError::Step {
-                    doing: format!("cloning {} to VM {vmid} on node '{node}'", label(&src)),
-                    source: Box::new(e),
-                    note,
-                });
-            }
-        }
+        self.settle(node, vmid, outcome, || {
+            format!("cloning {} to VM {vmid} on node '{node}'", label(&src))
+        })?;
         self.configure_clone(node, vmid, iso)?;
         self.res.changed = true;
         if !self.res.changed_keys.contains(&"clone".to_string()) {

@@ -5,31 +5,16 @@ use pve_client::{ClusterVm, Error, Params};
 use pve_types::config_str;
 use serde_json::Value;
 
-use crate::converge::VmRun;
+use crate::converge::{Intent, VmRun};
 use crate::error::VmError;
-use crate::identity::{label, owned_config};
+use crate::identity::label;
 
 impl VmRun<'_, '_> {
     pub(crate) fn remove(&mut self, vm: &ClusterVm) -> Result<(), VmError> {
         let (c, ctx, args) = (self.client, self.ctx, self.args);
         let vmid = vm.vmid as u32;
-        self.res.vmid = Some(vmid);
-        self.res.node = Some(vm.node.clone());
         self.res.name = vm.name.clone().or(self.res.name.take());
-        if vm.template {
-            return Err(VmError::Refused(format!(
-                "{} is a template; proxmox_vm does not delete templates",
-                label(vm)
-            )));
-        }
-        let cfg = c.vm_config(&vm.node, vmid, false)?;
-        if !owned_config(&cfg, &args.owner_tag) && !args.adopt {
-            return Err(VmError::Refused(format!(
-                "{} does not carry the ownership tag '{}': refusing to delete it (set adopt: true to delete it anyway)",
-                label(vm),
-                args.owner_tag
-            )));
-        }
+        let cfg = self.owned_config_of(vm, Intent::Delete)?;
         if config_str(&cfg, "protection").as_deref() == Some("1") {
             return Err(VmError::Refused(format!(
                 "{} has protection enabled; set protection: false (state: present) before deleting it",

@@ -5,9 +5,9 @@ use pve_client::{ClusterVm, Params};
 use pve_types::{config_str, diff, needs_restart, normalize_tags, Cdrom, ConfigDiff, VmSpec};
 use serde_json::{json, Map, Value};
 
-use crate::converge::{VmResult, VmRun};
+use crate::converge::{Intent, VmResult, VmRun};
 use crate::error::VmError;
-use crate::identity::{config_tags, label, owned_config, without_marker};
+use crate::identity::{config_tags, without_marker};
 use crate::options::VmArgs;
 
 /// How often a config update is sent when someone else keeps changing the VM between our read
@@ -65,22 +65,7 @@ impl VmRun<'_, '_> {
     pub(crate) fn update_existing(&mut self, vm: &ClusterVm) -> Result<(), VmError> {
         let (c, ctx, args) = (self.client, self.ctx, self.args);
         let vmid = vm.vmid as u32;
-        self.res.vmid = Some(vmid);
-        self.res.node = Some(vm.node.clone());
-        if vm.template {
-            return Err(VmError::Refused(format!(
-                "{} is a template; proxmox_vm manages VMs only",
-                label(vm)
-            )));
-        }
-        let cfg = c.vm_config(&vm.node, vmid, false)?;
-        if !owned_config(&cfg, &args.owner_tag) && !args.adopt {
-            return Err(VmError::Refused(format!(
-                "{} does not carry the ownership tag '{}': refusing to modify it (set adopt: true to take it over)",
-                label(vm),
-                args.owner_tag
-            )));
-        }
+        let cfg = self.owned_config_of(vm, Intent::Modify)?;
         let cfg = if cfg.contains_key("lock") && !ctx.check_mode {
             c.wait_unlocked(&vm.node, vmid, ctx.secs(ctx.timeouts.lock))?
         } else {
