@@ -10,12 +10,14 @@ use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+pub mod backend;
 pub mod decide;
 pub mod engine;
 #[cfg(test)]
 mod fake;
 pub mod model;
 pub mod pve;
+pub mod report;
 pub mod target;
 
 use decide::Rules;
