@@ -6,29 +6,26 @@ use std::time::Duration;
 use crate::model::{Inventory, Observed, Op};
 
 /// A failed [`Backend`] call, sorted by what the module does about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum BackendError {
     /// The VM's node did not answer (HTTP 595/596 from the proxying node).
+    #[error("{0}")]
     Unreachable(String),
     /// A task ended in error; `exitstatus` is its verdict, `log_tail` its last log lines.
+    #[error("task failed: {exitstatus}")]
     Task {
         exitstatus: String,
         log_tail: Vec<String>,
     },
     /// The guest agent cannot answer (yet): not running, not configured, VM not running.
+    #[error("{0}")]
     Agent(String),
+    /// Any other failed Proxmox call, kept whole (boxed: the client's error is large).
+    #[error(transparent)]
+    Pve(Box<pve_client::Error>),
+    /// The engine's own finding, e.g. a VM that vanished while it waited.
+    #[error("{0}")]
     Other(String),
-}
-
-impl std::fmt::Display for BackendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BackendError::Unreachable(m) | BackendError::Agent(m) | BackendError::Other(m) => {
-                f.write_str(m)
-            }
-            BackendError::Task { exitstatus, .. } => write!(f, "task failed: {exitstatus}"),
-        }
-    }
 }
 
 /// The Proxmox calls the engine needs. Implemented over `pve_client` for real, by fakes in tests.

@@ -21,7 +21,7 @@ pub fn classify(e: Error) -> BackendError {
             log_tail: log_tail.clone(),
         },
         e if is_agent_unavailable(&e) => BackendError::Agent(e.server_text().to_string()),
-        e => BackendError::Other(e.to_string()),
+        e => BackendError::Pve(Box::new(e)),
     }
 }
 
@@ -115,12 +115,10 @@ mod tests {
             exitstatus: "start failed: out of memory".into(),
             log_tail: vec!["a".into()],
         }));
-        assert_eq!(
-            e,
-            BackendError::Task {
-                exitstatus: "start failed: out of memory".into(),
-                log_tail: vec!["a".into()]
-            }
+        assert!(
+            matches!(e, BackendError::Task { ref exitstatus, ref log_tail }
+                if exitstatus == "start failed: out of memory" && log_tail == &["a"]),
+            "{e:?}"
         );
         assert!(matches!(
             classify(api(500, "QEMU guest agent is not running")),
@@ -128,7 +126,7 @@ mod tests {
         ));
         assert!(matches!(
             classify(api(403, "Permission check failed")),
-            BackendError::Other(_)
+            BackendError::Pve(ref e) if e.status() == Some(403)
         ));
     }
 }

@@ -114,6 +114,7 @@ impl VmReport {
             BackendError::Agent(m) | BackendError::Other(m) => {
                 format!("{who}: {doing} failed: {m}")
             }
+            BackendError::Pve(e) => format!("{who}: {doing} failed: {e}"),
         };
         self
     }
