@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        Err(e) => assert!(!e.is_empty()),
+        Err(e) => assert!(!e.to_string().is_empty()),
     }
     for unit in ['B', 'K', 'M', 'G'] {
         // Sizes go through f64 (like PVE's own parser): exact up to 2^53 bytes (8 PiB).

@@ -6,7 +6,14 @@
 //! parallel (bounded by `parallel`), one result per VM; a failing VM does not hide the others.
 
 pub mod converge;
+mod create;
+pub mod error;
+pub mod identity;
+mod iso;
 pub mod options;
+mod remove;
+mod storage;
+mod update;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,11 +25,13 @@ use pve_client::{Client, NodeInfo};
 use pve_types::{commit, place, NodeLoad};
 use serde_json::{json, Map, Value};
 
-use converge::{node_usage, requested_memory, resolve, run_one, Ctx, Target, VmResult};
+use converge::{run_one, Ctx, Target, VmResult};
+use error::VmError;
+use identity::{node_usage, requested_memory, resolve};
 use options::{merge_item, shared_defaults, vm_args, Args, Timeouts, VmArgs};
 
 /// A VM's plan, or why it could not be planned (with its options when they parsed).
-type Planned = Result<(VmArgs, Target), (Option<VmArgs>, String)>;
+type Planned = Result<(VmArgs, Target), (Option<VmArgs>, VmError)>;
 
 /// The module's options; the sidecar `plugins/modules/proxmox_vm.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
@@ -42,7 +51,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             .msg("no VMs given")
             .with("vms", json!([])));
     }
-    let mut parsed: Vec<Result<VmArgs, String>> = items
+    let mut parsed: Vec<Result<VmArgs, VmError>> = items
         .into_iter()
         .map(|i| vm_args(i).and_then(|a| check_args(&a).map(|_| a)))
         .collect();
@@ -65,12 +74,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             Err(_) => None,
         };
         if let Some(k) = dup {
-            *p = Err(format!("'{k}' appears more than once in vms"));
+            *p = Err(VmError::Refused(format!(
+                "'{k}' appears more than once in vms"
+            )));
         }
     }
     if single {
         if let Some(Err(e)) = parsed.first() {
-            return Err(Failure::new(e.clone()));
+            return Err(Failure::new(e.to_string()));
         }
     }
 
@@ -204,39 +215,29 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 }
 
 /// Option checks that need no API (public for the fuzz targets under `fuzz/`).
-pub fn check_args(a: &VmArgs) -> Result<(), String> {
-    let who = a
-        .spec
-        .name
-        .clone()
-        .or(a.vmid.map(|v| v.to_string()))
-        .unwrap_or_default();
+/// (`vmid_range` is checked when the options are read, by [`options::vm_args`].)
+pub fn check_args(a: &VmArgs) -> Result<(), VmError> {
+    let who = a.who();
     if a.spec.name.is_none() && a.vmid.is_none() {
-        return Err("each VM needs a name or a vmid".into());
+        return Err(VmError::refused("each VM needs a name or a vmid"));
     }
     if let Some(id) = a.vmid {
         if !(100..=999_999_999).contains(&id) {
-            return Err(format!("{who}: vmid {id} is outside 100-999999999"));
+            return Err(VmError::Refused(format!(
+                "{who}: vmid {id} is outside 100-999999999"
+            )));
         }
-    }
-    if let Some(r) = &a.vmid_range {
-        if r.len() != 2 {
-            return Err(format!(
-                "{who}: vmid_range needs exactly two numbers, [start, end]"
-            ));
-        }
-        pve_types::placement::validate_range(r[0], r[1]).map_err(|e| format!("{who}: {e}"))?;
     }
     if a.state == "present" {
         let errs = a.spec.validate();
         if !errs.is_empty() {
-            return Err(format!("{who}: {}", errs.join("; ")));
+            return Err(VmError::Refused(format!("{who}: {}", errs.join("; "))));
         }
         if a.owner_tag.is_empty() || !pve_types::propstring::valid_tag(&a.owner_tag) {
-            return Err(format!(
+            return Err(VmError::Refused(format!(
                 "{who}: owner_tag '{}' is not a valid Proxmox tag",
                 a.owner_tag
-            ));
+            )));
         }
     }
     Ok(())
@@ -247,15 +248,15 @@ fn plan(
     a: &VmArgs,
     nodes: &mut Option<Vec<NodeInfo>>,
     loads: &mut HashMap<String, Vec<NodeLoad>>,
-) -> Result<Target, String> {
+) -> Result<Target, VmError> {
     let found = resolve(&ctx.snapshot, a.vmid, a.spec.name.as_deref())?;
     if let Some(vm) = found {
         if let (Some(want), Some(n)) = (&a.node, Some(&vm.node)) {
             if want != n && a.state == "present" {
-                return Err(format!(
+                return Err(VmError::Refused(format!(
                     "VM {} is on node '{n}', not '{want}'; proxmox_vm does not migrate VMs",
                     vm.vmid
-                ));
+                )));
             }
         }
         return Ok(Target::Existing(vm));
@@ -267,7 +268,7 @@ fn plan(
         *nodes = Some(
             ctx.client
                 .nodes()
-                .map_err(|e| format!("cannot list the cluster's nodes: {e}"))?,
+                .map_err(|e| VmError::step("cannot list the cluster's nodes", e))?,
         );
     }
     let nodes = nodes.as_ref().expect("just set");
@@ -292,16 +293,16 @@ fn plan(
     let node = match &a.node {
         Some(n) => {
             let l = load.iter().find(|l| &l.node == n).ok_or_else(|| {
-                format!(
+                VmError::Refused(format!(
                     "node '{n}' is not in the cluster (nodes: {})",
                     load.iter()
                         .map(|l| l.node.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
-                )
+                ))
             })?;
             if !l.online {
-                return Err(format!("node '{n}' is offline"));
+                return Err(VmError::Refused(format!("node '{n}' is offline")));
             }
             if let Some(room) = l.reservable(a.memory_adjustment) {
                 if mem > room {
@@ -312,9 +313,9 @@ fn plan(
                         mem as f64 / (1u64 << 30) as f64
                     );
                     if !a.allow_overcommit {
-                        return Err(format!(
+                        return Err(VmError::Refused(format!(
                             "{msg}; set allow_overcommit: true or raise memory_adjustment"
-                        ));
+                        )));
                     }
                     warnings.push(format!("{msg} (allowed by allow_overcommit)"));
                 }
@@ -329,16 +330,16 @@ fn plan(
                     if a.allow_overcommit =>
                 {
                     warnings.push(format!("{e} (placed anyway: allow_overcommit)"));
-                    place(load, &allowed, mem, 0).map_err(|_| e.to_string())?
+                    place(load, &allowed, mem, 0).map_err(|_| e)?
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
     };
     commit(load, &node, mem);
     let vmid = match (a.vmid, &a.vmid_range) {
         (Some(id), _) => Some(id),
-        (None, Some(_)) => Some(converge::next_vmid(ctx, a)?),
+        (None, Some(_)) => Some(create::next_vmid(ctx, a)?),
         (None, None) => None,
     };
     Ok(Target::New {
@@ -363,7 +364,7 @@ fn execute(ctx: &Ctx, plans: &[Planned], parallel: usize) -> Vec<VmResult> {
                     Ok((a, t)) => run_one(ctx, a, t),
                     Err((a, e)) => VmResult {
                         failed: true,
-                        msg: e.clone(),
+                        msg: e.to_string(),
                         name: a.as_ref().and_then(|a| a.spec.name.clone()),
                         vmid: a.as_ref().and_then(|a| a.vmid),
                         state: a.as_ref().map(|a| a.state.clone()).unwrap_or_default(),

@@ -7,6 +7,8 @@ use pve_types::VmSpec;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::error::VmError;
+
 /// Options that describe one VM. `with_defaults` is false for `vms` items, whose unset options are
 /// taken from the top level (the shared defaults), so they must not carry defaults of their own.
 pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
@@ -195,8 +197,11 @@ pub struct VmArgs {
     pub allowed_nodes: Option<Vec<String>>,
     #[serde(default = "hundred")]
     pub memory_adjustment: u32,
-    #[serde(default)]
-    pub vmid_range: Option<Vec<u32>>,
+    /// `vmid_range` as given; [`vm_args`] checks it into [`VmArgs::vmid_range`].
+    #[serde(default, rename = "vmid_range")]
+    vmid_range_given: Option<Vec<u32>>,
+    #[serde(skip)]
+    pub vmid_range: Option<VmidRange>,
     #[serde(default)]
     pub clone: Option<CloneArgs>,
     #[serde(default)]
@@ -217,7 +222,40 @@ pub struct VmArgs {
     pub spec: VmSpec,
 }
 
+/// The inclusive vmid range new VMs take their ids from (`vmid_range: [start, end]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VmidRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl VmidRange {
+    /// `[start, end]`, a valid range of vmids; `who` names the VM in the error.
+    fn parse(given: &[u32], who: &str) -> Result<Self, VmError> {
+        let [start, end] = given else {
+            return Err(VmError::Refused(format!(
+                "{who}: vmid_range needs exactly two numbers, [start, end]"
+            )));
+        };
+        pve_types::placement::validate_range(*start, *end)
+            .map_err(|e| VmError::Refused(format!("{who}: {e}")))?;
+        Ok(VmidRange {
+            start: *start,
+            end: *end,
+        })
+    }
+}
+
 impl VmArgs {
+    /// How messages name this VM: its name, else its vmid.
+    pub fn who(&self) -> String {
+        self.spec
+            .name
+            .clone()
+            .or(self.vmid.map(|v| v.to_string()))
+            .unwrap_or_default()
+    }
+
     /// The pool a new VM is created in (`pool: ""` means none).
     pub fn new_vm_pool(&self) -> Option<&str> {
         self.pool.as_deref().filter(|p| !p.is_empty())
@@ -312,8 +350,13 @@ pub fn merge_item(defaults: &Map<String, Value>, item: &Value) -> Map<String, Va
     m
 }
 
-pub fn vm_args(m: Map<String, Value>) -> Result<VmArgs, String> {
-    serde_json::from_value(Value::Object(m)).map_err(|e| format!("invalid VM options: {e}"))
+/// One VM's options, typed; `vmid_range` is checked here so everything after sees a valid range.
+pub fn vm_args(m: Map<String, Value>) -> Result<VmArgs, VmError> {
+    let mut a: VmArgs = serde_json::from_value(Value::Object(m)).map_err(VmError::Options)?;
+    if let Some(given) = &a.vmid_range_given {
+        a.vmid_range = Some(VmidRange::parse(given, &a.who())?);
+    }
+    Ok(a)
 }
 
 #[cfg(test)]
@@ -335,6 +378,40 @@ mod tests {
         assert_eq!(a.spec.memory, Some(16384));
         assert_eq!(a.spec.disks.unwrap()[0].size, "120G");
         assert_eq!(a.owner_tag, "proxshift");
+    }
+
+    #[test]
+    fn vmid_range_is_read_into_a_pair() {
+        let a = vm_args(
+            json!({"name": "w", "vmid_range": [4100, 4199]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert_eq!(
+            a.unwrap().vmid_range,
+            Some(VmidRange {
+                start: 4100,
+                end: 4199
+            })
+        );
+        let e = vm_args(
+            json!({"name": "w", "vmid_range": [4100]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "w: vmid_range needs exactly two numbers, [start, end]"
+        );
+        let e = vm_args(
+            json!({"name": "w", "vmid_range": [4199, 4100]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert!(e.unwrap_err().to_string().starts_with("w: "));
     }
 
     #[test]

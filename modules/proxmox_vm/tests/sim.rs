@@ -620,3 +620,56 @@ fn a_timed_out_clone_is_finished_by_the_next_run_not_cloned_again() {
         .count();
     assert_eq!(clones, 1);
 }
+
+/// Another run or tool took the vmid between this run's check and its create: Proxmox refuses
+/// it (qemu-server `create_vm` → `PVE::Cluster::check_vmid_unused`: "VM N already exists on node
+/// 'X'"). A vmid the module chose is replaced by the next one, a few times at most; a vmid the
+/// user fixed is not.
+#[test]
+fn a_vmid_taken_meanwhile_is_replaced_unless_the_user_fixed_it() {
+    let taken = |sim: &SimHandle, count: u32| {
+        sim.inject(Fault::HttpError {
+            path: "/nodes/pve1/qemu".into(),
+            method: Some("POST".into()),
+            status: 500,
+            message: Some("VM 4100 already exists on node 'pve1'".into()),
+            count,
+        })
+        .unwrap();
+    };
+    let creates = |sim: &SimHandle| -> Vec<(String, u16)> {
+        sim.writes()
+            .into_iter()
+            .filter(|w| w.path == "/nodes/pve1/qemu")
+            .map(|w| (w.params.get("vmid").cloned().unwrap_or_default(), w.status))
+            .collect()
+    };
+
+    let once = sim();
+    taken(&once, 1);
+    let r = run(&once, &sno());
+    assert_eq!(ok(&r)["vmid"], json!(4101), "{r:#}");
+    assert_eq!(
+        creates(&once),
+        [("4100".to_string(), 500), ("4101".to_string(), 200)]
+    );
+
+    // Five refusals in a row: something else fills the range; give up rather than walk it.
+    let always = sim();
+    taken(&always, 5);
+    let msg = failed(&run(&always, &sno()));
+    assert!(msg.contains("already exists"), "{msg}");
+    assert_eq!(creates(&always).len(), 5, "{:?}", creates(&always));
+
+    // A fixed vmid is never swapped for another.
+    let user = sim();
+    taken(&user, 1);
+    let mut fixed = sno();
+    fixed["vmid"] = json!(4150);
+    let msg = failed(&run(&user, &fixed));
+    assert!(
+        msg.contains("creating VM 4150") && msg.contains("already exists"),
+        "{msg}"
+    );
+    assert_eq!(creates(&user), [("4150".to_string(), 500)]);
+}

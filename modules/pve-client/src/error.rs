@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// An error answer from the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub struct ErrorResponse {
     pub method: String,
     /// API path without `/api2/json`, e.g. `/nodes/pve1/qemu/101/config`.
     pub path: String,
@@ -40,7 +40,7 @@ pub struct TaskError {
 /// Everything that can go wrong talking to Proxmox.
 #[derive(Debug, Clone)]
 pub enum Error {
-    Api(ApiError),
+    Api(ErrorResponse),
     /// HTTP 595/596: the node that should handle the request could not be reached by the proxy node.
     NodeUnreachable {
         node: String,
@@ -208,7 +208,7 @@ pub(crate) fn from_response(
                 .collect()
         })
         .unwrap_or_default();
-    Error::Api(ApiError {
+    Error::Api(ErrorResponse {
         method: method.to_string(),
         path: path.to_string(),
         status,

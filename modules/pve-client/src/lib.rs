@@ -25,7 +25,7 @@
 //!   a loop (PVE delays each one by ~3 s).
 //!
 //! Errors — [`Error`]
-//! - `Api(ApiError{method, path, status, message, errors})`: `message` from the body (PVE ≥ 8.3) or the
+//! - `Api(ErrorResponse{method, path, status, message, errors})`: `message` from the body (PVE ≥ 8.3) or the
 //!   reason phrase (older); `errors` is the per-field map of a 400. Helpers: [`Error::is_not_found`]
 //!   (500 + "does not exist" …), [`Error::is_already_exists`], [`Error::is_lock_timeout`],
 //!   [`Error::locked`] (`VM is locked (x)`), [`Error::is_digest_mismatch`], [`Error::is_transient`],
@@ -66,7 +66,7 @@ pub use api::{
 };
 pub use client::{Client, Params};
 pub use connection::{connection_options, Auth, ConnectionOptions};
-pub use error::{ApiError, Error, TaskError};
+pub use error::{Error, ErrorResponse, TaskError};
 pub use proxshift_http::Backoff;
 pub use task::{exitstatus_ok, TaskOutcome, Upid, LOG_TAIL_LINES};
 pub use upload::sha256_file;

@@ -287,7 +287,7 @@ mod tests {
     #[test]
     fn agent_unavailability_is_recognised() {
         let api = |status: u16, m: &str| {
-            Error::Api(crate::error::ApiError {
+            Error::Api(crate::error::ErrorResponse {
                 method: "GET".into(),
                 path: "/nodes/pve1/qemu/101/agent/network-get-interfaces".into(),
                 status,

@@ -171,7 +171,7 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
         let want_bytes = match disk.size_bytes() {
             Ok(b) => b,
             Err(e) => {
-                d.problems.push(e);
+                d.problems.push(e.to_string());
                 continue;
             }
         };
@@ -181,14 +181,14 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
                     d.record(slot, None, Some(&a));
                     d.set.push((slot.to_string(), a));
                 }
-                Err(e) => d.problems.push(e),
+                Err(e) => d.problems.push(e.to_string()),
             }
             continue;
         };
         let drive = match CurrentDrive::parse(slot, &raw) {
             Ok(x) => x,
             Err(e) => {
-                d.problems.push(e);
+                d.problems.push(e.to_string());
                 continue;
             }
         };
@@ -259,7 +259,7 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
                     d.set.push((slot.to_string(), want));
                 }
                 Ok(_) => {}
-                Err(e) => d.problems.push(e),
+                Err(e) => d.problems.push(e.to_string()),
             },
         }
     }
@@ -286,7 +286,7 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
                     d.record(&n.slot, raw.as_deref(), Some(&v));
                     d.set.push((n.slot.clone(), v));
                 }
-                Err(e) => d.problems.push(e),
+                Err(e) => d.problems.push(e.to_string()),
             }
         }
         let mut extra: Vec<&String> = current

@@ -162,11 +162,9 @@ pub fn vmid_candidates(
 }
 
 /// Check a `vmid_range` (`[start, end]`, within PVE's 100–999999999).
-pub fn validate_range(start: u32, end: u32) -> Result<(), String> {
+pub fn validate_range(start: u32, end: u32) -> Result<(), crate::error::RangeError> {
     if start < 100 || end > 999_999_999 || start > end {
-        return Err(format!(
-            "vmid_range [{start}, {end}] must satisfy 100 <= start <= end <= 999999999"
-        ));
+        return Err(crate::error::RangeError { start, end });
     }
     Ok(())
 }

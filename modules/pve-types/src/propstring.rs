@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::error::{MacError, PropStringError, SizeError};
+
 /// An ordered property string. Keys are unique; later duplicates are an error (as in PVE).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PropString {
@@ -17,7 +19,7 @@ impl PropString {
     }
 
     /// Parse `s`; an item without `=` is the value of `default_key` (only allowed once).
-    pub fn parse(s: &str, default_key: Option<&str>) -> Result<Self, String> {
+    pub fn parse(s: &str, default_key: Option<&str>) -> Result<Self, PropStringError> {
         let mut out = PropString::new();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (k, v) = match item.split_once('=') {
@@ -25,15 +27,23 @@ impl PropString {
                 None => match default_key {
                     Some(dk) => (dk, item),
                     None => {
-                        return Err(format!("'{item}' in '{s}' has no key (key=value expected)"))
+                        return Err(PropStringError::NoKey {
+                            item: item.to_string(),
+                            input: s.to_string(),
+                        })
                     }
                 },
             };
             if k.is_empty() {
-                return Err(format!("empty key in '{s}'"));
+                return Err(PropStringError::EmptyKey {
+                    input: s.to_string(),
+                });
             }
             if out.get(k).is_some() {
-                return Err(format!("duplicate key '{k}' in '{s}'"));
+                return Err(PropStringError::DuplicateKey {
+                    key: k.to_string(),
+                    input: s.to_string(),
+                });
             }
             out.entries.push((k.to_string(), v.to_string()));
         }
@@ -123,7 +133,7 @@ pub fn bool01(b: bool) -> &'static str {
 const KIB: u64 = 1024;
 
 /// A disk size (`120G`, `4M`, `1.5T`, `512K`; a bare number is bytes in `size=` values) in bytes.
-pub fn parse_size(s: &str, bare_unit: char) -> Result<u64, String> {
+pub fn parse_size(s: &str, bare_unit: char) -> Result<u64, SizeError> {
     let t = s.trim();
     let (num, unit) = match t.chars().last() {
         Some(c) if c.is_ascii_alphabetic() => (&t[..t.len() - 1], c.to_ascii_uppercase()),
@@ -132,9 +142,9 @@ pub fn parse_size(s: &str, bare_unit: char) -> Result<u64, String> {
     let n: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a size (like 120G, 512M or 1T)"))?;
+        .map_err(|_| SizeError::NotASize(s.to_string()))?;
     if n < 0.0 || !n.is_finite() {
-        return Err(format!("'{s}' is not a size (like 120G, 512M or 1T)"));
+        return Err(SizeError::NotASize(s.to_string()));
     }
     let mult = match unit {
         'B' => 1,
@@ -143,9 +153,10 @@ pub fn parse_size(s: &str, bare_unit: char) -> Result<u64, String> {
         'G' => KIB.pow(3),
         'T' => KIB.pow(4),
         _ => {
-            return Err(format!(
-                "'{s}': unknown size unit '{unit}' (use K, M, G or T)"
-            ))
+            return Err(SizeError::UnknownUnit {
+                input: s.to_string(),
+                unit,
+            })
         }
     };
     Ok((n * mult as f64).round() as u64)
@@ -167,7 +178,7 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// `BC:24:11:0A:0B:0C` (upper case, colons) or an error saying why not; only unicast is valid.
-pub fn normalize_mac(mac: &str) -> Result<String, String> {
+pub fn normalize_mac(mac: &str) -> Result<String, MacError> {
     let m = mac.trim().replace('-', ":").to_ascii_uppercase();
     let octets: Vec<&str> = m.split(':').collect();
     if octets.len() != 6
@@ -175,15 +186,11 @@ pub fn normalize_mac(mac: &str) -> Result<String, String> {
             .iter()
             .any(|o| o.len() != 2 || !o.chars().all(|c| c.is_ascii_hexdigit()))
     {
-        return Err(format!(
-            "'{mac}' is not a MAC address (like BC:24:11:00:00:01)"
-        ));
+        return Err(MacError::NotAMac(mac.to_string()));
     }
     let first = u8::from_str_radix(octets[0], 16).unwrap_or(1);
     if first & 1 == 1 {
-        return Err(format!(
-            "'{mac}' is a multicast MAC address; Proxmox accepts only unicast MACs (first octet even)"
-        ));
+        return Err(MacError::Multicast(mac.to_string()));
     }
     Ok(m)
 }
@@ -259,8 +266,12 @@ mod tests {
     fn parse_errors() {
         assert!(PropString::parse("a=1,a=2", None)
             .unwrap_err()
+            .to_string()
             .contains("duplicate key 'a'"));
-        assert!(PropString::parse("x", None).unwrap_err().contains("no key"));
+        assert!(PropString::parse("x", None)
+            .unwrap_err()
+            .to_string()
+            .contains("no key"));
         assert!(PropString::parse("=1", Some("file")).is_err());
         // Order does not matter for comparison.
         assert_eq!(
@@ -278,6 +289,7 @@ mod tests {
         assert_eq!(parse_size("1048576", 'B').unwrap(), 1 << 20);
         assert!(parse_size("12X", 'G')
             .unwrap_err()
+            .to_string()
             .contains("unknown size unit"));
         assert!(parse_size("big", 'G').is_err());
         assert_eq!(format_size(120 << 30), "120G");
@@ -298,6 +310,7 @@ mod tests {
         );
         assert!(normalize_mac("01:00:5e:00:00:01")
             .unwrap_err()
+            .to_string()
             .contains("multicast"));
         assert!(normalize_mac("bc:24:11:0a:0b").is_err());
         assert!(normalize_mac("zz:24:11:0a:0b:0c").is_err());

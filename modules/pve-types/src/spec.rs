@@ -5,6 +5,7 @@
 //! does not set go back to Proxmox's defaults, except identity the module must keep (a NIC's MAC when
 //! none is given, a disk's volume).
 
+use crate::error::SpecError;
 use serde::Deserialize;
 
 use crate::propstring::{
@@ -193,8 +194,11 @@ pub const NIC_MODELS: &[&str] = &[
 ];
 
 impl Disk {
-    pub fn size_bytes(&self) -> Result<u64, String> {
-        parse_size(&self.size, 'G').map_err(|e| format!("disk {}: size {e}", self.slot))
+    pub fn size_bytes(&self) -> Result<u64, SpecError> {
+        parse_size(&self.size, 'G').map_err(|source| SpecError::DiskSize {
+            slot: self.slot.clone(),
+            source,
+        })
     }
 
     /// The managed options as PVE writes them (defaults left out).
@@ -223,7 +227,7 @@ impl Disk {
     }
 
     /// `storage:GiB,format=..,opts` for allocating this disk.
-    pub fn allocation_string(&self) -> Result<String, String> {
+    pub fn allocation_string(&self) -> Result<String, SpecError> {
         let bytes = self.size_bytes()?;
         let gib = bytes as f64 / GIB as f64;
         let size = if bytes.is_multiple_of(GIB) {
@@ -274,9 +278,12 @@ pub struct CurrentDrive {
 }
 
 impl CurrentDrive {
-    pub fn parse(slot: &str, value: &str) -> Result<Self, String> {
-        let props = PropString::parse(value, Some("file"))
-            .map_err(|e| format!("{slot}: cannot parse '{value}': {e}"))?;
+    pub fn parse(slot: &str, value: &str) -> Result<Self, SpecError> {
+        let props = PropString::parse(value, Some("file")).map_err(|source| SpecError::Drive {
+            slot: slot.to_string(),
+            value: value.to_string(),
+            source,
+        })?;
         let volid = props
             .get("file")
             .or_else(|| props.get("volume"))
@@ -287,7 +294,10 @@ impl CurrentDrive {
             .map(|(s, _)| s.to_string())
             .filter(|_| !volid.starts_with('/'));
         let size = match props.get("size") {
-            Some(s) => Some(parse_size(s, 'B').map_err(|e| format!("{slot}: {e}"))?),
+            Some(s) => Some(parse_size(s, 'B').map_err(|source| SpecError::DriveSize {
+                slot: slot.to_string(),
+                source,
+            })?),
             None => None,
         };
         Ok(CurrentDrive {
@@ -332,7 +342,7 @@ pub struct NicValue {
 }
 
 impl NicValue {
-    pub fn parse(value: &str) -> Result<Self, String> {
+    pub fn parse(value: &str) -> Result<Self, SpecError> {
         let mut p = PropString::parse(value, Some("model"))?;
         let mut model = p.remove("model");
         let mut mac = p.remove("macaddr");
@@ -342,7 +352,7 @@ impl NicValue {
                 mac = Some(v);
             }
         }
-        let model = model.ok_or_else(|| format!("no NIC model in '{value}'"))?;
+        let model = model.ok_or_else(|| SpecError::NoNicModel(value.to_string()))?;
         let mac = match mac {
             Some(m) => Some(normalize_mac(&m)?),
             None => None,
@@ -393,9 +403,12 @@ impl Nic {
 
     /// The value this NIC should have, given the current one (whose MAC is kept when none is fixed,
     /// and whose unmanaged options such as `rate` are kept).
-    pub fn desired(&self, current: Option<&NicValue>) -> Result<NicValue, String> {
+    pub fn desired(&self, current: Option<&NicValue>) -> Result<NicValue, SpecError> {
         let mac = match &self.mac {
-            Some(m) => Some(normalize_mac(m).map_err(|e| format!("{}: mac {e}", self.slot))?),
+            Some(m) => Some(normalize_mac(m).map_err(|source| SpecError::NicMac {
+                slot: self.slot.clone(),
+                source,
+            })?),
             None => current.and_then(|c| c.mac.clone()),
         };
         let mut rest = current.map(|c| c.rest.clone()).unwrap_or_default();
@@ -631,7 +644,7 @@ impl VmSpec {
     }
 
     /// Parameters for `POST /nodes/{node}/qemu` (without `vmid` and `pool`).
-    pub fn create_params(&self) -> Result<Vec<(String, String)>, String> {
+    pub fn create_params(&self) -> Result<Vec<(String, String)>, SpecError> {
         let mut out: Vec<(String, String)> = Vec::new();
         for (k, v) in self.scalar_values() {
             // An empty description or tag list is simply not set on a new VM.

@@ -1,55 +1,18 @@
 //! Carry out a plan: per VM observe → decide → act → wait for the real state → wait for readiness;
 //! steps one after another, VMs inside a step in parallel up to a bound. The Proxmox calls sit behind
-//! [`Backend`] so all of this is tested without a server.
+//! [`Backend`] (in `backend.rs`) so all of this is tested without a server; what comes out is a
+//! [`VmReport`] per VM (in `report.rs`).
 
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use proxshift_http::{wait_for, Poll, WaitError};
-use serde::Serialize;
-use serde_json::{json, Value};
 
+pub use crate::backend::{Backend, BackendError};
 use crate::decide::{decide, Decision, Rules};
 use crate::model::{Inventory, Observed, Op, OpExt, Power, State, WaitFor};
-
-/// A failed Proxmox call, sorted by what the module does about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApiError {
-    /// The VM's node did not answer (HTTP 595/596 from the proxying node).
-    Unreachable(String),
-    /// A task ended in error; `exitstatus` is its verdict, `log_tail` its last log lines.
-    Task {
-        exitstatus: String,
-        log_tail: Vec<String>,
-    },
-    /// The guest agent cannot answer (yet): not running, not configured, VM not running.
-    Agent(String),
-    Other(String),
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ApiError::Unreachable(m) | ApiError::Agent(m) | ApiError::Other(m) => f.write_str(m),
-            ApiError::Task { exitstatus, .. } => write!(f, "task failed: {exitstatus}"),
-        }
-    }
-}
-
-/// The Proxmox calls the engine needs. Implemented over `pve_client` for real, by fakes in tests.
-pub trait Backend: Sync {
-    /// Every VM in the cluster (`/cluster/resources?type=vm`).
-    fn inventory(&self) -> Result<Vec<Inventory>, ApiError>;
-    fn status(&self, node: &str, vmid: u32) -> Result<Observed, ApiError>;
-    /// Send one power request and wait (at most `timeout`) for its task to finish successfully.
-    fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), ApiError>;
-    /// Wait until the VM's config lock is gone.
-    fn wait_unlocked(&self, node: &str, vmid: u32, timeout: Duration) -> Result<(), ApiError>;
-    /// Every address the guest agent reports, any family or scope.
-    fn guest_ips(&self, node: &str, vmid: u32) -> Result<Vec<String>, ApiError>;
-}
+pub use crate::report::{explain_task_error, power_diff, routable, totals, Ha, Totals, VmReport};
 
 /// How a run behaves.
 #[derive(Debug, Clone)]
@@ -66,206 +29,6 @@ pub struct Settings {
     /// Ownership tag; VMs without it are never touched by remediation.
     pub owner_tag: String,
     pub poll: Duration,
-}
-
-/// HA state as reported per VM.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
-pub struct Ha {
-    pub managed: bool,
-    pub state: Option<String>,
-}
-
-/// One VM's line in the result.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct VmReport {
-    pub vmid: u32,
-    pub name: String,
-    pub node: String,
-    /// 1-based step of the `order` plan this VM was handled in.
-    pub step: usize,
-    pub before: String,
-    pub after: String,
-    pub changed: bool,
-    pub failed: bool,
-    pub unreachable: bool,
-    pub msg: String,
-    /// Power operations sent (or, in check mode, that would be sent), in order.
-    pub actions: Vec<String>,
-    /// Routable guest addresses from the agent (empty when the agent is off or silent).
-    pub ips: Vec<String>,
-    pub status: Option<String>,
-    pub qmpstatus: Option<String>,
-    pub lock: Option<String>,
-    pub uptime: Option<u64>,
-    /// `None` when the VM could not be read.
-    pub ha: Option<Ha>,
-    pub owned: bool,
-    pub tags: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub task_log: Vec<String>,
-}
-
-impl VmReport {
-    fn new(vm: &Inventory, step: usize, owned: bool) -> Self {
-        VmReport {
-            vmid: vm.vmid,
-            name: vm.name.clone(),
-            node: vm.node.clone(),
-            step,
-            before: Power::Unknown.to_string(),
-            after: Power::Unknown.to_string(),
-            changed: false,
-            failed: false,
-            unreachable: false,
-            msg: String::new(),
-            actions: Vec::new(),
-            ips: Vec::new(),
-            status: None,
-            qmpstatus: None,
-            lock: None,
-            uptime: None,
-            ha: None,
-            owned,
-            tags: vm.tags.clone(),
-            task_log: Vec::new(),
-        }
-    }
-
-    fn observe(&mut self, o: &Observed) {
-        self.status = Some(o.status.clone());
-        self.qmpstatus = o.qmpstatus.clone();
-        self.lock = o.lock.clone();
-        self.uptime = Some(o.uptime);
-        self.ha = Some(Ha {
-            managed: o.ha_managed,
-            state: o.ha_state.clone(),
-        });
-        self.after = o.power().to_string();
-    }
-
-    fn label(&self) -> String {
-        crate::model::label(&self.name, self.vmid)
-    }
-
-    fn fail(mut self, doing: &str, e: ApiError) -> Self {
-        self.failed = true;
-        let who = format!("{} on node {}", self.label(), self.node);
-        self.msg = match e {
-            ApiError::Unreachable(detail) => {
-                self.unreachable = true;
-                format!(
-                    "{who}: node {} is unreachable while {doing} ({detail})",
-                    self.node
-                )
-            }
-            ApiError::Task {
-                exitstatus,
-                log_tail,
-            } => {
-                let why = explain_task_error(&exitstatus, &log_tail);
-                let tail = if log_tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; task log tail: {}", log_tail.join(" | "))
-                };
-                self.task_log = log_tail;
-                format!("{who}: {doing} failed: {why}{tail}")
-            }
-            ApiError::Agent(m) | ApiError::Other(m) => format!("{who}: {doing} failed: {m}"),
-        };
-        self
-    }
-}
-
-/// A task error in plain words; memory shortage at start is the one users most need spelt out. The
-/// exit status often says only `start failed: QEMU exited with code 1`; kvm's reason is in the log.
-pub fn explain_task_error(exitstatus: &str, log_tail: &[String]) -> String {
-    const MEMORY: [&str; 4] = [
-        "cannot allocate memory",
-        "out of memory",
-        "not enough memory",
-        "enomem",
-    ];
-    let memory = std::iter::once(exitstatus)
-        .chain(log_tail.iter().map(String::as_str))
-        .map(str::to_ascii_lowercase)
-        .any(|l| MEMORY.iter().any(|p| l.contains(p)));
-    if memory {
-        format!(
-            "the node does not have enough free memory to start the VM ({}); stop other VMs on \
-             the node, lower the VM's memory or move it to a node with more free memory",
-            exitstatus.trim()
-        )
-    } else {
-        exitstatus.trim().to_string()
-    }
-}
-
-/// Keep the addresses that reach the guest from outside: no loopback, no link-local.
-pub fn routable(ips: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = ips
-        .iter()
-        .filter(|s| match s.parse::<IpAddr>() {
-            Ok(IpAddr::V4(a)) => !a.is_loopback() && !a.is_link_local() && !a.is_unspecified(),
-            Ok(IpAddr::V6(a)) => {
-                !a.is_loopback() && !a.is_unspecified() && (a.segments()[0] & 0xffc0) != 0xfe80
-            }
-            Err(_) => false,
-        })
-        .cloned()
-        .collect();
-    out.dedup();
-    out
-}
-
-/// Totals over all VMs.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
-pub struct Totals {
-    pub vms: usize,
-    pub changed: usize,
-    pub unchanged: usize,
-    pub failed: usize,
-    pub unreachable: usize,
-    pub running: usize,
-    pub paused: usize,
-    pub stopped: usize,
-}
-
-pub fn totals(reports: &[VmReport]) -> Totals {
-    let mut t = Totals {
-        vms: reports.len(),
-        ..Default::default()
-    };
-    for r in reports {
-        if r.failed {
-            t.failed += 1;
-        } else if r.changed {
-            t.changed += 1;
-        } else {
-            t.unchanged += 1;
-        }
-        if r.unreachable {
-            t.unreachable += 1;
-        }
-        match r.after.as_str() {
-            "running" => t.running += 1,
-            "paused" => t.paused += 1,
-            "stopped" => t.stopped += 1,
-            _ => {}
-        }
-    }
-    t
-}
-
-/// The diff a user sees with `--diff`: each VM's power state before and after.
-pub fn power_diff(reports: &[VmReport]) -> (Value, Value) {
-    let mut before = serde_json::Map::new();
-    let mut after = serde_json::Map::new();
-    for r in reports {
-        before.insert(r.label(), json!(r.before));
-        after.insert(r.label(), json!(r.after));
-    }
-    (Value::Object(before), Value::Object(after))
 }
 
 pub struct Engine<'a, B: Backend> {
@@ -377,7 +140,7 @@ impl<B: Backend> Engine<'_, B> {
                 {
                     Ok(Some(now)) => r.node = now.node,
                     Ok(None) => {
-                        let e = ApiError::Other("it no longer exists in the cluster".into());
+                        let e = BackendError::Other("it no longer exists in the cluster".into());
                         return r.fail("finding it after its migration", e);
                     }
                     Err(e) => return r.fail("finding it after its migration", e),
@@ -390,7 +153,7 @@ impl<B: Backend> Engine<'_, B> {
             match b.power(&node, vmid, op, timeout) {
                 Ok(()) => r.changed = true,
                 // Someone (HA, a person) started it between our look and our request: fine.
-                Err(ApiError::Task { exitstatus, .. })
+                Err(BackendError::Task { exitstatus, .. })
                     if *op == Op::Start && exitstatus.contains("already running") => {}
                 Err(e) => {
                     let changed = r.changed;
@@ -486,7 +249,7 @@ impl<B: Backend> Engine<'_, B> {
                     Ok(Poll::Ready(ips))
                 }
             }
-            Err(ApiError::Agent(m)) => Ok(Poll::Pending(format!(
+            Err(BackendError::Agent(m)) => Ok(Poll::Pending(format!(
                 "the guest agent of {label} ({})",
                 m.trim()
             ))),
@@ -542,7 +305,7 @@ fn keep_message(state: State, now: Power, owned: bool, remediate: bool, tag: &st
 mod tests {
     use super::*;
     use crate::fake::*;
-    use std::time::Instant;
+    use serde_json::json;
 
     fn inv(vmid: u32, name: &str, node: &str, owned: bool) -> Inventory {
         inventory(vmid, name, node, if owned { &["proxshift"] } else { &[] })
@@ -712,21 +475,21 @@ mod tests {
         // HA never acting → a clear timeout naming HA.
         struct Stuck;
         impl Backend for Stuck {
-            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+            fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
                 Ok(Vec::new())
             }
-            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+            fn status(&self, _: &str, _: u32) -> Result<Observed, BackendError> {
                 let mut o = stopped(false);
                 o.ha_managed = true;
                 Ok(o)
             }
-            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), BackendError> {
                 Ok(())
             }
-            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), BackendError> {
                 Ok(())
             }
-            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, BackendError> {
                 Ok(vec![])
             }
         }
@@ -835,14 +598,28 @@ mod tests {
         let targets: Vec<Inventory> = (100..106).map(|i| inv(i, "", "p", true)).collect();
         let mut s = settings(State::Started);
         s.parallel = 2;
-        let t0 = Instant::now();
         let r = Engine {
             backend: &fake,
             settings: s,
         }
         .run(&targets, &[vec![0], vec![1, 2, 3, 4, 5]]);
-        assert_eq!(fake.max_active.load(Ordering::SeqCst), 2);
-        assert!(t0.elapsed() >= Duration::from_millis(30 * 4));
+        // Two in flight at most, and two did overlap: the bound is used, not just respected.
+        assert_eq!(fake.max_in_flight(), 2, "{:?}", fake.calls());
+        // Step 1's request ended before any of step 2 began.
+        let calls = fake.calls();
+        assert_eq!(
+            calls[..2],
+            [Call::Begin(100, "start"), Call::End(100, "start")]
+        );
+        let begun: Vec<u32> = calls[2..]
+            .iter()
+            .filter_map(|c| match c {
+                Call::Begin(id, "start") => Some(*id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(begun.len(), 5, "{calls:?}");
+        assert!(begun.iter().all(|id| (101..106).contains(id)));
         assert_eq!(fake.sent()[0].0, 100, "step 1 first");
         assert_eq!(r[0].step, 1);
         assert!(r[1..].iter().all(|x| x.step == 2 && x.changed));
@@ -871,11 +648,14 @@ mod tests {
         let mut s = settings(State::Status);
         s.wait_for = WaitFor::Ip;
         s.wait_timeout = Duration::from_secs(30);
-        let t0 = Instant::now();
         let r = run(&fake, s, &[inv(101, "a", "p", true)]);
         assert!(!r[0].failed, "{}", r[0].msg);
         assert!(r[0].ips.is_empty());
-        assert!(t0.elapsed() < Duration::from_secs(5));
+        // One agent query for the report, no polling: status reads, it does not wait.
+        assert_eq!(
+            fake.calls(),
+            [Call::Begin(101, "guest_ips"), Call::End(101, "guest_ips")]
+        );
     }
 
     #[test]
@@ -906,23 +686,23 @@ mod tests {
     fn lock_wait_failure_is_reported() {
         struct Locked;
         impl Backend for Locked {
-            fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+            fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
                 Ok(vec![])
             }
-            fn status(&self, _: &str, _: u32) -> Result<Observed, ApiError> {
+            fn status(&self, _: &str, _: u32) -> Result<Observed, BackendError> {
                 let mut o = stopped(false);
                 o.lock = Some("backup".into());
                 Ok(o)
             }
-            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), ApiError> {
+            fn power(&self, _: &str, _: u32, _: &Op, _: Duration) -> Result<(), BackendError> {
                 panic!("must not send while locked")
             }
-            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), ApiError> {
-                Err(ApiError::Other(
+            fn wait_unlocked(&self, _: &str, _: u32, _: Duration) -> Result<(), BackendError> {
+                Err(BackendError::Other(
                     "timed out after 2s waiting for the lock on VM 101 to clear".into(),
                 ))
             }
-            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, ApiError> {
+            fn guest_ips(&self, _: &str, _: u32) -> Result<Vec<String>, BackendError> {
                 Ok(vec![])
             }
         }

@@ -2,11 +2,10 @@
 //! that comes up late, and a log of every request sent.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::engine::{ApiError, Backend};
+use crate::engine::{Backend, BackendError};
 use crate::model::{Inventory, Observed, Op};
 
 /// A scripted Proxmox: power states per VM, failures to inject, and a log of what was sent.
@@ -23,11 +22,20 @@ pub struct Fake {
     pub ha_lag: Mutex<HashMap<u32, (usize, Observed)>>,
     /// Guest agent answers after this many calls, with these addresses.
     pub agent_after: Mutex<HashMap<u32, (usize, Vec<String>)>>,
-    pub active: AtomicUsize,
-    pub max_active: AtomicUsize,
+    /// Every power and agent request as it began and ended, in the order the fake saw them: what
+    /// overlapped and what came after what, without looking at a clock.
+    pub calls: Mutex<Vec<Call>>,
+    /// How long a power request takes, so parallel requests overlap in the call log.
     pub op_delay: Duration,
     /// The node each power request was sent to.
     pub nodes_used: Mutex<Vec<String>>,
+}
+
+/// One entry of the fake's call log: a request to a VM (`vmid`, endpoint) began or ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    Begin(u32, &'static str),
+    End(u32, &'static str),
 }
 
 /// One VM of the cluster listing.
@@ -77,9 +85,29 @@ impl Fake {
     pub fn sent(&self) -> Vec<(u32, String)> {
         self.sent.lock().unwrap().clone()
     }
-    fn check_node(&self, node: &str) -> Result<(), ApiError> {
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+    /// The most requests that were in flight at once, by the call log.
+    pub fn max_in_flight(&self) -> usize {
+        let (mut now, mut max) = (0usize, 0usize);
+        for c in self.calls() {
+            match c {
+                Call::Begin(..) => {
+                    now += 1;
+                    max = max.max(now);
+                }
+                Call::End(..) => now -= 1,
+            }
+        }
+        max
+    }
+    fn log(&self, c: Call) {
+        self.calls.lock().unwrap().push(c);
+    }
+    fn check_node(&self, node: &str) -> Result<(), BackendError> {
         if self.unreachable_nodes.iter().any(|n| n == node) {
-            return Err(ApiError::Unreachable(
+            return Err(BackendError::Unreachable(
                 "595 Errors during connection establishment, proxy handshake: No route to host"
                     .into(),
             ));
@@ -89,10 +117,10 @@ impl Fake {
 }
 
 impl Backend for Fake {
-    fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+    fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
         Ok(self.inventory.clone())
     }
-    fn status(&self, node: &str, vmid: u32) -> Result<Observed, ApiError> {
+    fn status(&self, node: &str, vmid: u32) -> Result<Observed, BackendError> {
         self.check_node(node)?;
         let mut lag = self.ha_lag.lock().unwrap();
         if let Some((n, target)) = lag.get_mut(&vmid) {
@@ -106,12 +134,11 @@ impl Backend for Fake {
         }
         Ok(self.vms.lock().unwrap()[&vmid].clone())
     }
-    fn power(&self, node: &str, vmid: u32, op: &Op, _t: Duration) -> Result<(), ApiError> {
+    fn power(&self, node: &str, vmid: u32, op: &Op, _t: Duration) -> Result<(), BackendError> {
         self.check_node(node)?;
-        let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max_active.fetch_max(now, Ordering::SeqCst);
+        self.log(Call::Begin(vmid, op.endpoint()));
         std::thread::sleep(self.op_delay);
-        self.active.fetch_sub(1, Ordering::SeqCst);
+        self.log(Call::End(vmid, op.endpoint()));
         self.sent.lock().unwrap().push((vmid, op.endpoint().into()));
         self.nodes_used.lock().unwrap().push(node.to_string());
         if let Some(e) = self
@@ -119,7 +146,7 @@ impl Backend for Fake {
             .get(&vmid)
             .or_else(|| self.fail_endpoint.get(&(vmid, op.endpoint())))
         {
-            return Err(ApiError::Task {
+            return Err(BackendError::Task {
                 exitstatus: e.clone(),
                 log_tail: vec!["starting".into(), format!("TASK ERROR: {e}")],
             });
@@ -143,22 +170,28 @@ impl Backend for Fake {
         }
         Ok(())
     }
-    fn wait_unlocked(&self, _n: &str, vmid: u32, _t: Duration) -> Result<(), ApiError> {
+    fn wait_unlocked(&self, _n: &str, vmid: u32, _t: Duration) -> Result<(), BackendError> {
         self.sent
             .lock()
             .unwrap()
             .push((vmid, "wait_unlocked".into()));
         Ok(())
     }
-    fn guest_ips(&self, _n: &str, vmid: u32) -> Result<Vec<String>, ApiError> {
+    fn guest_ips(&self, _n: &str, vmid: u32) -> Result<Vec<String>, BackendError> {
+        self.log(Call::Begin(vmid, "guest_ips"));
+        self.log(Call::End(vmid, "guest_ips"));
         let mut a = self.agent_after.lock().unwrap();
         match a.get_mut(&vmid) {
             Some((0, ips)) => Ok(ips.clone()),
             Some((n, _)) => {
                 *n -= 1;
-                Err(ApiError::Agent("QEMU guest agent is not running".into()))
+                Err(BackendError::Agent(
+                    "QEMU guest agent is not running".into(),
+                ))
             }
-            None => Err(ApiError::Agent("QEMU guest agent is not running".into())),
+            None => Err(BackendError::Agent(
+                "QEMU guest agent is not running".into(),
+            )),
         }
     }
 }

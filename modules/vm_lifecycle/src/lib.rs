@@ -10,19 +10,49 @@ use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+pub mod backend;
 pub mod decide;
 pub mod engine;
 #[cfg(test)]
 mod fake;
 pub mod model;
 pub mod pve;
+pub mod report;
 pub mod target;
 
 use decide::Rules;
 use engine::{Backend, Engine, Settings, VmReport};
 use model::{State, WaitFor};
 use pve_types::propstring::valid_tag;
-use target::{Ref, Selector};
+use target::{join, Ref, Selector, TargetError};
+
+/// One option value the argument spec cannot check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("{what} must be between 100 and 999999999, got {got}")]
+    Vmid { what: String, got: i64 },
+    #[error("{name} must be 0 or more seconds, got {got}")]
+    Seconds { name: &'static str, got: i64 },
+    #[error("vms must name at least one VM")]
+    NoVms,
+    #[error("tags must name at least one tag")]
+    NoTags,
+    #[error("tags: '{0}' is not a valid Proxmox tag")]
+    Tag(String),
+    #[error("remediate applies to state: status only (state is {0})")]
+    RemediateNeedsStatus(&'static str),
+    #[error("parallel must be 1 or more, got {0}")]
+    Parallel(i64),
+    #[error("owner_tag '{0}' is not a valid Proxmox tag")]
+    OwnerTag(String),
+}
+
+/// Every option problem of a task, reported together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", join(.0))]
+pub struct InvalidOptions(pub Vec<OptionError>);
 
 /// The module's options; the sidecar `plugins/modules/vm_lifecycle.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
@@ -79,27 +109,30 @@ pub struct Options {
     pub ignore_unreachable: bool,
 }
 
-fn seconds(v: i64, name: &str) -> Result<Duration, String> {
+fn seconds(v: i64, name: &'static str) -> Result<Duration, OptionError> {
     u64::try_from(v)
         .map(Duration::from_secs)
-        .map_err(|_| format!("{name} must be 0 or more seconds, got {v}"))
+        .map_err(|_| OptionError::Seconds { name, got: v })
 }
 
-fn vmid(v: i64, what: &str) -> Result<u32, String> {
+fn vmid(v: i64, what: &str) -> Result<u32, OptionError> {
     match u32::try_from(v) {
         Ok(id) if (100..=999_999_999).contains(&id) => Ok(id),
-        _ => Err(format!("{what} must be between 100 and 999999999, got {v}")),
+        _ => Err(OptionError::Vmid {
+            what: what.to_string(),
+            got: v,
+        }),
     }
 }
 
 impl Options {
     /// Check what the spec cannot express and turn the options into a selector and settings.
-    pub fn plan(&self, check_mode: bool) -> Result<(Selector, Settings), String> {
+    pub fn plan(&self, check_mode: bool) -> Result<(Selector, Settings), InvalidOptions> {
         let mut errors = Vec::new();
         let selector = if let Some(vms) = &self.vms {
             let mut refs = Vec::new();
             if vms.is_empty() {
-                errors.push("vms must name at least one VM".to_string());
+                errors.push(OptionError::NoVms);
             }
             for (i, v) in vms.iter().enumerate() {
                 match Ref::parse(v, &format!("vms[{i}]")) {
@@ -108,16 +141,16 @@ impl Options {
                         Err(e) => errors.push(e),
                     },
                     Ok(r) => refs.push(r),
-                    Err(e) => errors.push(e),
+                    Err(e) => errors.push(e.into()),
                 }
             }
             Selector::List(refs)
         } else if let Some(tags) = &self.tags {
             if tags.is_empty() {
-                errors.push("tags must name at least one tag".to_string());
+                errors.push(OptionError::NoTags);
             }
             for t in tags.iter().filter(|t| !valid_tag(t.trim())) {
-                errors.push(format!("tags: '{t}' is not a valid Proxmox tag"));
+                errors.push(OptionError::Tag(t.clone()));
             }
             Selector::Tags(tags.iter().map(|t| t.trim().to_ascii_lowercase()).collect())
         } else {
@@ -134,21 +167,15 @@ impl Options {
             }
         };
         if self.remediate && self.state != State::Status {
-            errors.push(format!(
-                "remediate applies to state: status only (state is {})",
-                self.state.as_str()
-            ));
+            errors.push(OptionError::RemediateNeedsStatus(self.state.as_str()));
         }
         if self.parallel < 1 {
-            errors.push(format!("parallel must be 1 or more, got {}", self.parallel));
+            errors.push(OptionError::Parallel(self.parallel));
         }
         if !valid_tag(self.owner_tag.trim()) {
-            errors.push(format!(
-                "owner_tag '{}' is not a valid Proxmox tag",
-                self.owner_tag
-            ));
+            errors.push(OptionError::OwnerTag(self.owner_tag.clone()));
         }
-        let mut secs = |v: i64, n: &str| {
+        let mut secs = |v: i64, n: &'static str| {
             seconds(v, n).unwrap_or_else(|e| {
                 errors.push(e);
                 Duration::ZERO
@@ -158,7 +185,7 @@ impl Options {
         let wait_timeout = secs(self.wait_timeout, "wait_timeout");
         let task_timeout = secs(self.task_timeout, "task_timeout");
         if !errors.is_empty() {
-            return Err(errors.join("; "));
+            return Err(InvalidOptions(errors));
         }
         Ok((
             selector,
@@ -188,16 +215,19 @@ pub fn execute<B: Backend>(
     backend: &B,
     poll: Option<Duration>,
 ) -> Result<Outcome, Failure> {
-    let (selector, mut settings) = o.plan(m.check_mode).map_err(Failure::new)?;
+    let (selector, mut settings) = o
+        .plan(m.check_mode)
+        .map_err(|e| Failure::new(e.to_string()))?;
     if let Some(p) = poll {
         settings.poll = p;
     }
     let inventory = backend
         .inventory()
         .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))?;
-    let targets = target::resolve(&inventory, &selector).map_err(Failure::new)?;
+    let targets =
+        target::resolve(&inventory, &selector).map_err(|e| Failure::new(e.to_string()))?;
     let steps = target::plan_steps(&targets, o.order.as_deref().unwrap_or_default())
-        .map_err(Failure::new)?;
+        .map_err(|e| Failure::new(e.to_string()))?;
     if targets.is_empty() {
         let tags = o.tags.clone().unwrap_or_default().join(", ");
         m.warn(format!(
@@ -299,7 +329,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let o: Options = m.options()?;
     let conn: pve_client::ConnectionOptions = m.options()?;
     // Options first: a bad option should not cost a login.
-    o.plan(m.check_mode).map_err(Failure::new)?;
+    o.plan(m.check_mode)
+        .map_err(|e| Failure::new(e.to_string()))?;
     let client = pve_client::Client::connect(&conn)
         .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?
         .with_poll_interval(POLL);

@@ -5,28 +5,28 @@ use std::time::Duration;
 use pve_client::power::is_agent_unavailable;
 use pve_client::{Client, Error};
 
-use crate::engine::{ApiError, Backend};
+use crate::engine::{Backend, BackendError};
 use crate::model::{Inventory, Observed, Op};
 
 /// Sort a client error into what the engine acts on.
-pub fn classify(e: Error) -> ApiError {
+pub fn classify(e: Error) -> BackendError {
     match e {
-        Error::NodeUnreachable { .. } => ApiError::Unreachable(e.to_string()),
-        Error::Task(t) => ApiError::Task {
+        Error::NodeUnreachable { .. } => BackendError::Unreachable(e.to_string()),
+        Error::Task(t) => BackendError::Task {
             exitstatus: t.exitstatus,
             log_tail: t.log_tail,
         },
-        Error::Timeout { ref log_tail, .. } if !log_tail.is_empty() => ApiError::Task {
+        Error::Timeout { ref log_tail, .. } if !log_tail.is_empty() => BackendError::Task {
             exitstatus: e.to_string(),
             log_tail: log_tail.clone(),
         },
-        e if is_agent_unavailable(&e) => ApiError::Agent(e.server_text().to_string()),
-        e => ApiError::Other(e.to_string()),
+        e if is_agent_unavailable(&e) => BackendError::Agent(e.server_text().to_string()),
+        e => BackendError::Pve(Box::new(e)),
     }
 }
 
 impl Backend for Client {
-    fn inventory(&self) -> Result<Vec<Inventory>, ApiError> {
+    fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
         let vms = self.cluster_vms().map_err(classify)?;
         Ok(vms
             .into_iter()
@@ -43,7 +43,7 @@ impl Backend for Client {
             .collect())
     }
 
-    fn status(&self, node: &str, vmid: u32) -> Result<Observed, ApiError> {
+    fn status(&self, node: &str, vmid: u32) -> Result<Observed, BackendError> {
         let s = self.power_status(node, vmid).map_err(classify)?;
         let mut ha_state = s.ha.state;
         if s.ha.managed && ha_state.is_none() {
@@ -61,19 +61,19 @@ impl Backend for Client {
         })
     }
 
-    fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), ApiError> {
+    fn power(&self, node: &str, vmid: u32, op: &Op, timeout: Duration) -> Result<(), BackendError> {
         Client::power(self, node, vmid, op, timeout)
             .map(|_| ())
             .map_err(classify)
     }
 
-    fn wait_unlocked(&self, node: &str, vmid: u32, timeout: Duration) -> Result<(), ApiError> {
+    fn wait_unlocked(&self, node: &str, vmid: u32, timeout: Duration) -> Result<(), BackendError> {
         Client::wait_unlocked(self, node, vmid, timeout)
             .map(|_| ())
             .map_err(classify)
     }
 
-    fn guest_ips(&self, node: &str, vmid: u32) -> Result<Vec<String>, ApiError> {
+    fn guest_ips(&self, node: &str, vmid: u32) -> Result<Vec<String>, BackendError> {
         let ifs = self.agent_interfaces(node, vmid).map_err(classify)?;
         Ok(ifs
             .into_iter()
@@ -85,7 +85,7 @@ impl Backend for Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pve_client::{ApiError as Api, TaskError};
+    use pve_client::{ErrorResponse as Api, TaskError};
 
     fn api(status: u16, m: &str) -> Error {
         Error::Api(Api {
@@ -105,7 +105,7 @@ mod tests {
             detail: "No route to host".into(),
         });
         assert!(
-            matches!(e, ApiError::Unreachable(ref m) if m.contains("pve2") && m.contains("595")),
+            matches!(e, BackendError::Unreachable(ref m) if m.contains("pve2") && m.contains("595")),
             "{e:?}"
         );
         let e = classify(Error::Task(TaskError {
@@ -115,20 +115,18 @@ mod tests {
             exitstatus: "start failed: out of memory".into(),
             log_tail: vec!["a".into()],
         }));
-        assert_eq!(
-            e,
-            ApiError::Task {
-                exitstatus: "start failed: out of memory".into(),
-                log_tail: vec!["a".into()]
-            }
+        assert!(
+            matches!(e, BackendError::Task { ref exitstatus, ref log_tail }
+                if exitstatus == "start failed: out of memory" && log_tail == &["a"]),
+            "{e:?}"
         );
         assert!(matches!(
             classify(api(500, "QEMU guest agent is not running")),
-            ApiError::Agent(_)
+            BackendError::Agent(_)
         ));
         assert!(matches!(
             classify(api(403, "Permission check failed")),
-            ApiError::Other(_)
+            BackendError::Pve(ref e) if e.status() == Some(403)
         ));
     }
 }

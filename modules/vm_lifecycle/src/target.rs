@@ -4,6 +4,50 @@ use serde_json::Value;
 
 use crate::model::Inventory;
 
+/// Why the VMs a task names cannot be found or ordered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("{what}: {n} is not a valid vmid")]
+    InvalidVmid { what: String, n: String },
+    #[error("{what}: empty VM name")]
+    EmptyName { what: String },
+    #[error("{what}: expected a vmid or a VM name, got {got}")]
+    NotARef { what: String, got: String },
+    /// `reference` as [`Ref::describe`] puts it.
+    #[error("no VM with {reference} exists in the cluster")]
+    NoSuchVm { reference: String },
+    #[error("{reference} matches {} VMs ({}); use vmid to say which", .vms.len(), .vms.join(", "))]
+    Ambiguous { reference: String, vms: Vec<String> },
+    #[error("VM {vmid} is named '{actual}', not '{given}'; vmid and name must name the same VM")]
+    NameMismatch {
+        vmid: u32,
+        actual: String,
+        given: String,
+    },
+    #[error("one of vmid, name, vms or tags is required")]
+    NothingNamed,
+    /// Every `vms` item that failed.
+    #[error("vms: {}", join(.0))]
+    List(Vec<TargetError>),
+    #[error("{0} is a template; templates have no power state")]
+    Template(String),
+    #[error("order[{i}]: {reference} is not one of the VMs this task acts on")]
+    NotATarget { i: usize, reference: String },
+    #[error("order[{i}]: {reference} matches several target VMs; use vmids")]
+    SeveralTargets { i: usize, reference: String },
+    #[error("order[{i}]: {vm} appears in order more than once")]
+    Repeated { i: usize, vm: String },
+}
+
+/// Errors as one line, `; ` between them.
+pub(crate) fn join<E: std::fmt::Display>(errors: &[E]) -> String {
+    errors
+        .iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// How the user named the VMs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
@@ -28,19 +72,27 @@ pub enum Ref {
 impl Ref {
     /// A list item from the task: an integer or all-digit string is a vmid, anything else a name
     /// (Proxmox names are DNS names, which cannot be all digits... in practice).
-    pub fn parse(v: &Value, what: &str) -> Result<Ref, String> {
+    pub fn parse(v: &Value, what: &str) -> Result<Ref, TargetError> {
         match v {
             Value::Number(n) => n
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
                 .map(Ref::Id)
-                .ok_or_else(|| format!("{what}: {n} is not a valid vmid")),
-            Value::String(s) if s.trim().is_empty() => Err(format!("{what}: empty VM name")),
+                .ok_or_else(|| TargetError::InvalidVmid {
+                    what: what.to_string(),
+                    n: n.to_string(),
+                }),
+            Value::String(s) if s.trim().is_empty() => Err(TargetError::EmptyName {
+                what: what.to_string(),
+            }),
             Value::String(s) => Ok(match s.trim().parse::<u32>() {
                 Ok(id) => Ref::Id(id),
                 Err(_) => Ref::Name(s.trim().to_string()),
             }),
-            other => Err(format!("{what}: expected a vmid or a VM name, got {other}")),
+            other => Err(TargetError::NotARef {
+                what: what.to_string(),
+                got: other.to_string(),
+            }),
         }
     }
 
@@ -60,26 +112,26 @@ impl Ref {
 }
 
 /// Find exactly one VM for a reference; several VMs with one name is an error that lists them.
-fn find_one<'a>(inv: &'a [Inventory], r: &Ref) -> Result<&'a Inventory, String> {
+fn find_one<'a>(inv: &'a [Inventory], r: &Ref) -> Result<&'a Inventory, TargetError> {
     let hits: Vec<&Inventory> = inv.iter().filter(|vm| r.matches(vm)).collect();
     match hits.as_slice() {
-        [] => Err(format!("no VM with {} exists in the cluster", r.describe())),
+        [] => Err(TargetError::NoSuchVm {
+            reference: r.describe(),
+        }),
         [one] => Ok(one),
-        many => Err(format!(
-            "{} matches {} VMs ({}); use vmid to say which",
-            r.describe(),
-            many.len(),
-            many.iter()
+        many => Err(TargetError::Ambiguous {
+            reference: r.describe(),
+            vms: many
+                .iter()
                 .map(|v| format!("{} on {}", v.vmid, v.node))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+                .collect(),
+        }),
     }
 }
 
 /// Resolve the selector against the cluster listing. The result keeps the user's order (for `vms`)
 /// or vmid order (for `tags`), without duplicates.
-pub fn resolve(inv: &[Inventory], sel: &Selector) -> Result<Vec<Inventory>, String> {
+pub fn resolve(inv: &[Inventory], sel: &Selector) -> Result<Vec<Inventory>, TargetError> {
     let mut out: Vec<Inventory> = Vec::new();
     let mut push = |vm: &Inventory| {
         if !out.iter().any(|v| v.vmid == vm.vmid) {
@@ -92,16 +144,17 @@ pub fn resolve(inv: &[Inventory], sel: &Selector) -> Result<Vec<Inventory>, Stri
                 (Some(id), Some(n)) => {
                     let vm = find_one(inv, &Ref::Id(*id))?;
                     if vm.name != *n {
-                        return Err(format!(
-                            "VM {id} is named '{}', not '{n}'; vmid and name must name the same VM",
-                            vm.name
-                        ));
+                        return Err(TargetError::NameMismatch {
+                            vmid: *id,
+                            actual: vm.name.clone(),
+                            given: n.clone(),
+                        });
                     }
                     vm
                 }
                 (Some(id), None) => find_one(inv, &Ref::Id(*id))?,
                 (None, Some(n)) => find_one(inv, &Ref::Name(n.clone()))?,
-                (None, None) => return Err("one of vmid, name, vms or tags is required".into()),
+                (None, None) => return Err(TargetError::NothingNamed),
             };
             push(vm);
         }
@@ -114,7 +167,7 @@ pub fn resolve(inv: &[Inventory], sel: &Selector) -> Result<Vec<Inventory>, Stri
                 }
             }
             if !errors.is_empty() {
-                return Err(format!("vms: {}", errors.join("; ")));
+                return Err(TargetError::List(errors));
             }
         }
         Selector::Tags(tags) => {
@@ -129,17 +182,14 @@ pub fn resolve(inv: &[Inventory], sel: &Selector) -> Result<Vec<Inventory>, Stri
         }
     }
     if let Some(t) = out.iter().find(|v| v.template) {
-        return Err(format!(
-            "{} is a template; templates have no power state",
-            t.label()
-        ));
+        return Err(TargetError::Template(t.label()));
     }
     Ok(out)
 }
 
 /// Split the targets into steps. `order` lists steps in sequence, each one VM or a list of VMs (by
 /// vmid or name); every target not listed forms one last step. Each item must name a target.
-pub fn plan_steps(targets: &[Inventory], order: &[Value]) -> Result<Vec<Vec<usize>>, String> {
+pub fn plan_steps(targets: &[Inventory], order: &[Value]) -> Result<Vec<Vec<usize>>, TargetError> {
     let mut steps: Vec<Vec<usize>> = Vec::new();
     let mut placed = vec![false; targets.len()];
     for (i, entry) in order.iter().enumerate() {
@@ -158,24 +208,24 @@ pub fn plan_steps(targets: &[Inventory], order: &[Value]) -> Result<Vec<Vec<usiz
                 .collect();
             let k = match hits.as_slice() {
                 [] => {
-                    return Err(format!(
-                        "order[{i}]: {} is not one of the VMs this task acts on",
-                        r.describe()
-                    ))
+                    return Err(TargetError::NotATarget {
+                        i,
+                        reference: r.describe(),
+                    })
                 }
                 [k] => *k,
                 _ => {
-                    return Err(format!(
-                        "order[{i}]: {} matches several target VMs; use vmids",
-                        r.describe()
-                    ))
+                    return Err(TargetError::SeveralTargets {
+                        i,
+                        reference: r.describe(),
+                    })
                 }
             };
             if placed[k] {
-                return Err(format!(
-                    "order[{i}]: {} appears in order more than once",
-                    targets[k].label()
-                ));
+                return Err(TargetError::Repeated {
+                    i,
+                    vm: targets[k].label(),
+                });
             }
             placed[k] = true;
             step.push(k);
@@ -233,16 +283,16 @@ mod tests {
         assert_eq!(ids(&one(Some(101), None).unwrap()), vec![101]);
         assert_eq!(ids(&one(None, Some("master-1")).unwrap()), vec![102]);
         assert_eq!(ids(&one(Some(101), Some("master-0")).unwrap()), vec![101]);
-        let e = one(Some(101), Some("master-1")).unwrap_err();
+        let e = one(Some(101), Some("master-1")).unwrap_err().to_string();
         assert!(e.contains("named 'master-0'"), "{e}");
-        let e = one(Some(999), None).unwrap_err();
+        let e = one(Some(999), None).unwrap_err().to_string();
         assert!(e.contains("no VM with vmid 999"), "{e}");
-        let e = one(None, Some("dup")).unwrap_err();
+        let e = one(None, Some("dup")).unwrap_err().to_string();
         assert!(
             e.contains("matches 2 VMs (200 on pve1, 201 on pve2)"),
             "{e}"
         );
-        let e = one(Some(9000), None).unwrap_err();
+        let e = one(Some(9000), None).unwrap_err().to_string();
         assert!(e.contains("template"), "{e}");
     }
 
@@ -262,7 +312,8 @@ mod tests {
             &c,
             &Selector::List(vec![Ref::Name("nope".into()), Ref::Name("dup".into())]),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("name 'nope'") && e.contains("name 'dup' matches 2"),
             "{e}"
@@ -290,6 +341,7 @@ mod tests {
         assert!(Ref::parse(&json!(""), "vms[0]").is_err());
         assert!(Ref::parse(&json!({"a": 1}), "vms[2]")
             .unwrap_err()
+            .to_string()
             .starts_with("vms[2]"));
     }
 
@@ -306,12 +358,14 @@ mod tests {
             plan_steps(&c, &[json!(103), json!(["master-1", 101])]).unwrap(),
             vec![vec![2], vec![1, 0]]
         );
-        let e = plan_steps(&c, &[json!("other")]).unwrap_err();
+        let e = plan_steps(&c, &[json!("other")]).unwrap_err().to_string();
         assert!(
             e.contains("order[0]: name 'other' is not one of the VMs"),
             "{e}"
         );
-        let e = plan_steps(&c, &[json!("master-0"), json!([101])]).unwrap_err();
+        let e = plan_steps(&c, &[json!("master-0"), json!([101])])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("order[1]: master-0 (101) appears in order more than once"),
             "{e}"
