@@ -87,3 +87,22 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
     Ok(Outcome::new(false).with("values", Value::Array(values)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_documentation_matches_spec() {
+        let py =
+            include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/lookup/kv.py");
+        let problems = ansible_module::sidecar::check_plugin(
+            &argument_spec(),
+            py,
+            "kv",
+            &INTERNAL_OPTIONS,
+            &["_terms"],
+        );
+        assert!(problems.is_empty(), "drift:\n{}", problems.join("\n"));
+    }
+}

@@ -278,6 +278,21 @@ mod tests {
     }
 
     #[test]
+    fn plugin_documentation_matches_spec() {
+        let py = include_str!(
+            "../../../ansible_collections/proxshift/proxmox/plugins/inventory/proxmox.py"
+        );
+        let problems = ansible_module::sidecar::check_plugin(
+            &argument_spec(),
+            py,
+            "proxmox",
+            &[],
+            &["plugin", "filters"],
+        );
+        assert!(problems.is_empty(), "drift:\n{}", problems.join("\n"));
+    }
+
+    #[test]
     fn duplicate_and_missing_names_get_unique_hosts() {
         let inv = build(
             &[
