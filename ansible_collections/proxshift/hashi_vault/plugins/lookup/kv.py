@@ -204,8 +204,14 @@ def run_backend(binary, flag, options, name):
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        options = {name: self.get_option(name) for name in BACKEND_OPTIONS}
-        options = {k: v for k, v in options.items() if v is not None}
+        options = {}
+        for name in BACKEND_OPTIONS:
+            value = self.get_option(name)
+            # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
+            if isinstance(value, str) and self._templar.is_template(value):
+                value = self._templar.template(value)
+            if value is not None:
+                options[name] = value
         options["terms"] = [str(t) for t in terms]
         if "default" in kwargs:
             options["use_default"] = True
