@@ -9,47 +9,14 @@ import subprocess
 import textwrap
 
 import pytest
-import yaml
 
-from services import LAB_SEED, running_pvesim
+from services import many_vm_seed, running_pvesim
 from testlib import REPO, ansible_env, tool
-
-CLUSTERS = ("sno", "compact", "ha")
-NODES = ("pve1", "pve2", "pve3")
-
-
-def fifty_vm_seed(path, total: int = 50):
-    """The lab seed's nodes, users and tokens plus `total` VMs: every 5th without a cluster tag,
-    the rest tagged proxshift-<cluster> and master/worker; even VMIDs run with a guest-agent IP;
-    clusters' VMs are in a pool named after the cluster."""
-    seed = yaml.safe_load(LAB_SEED.read_text())
-    # The lab's template stays (it must not become a host); its other VMs go.
-    seed["vms"] = [vm for vm in seed["vms"] if vm["config"].get("template")]
-    pools = {c: [] for c in CLUSTERS}
-    for i in range(total):
-        vmid = 1000 + i
-        tags = []
-        if i % 5 != 4:
-            cluster = CLUSTERS[i % 3]
-            tags = [f"proxshift-{cluster}", "master" if i % 2 else "worker"]
-            pools[cluster].append(vmid)
-        vm = {"vmid": vmid, "node": NODES[i % 3],
-              "config": {"name": f"vm-{i:03d}", "memory": "2048", "cores": 2, "agent": "1",
-                         "net0": f"virtio=BC:24:11:00:{i // 256:02X}:{i % 256:02X},bridge=vmbr0",
-                         "scsi0": f"{'local-zfs' if i % 3 == 2 else 'local-lvm'}:vm-{vmid}-disk-0,size=8G", **({"tags": ";".join(tags)} if tags else {})}}
-        if i % 2 == 0:
-            vm["running"] = True
-            vm["agent_ips"] = {"net0": [f"10.1.{i // 256}.{i % 256 + 1}/24"]}
-        seed["vms"].append(vm)
-    seed["pools"] = [{"poolid": c, "vms": v} for c, v in pools.items()]
-    path.write_text(yaml.safe_dump(seed))
-    return path
-
 
 @pytest.fixture(scope="module")
 def sim50(tmp_path_factory):
     d = tmp_path_factory.mktemp("pvesim50")
-    with running_pvesim(d, seed=fifty_vm_seed(d / "seed.yaml")) as sim:
+    with running_pvesim(d, seed=many_vm_seed(d / "seed.yaml", 50)) as sim:
         yield sim
 
 
