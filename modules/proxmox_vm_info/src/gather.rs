@@ -29,6 +29,9 @@ pub struct Listing {
     pub warnings: Vec<String>,
 }
 
+/// One worker's answer for the VM at an index of the listing.
+type Slot = (usize, Result<Option<VmRecord>, Error>);
+
 pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Error> {
     let mut vms: Vec<_> = client
         .cluster_vms()?
@@ -51,7 +54,7 @@ pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Err
         });
     }
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Result<Option<VmRecord>, Error>)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
     let warnings = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..PARALLEL.min(vms.len()) {
