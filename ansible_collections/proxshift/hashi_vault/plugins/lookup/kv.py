@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: kv
 short_description: Read KV secrets from HashiCorp Vault or OpenBao
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - ProxShift developers
 description:

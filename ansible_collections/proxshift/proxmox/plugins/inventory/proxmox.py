@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: proxmox
 short_description: Proxmox VE virtual machines as inventory hosts
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - ProxShift developers
 description:
