@@ -135,7 +135,9 @@ def test_env_variables_and_secrets_never_shown(sim50, inventory_token, tmp_path,
     token_id, secret = inventory_token
     path = tmp_path / "proxmox.yml"
     path.write_text(f"plugin: proxshift.proxmox.proxmox\nca_path: {sim50.ca_path}\n")
-    env = {"PROXMOX_URL": sim50.url, "PROXMOX_TOKEN_ID": token_id, "PROXMOX_TOKEN_SECRET": secret}
+    # What AWX's "Proxmox API token" credential injects (awx/credential_types): host, user, token name.
+    env = {"PROXMOX_HOST": sim50.url, "PROXMOX_USER": "root@pam", "PROXMOX_TOKEN_ID": token_id.split("!")[1],
+           "PROXMOX_TOKEN_SECRET": secret}
     out = tmp_path / "inventory.json"
     proc = run_inventory(path, args=["--list", "--output", str(out)], env=env, verbosity=3)
     assert proc.returncode == 0, proc.stdout + proc.stderr
