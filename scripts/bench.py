@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import yaml  # noqa: E402
 
-from services import LAB_SEED, ROOT_TOKEN_SECRET, pvesim_bin  # noqa: E402
+from services import LAB_SEED, ROOT_TOKEN_ID, ROOT_TOKEN_SECRET, many_vm_seed, pvesim_bin  # noqa: E402
 from services import running_pvesim as _running_pvesim  # noqa: E402
 from testlib import VENV, ansible_env, module_binary  # noqa: E402
 
@@ -33,12 +33,13 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 LOOP = 50
 BENCH_VENV = Path(os.environ.get("BENCH_VENV", "/var/cache/proxshift/bench-venv"))
 COLLECTION_MODULES = ["proxmox_vm", "vm_lifecycle", "proxmox_access", "hashicorp_vault", "ocp_manifests", "acm_import",
-                      "cluster_auth"]
+                      "cluster_auth", "proxmox_vm_info", "hashicorp_vault_info", "acm_cluster_info"]
+INVENTORY_VMS = 500
 
 
-def running_pvesim(d: Path, time_scale: str):
-    """pvesim with the lab seed plus the agent ISO on the shared storage (every node can attach it)."""
-    seed = yaml.safe_load(LAB_SEED.read_text())
+def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED):
+    """pvesim with `seed` (the lab's) plus the agent ISO on the shared storage (every node can attach it)."""
+    seed = yaml.safe_load(seed.read_text())
     for node in seed["nodes"]:
         for st in node["storages"]:
             if st["id"] == "nfs-shared":
@@ -231,6 +232,55 @@ def scale(b: Bench, total: int, clusters: int) -> float:
     return (wall - empty) / total
 
 
+def inventory_list(b: Bench, source: Path, env: dict | None = None) -> tuple[float, int]:
+    """Wall time of one `ansible-inventory --list` and the number of hosts it listed."""
+    cmd = [str(b.venv / "bin" / "ansible-inventory"), "-i", str(source), "--list"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=b.env(env), capture_output=True, text=True, cwd=b.work, timeout=1800)
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0 or "[WARNING]" in proc.stderr:
+        raise RuntimeError(f"ansible-inventory -i {source.name} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[:3000]}")
+    return dt, len(json.loads(proc.stdout)["_meta"]["hostvars"])
+
+
+def inventory(b: Bench) -> None:
+    """`ansible-inventory --list` of INVENTORY_VMS VMs: our plugin vs community.proxmox's, both reading each
+    VM's config and (for running VMs with the agent) the guest agent's interfaces, no cache."""
+    d = b.work / "inventory"
+    d.mkdir()
+    with running_pvesim(d, time_scale="0", seed=many_vm_seed(d / "seed.yaml", INVENTORY_VMS)) as sim:
+        ours_file = d / "proxmox.yml"
+        ours_file.write_text(f"plugin: proxshift.proxmox.proxmox\nurl: {sim.url}\ntoken_id: '{ROOT_TOKEN_ID}'\n"
+                             f"token_secret: {ROOT_TOKEN_SECRET}\nca_path: {sim.ca_path}\n")
+        runs = [inventory_list(b, ours_file) for _ in range(max(1, min(REPEATS, 3)))]
+        assert all(n == INVENTORY_VMS for _, n in runs), runs
+        ours = median([t for t, _ in runs])
+        if not b.has_kvm:
+            b.row(f"`ansible-inventory --list`, {INVENTORY_VMS} VMs", f"{ours:.2f} s",
+                  "not measured: community.proxmox could not be installed (see notes)", "—", "≥ 5× faster", None)
+            return
+        theirs_file = d / "bench.proxmox.yml"
+        theirs_file.write_text(f"plugin: community.proxmox.proxmox\nurl: {sim.url}\nuser: root@pam\ntoken_id: pvesim\n"
+                               f"token_secret: {ROOT_TOKEN_SECRET}\nvalidate_certs: true\nwant_facts: true\nexclude_nodes: true\n")
+        try:
+            theirs, n = inventory_list(b, theirs_file, {"REQUESTS_CA_BUNDLE": str(sim.ca_path)})
+        except RuntimeError as e:
+            # community.proxmox also lists containers (GET /nodes/{node}/lxc) and, with want_facts, snapshots
+            # (GET …/qemu/{vmid}/snapshot): a simulator without those routes cannot serve it.
+            missing = re.findall(r"Method '([A-Z]+ [^']+)' not implemented", str(e))
+            b.row(f"`ansible-inventory --list`, {INVENTORY_VMS} VMs", f"{ours:.2f} s (proxshift.proxmox.proxmox)",
+                  "not measured: community.proxmox's plugin failed on pvesim"
+                  + (f" ({', '.join(sorted(set(missing)))} not implemented)" if missing else ""),
+                  "—", "≥ 5× faster", None)
+            b.notes.append(f"community.proxmox inventory: {str(e).splitlines()[0]}")
+            return
+        assert n >= INVENTORY_VMS, n  # it lists templates too
+    r = theirs / ours
+    b.row(f"`ansible-inventory --list`, {INVENTORY_VMS} VMs with config and guest-agent IPs, no cache",
+          f"{ours:.2f} s (proxshift.proxmox.proxmox)", f"community.proxmox.proxmox want_facts: {theirs:.2f} s",
+          f"{r:.1f}× faster", "≥ 5× faster", r >= 5)
+
+
 def newest_glibc(path: Path) -> str:
     out = subprocess.run(["objdump", "-T", str(path)], capture_output=True, text=True).stdout
     versions = sorted({tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)", out)})
@@ -269,6 +319,9 @@ def footprint(b: Bench, sim):
         "hashicorp_vault": ({"url": dead, "token": "t", "path": "a", "state": "read", "retries": 0}, "no server"),
         "acm_import": ({"cluster_name": "c", "hub_host": dead, "hub_api_key": "t", "wait_timeout": 1}, "no server"),
         "cluster_auth": ({"api_url": dead, "api_key": "t", "timeout": 1}, "no server"),
+        "proxmox_vm_info": ({**conn, "network": True}, "list the lab's VMs"),
+        "hashicorp_vault_info": ({"url": dead, "token": "t", "path": "a", "retries": 0}, "no server"),
+        "acm_cluster_info": ({"hub_host": dead, "hub_api_key": "t"}, "no server"),
     }
     sizes, rss, glibc = {}, {}, {}
     for m in COLLECTION_MODULES:
@@ -297,6 +350,12 @@ def version(cmd: list[str]) -> str:
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="proxshift-bench-"))
     b = Bench(work)
+    if sys.argv[1:] == ["inventory"]:  # one figure alone, for checking it
+        inventory(b)
+        for row in b.rows:
+            print("| " + " | ".join(row) + " |")
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
     cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
                 if l.startswith("model name")), platform.processor())
     mem = next((l.split()[1] for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")), "?")
@@ -364,6 +423,9 @@ def main() -> int:
     b.row("6-node HA VM phase, realistic: wall time vs the slowest VM alone", f"{real[ROLE]:.1f} s",
           f"slowest VM alone {slowest:.1f} s (sum of 6 ≈ {6 * slowest:.0f} s)", f"{r:.2f}× the slowest VM",
           "close to the slowest VM (≤ 1.5×), not the sum", r <= 1.5)
+
+    progress(f"ansible-inventory --list, {INVENTORY_VMS} VMs: ours vs community.proxmox")
+    inventory(b)
 
     per_vm = {}
     for total, clusters in ((25, 4), (50, 8), (100, 15)):

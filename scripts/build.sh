@@ -14,6 +14,7 @@ MAX_BYTES=$((3 * 1024 * 1024))
 declare -A COLLECTION=(
   [proxmox_vm]=proxmox [vm_lifecycle]=proxmox [proxmox_access]=proxmox [hashicorp_vault]=hashi_vault
   [ocp_manifests]=openshift [acm_import]=openshift [cluster_auth]=openshift
+  [proxmox_vm_info]=proxmox [hashicorp_vault_info]=hashi_vault [acm_cluster_info]=openshift
 )
 
 command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild not found: run 'make venv'" >&2; exit 1; }

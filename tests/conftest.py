@@ -87,6 +87,24 @@ def run_playbook(tmp_path):
 
 
 @pytest.fixture
+def run_inventory(tmp_path):
+    """Run `ansible-inventory -i SOURCE --list` (or other args) in the isolated Ansible env; returns the
+    CompletedProcess. Its output goes through the secret-leak scan."""
+    from leakscan import scan_command
+
+    def run(source: Path, *, args: list[str] | None = None, env: dict | None = None, verbosity: int = 0):
+        cmd = [tool("ansible-inventory"), "-i", str(source), *(args or ["--list"])]
+        if verbosity:
+            cmd.append("-" + "v" * verbosity)
+        proc = subprocess.run(cmd, env=ansible_env(tmp_path, env), capture_output=True, text=True, timeout=600,
+                              cwd=str(tmp_path))
+        scan_command("ansible-inventory", proc.stdout, proc.stderr)
+        return proc
+
+    return run
+
+
+@pytest.fixture
 def run_module(tmp_path):
     """Run a module binary directly with an args dict (or raw text); returns (parsed JSON, rc, stdout)."""
 

@@ -6,7 +6,9 @@ or a dict/list of strings) or whose string VALUE contains ``canary`` — and can
 the ``canary`` fixture (``canary("value")``). A JSON canary also registers its string leaves (the ``auth``
 inside a pull secret), since that is the part that would leak.
 
-Scanned: every ``ansible-playbook`` run's stdout, stderr and recorded task results (what any callback,
+Scanned: every ``ansible-playbook`` run's stdout, stderr and recorded task results (lookup plugins run
+inside these), every ``ansible-inventory`` run's stdout and stderr (``run_inventory``: the inventory
+plugin's host vars, warnings, errors and ``-vvv`` output) (what any callback,
 AWX included, receives: ansible censors ``no_log`` results before callbacks see them, so a ``no_log`` task
 that returns a secret by design passes only if its displayed result is censored), each test's captured
 stdout/stderr/log, and at session end every ``*.log`` and ``record-*.jsonl`` artifact under the session's
@@ -133,6 +135,12 @@ def recording(cls):
     Recorded.__name__ = cls.__name__
     Recorded.__qualname__ = cls.__qualname__
     return Recorded
+
+
+def scan_command(tool: str, stdout: str, stderr: str):
+    """Scan the output of one run of an Ansible command other than ansible-playbook."""
+    SCAN.scan(stdout, f"{tool} stdout")
+    SCAN.scan(stderr, f"{tool} stderr")
 
 
 # --------------------------------------------------------------------------------------------- hooks

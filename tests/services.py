@@ -54,6 +54,41 @@ def pvesim_bin() -> Path:
     )
 
 
+SEED_CLUSTERS = ("sno", "compact", "ha")
+SEED_NODES = ("pve1", "pve2", "pve3")
+
+
+def many_vm_seed(path: Path, total: int) -> Path:
+    """The lab seed's nodes, users and tokens plus `total` VMs: every 5th without a cluster tag,
+    the rest tagged proxshift-<cluster> and master/worker; even VMIDs run with a guest-agent IP;
+    clusters' VMs are in a pool named after the cluster."""
+    import yaml
+
+    seed = yaml.safe_load(LAB_SEED.read_text())
+    # The lab's template stays (it must not become a host); its other VMs go.
+    seed["vms"] = [vm for vm in seed["vms"] if vm["config"].get("template")]
+    pools = {c: [] for c in SEED_CLUSTERS}
+    for i in range(total):
+        vmid = 1000 + i
+        tags = []
+        if i % 5 != 4:
+            cluster = SEED_CLUSTERS[i % 3]
+            tags = [f"proxshift-{cluster}", "master" if i % 2 else "worker"]
+            pools[cluster].append(vmid)
+        vm = {"vmid": vmid, "node": SEED_NODES[i % 3],
+              "config": {"name": f"vm-{i:03d}", "memory": "2048", "cores": 2, "agent": "1",
+                         "net0": f"virtio=BC:24:11:00:{i // 256:02X}:{i % 256:02X},bridge=vmbr0",
+                         "scsi0": f"{'local-zfs' if i % 3 == 2 else 'local-lvm'}:vm-{vmid}-disk-0,size=8G",
+                         **({"tags": ";".join(tags)} if tags else {})}}
+        if i % 2 == 0:
+            vm["running"] = True
+            vm["agent_ips"] = {"net0": [f"10.1.{i // 250}.{i % 250 + 1}/24"]}
+        seed["vms"].append(vm)
+    seed["pools"] = [{"poolid": c, "vms": v} for c, v in pools.items()]
+    path.write_text(yaml.safe_dump(seed))
+    return path
+
+
 @dataclass
 class PveSim:
     url: str

@@ -28,6 +28,9 @@ MODULE_BINARIES = {
     "ocp_manifests": "openshift",
     "acm_import": "openshift",
     "cluster_auth": "openshift",
+    "proxmox_vm_info": "proxmox",
+    "hashicorp_vault_info": "hashi_vault",
+    "acm_cluster_info": "openshift",
 }
 
 

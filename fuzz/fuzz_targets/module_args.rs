@@ -32,9 +32,10 @@ fn validate_only(_: &mut Module) -> Result<Outcome, Failure> {
 
 type Entry = (&'static str, ArgSpec, Body);
 
-/// Built once: the specs are plain data and building seven per input would dominate the run.
-fn modules() -> &'static [Entry; 7] {
-    static MODULES: std::sync::OnceLock<[Entry; 7]> = std::sync::OnceLock::new();
+/// Built once: the specs are plain data and building twelve per input would dominate the run.
+/// The plugin backends (`--inventory`, `--lookup`) validate their stdin JSON with their own specs.
+fn modules() -> &'static [Entry; 12] {
+    static MODULES: std::sync::OnceLock<[Entry; 12]> = std::sync::OnceLock::new();
     MODULES.get_or_init(|| {
         [
             ("proxmox_vm", proxmox_vm::argument_spec(), typed_proxmox_vm),
@@ -54,6 +55,31 @@ fn modules() -> &'static [Entry; 7] {
             (
                 "proxmox_access",
                 proxmox_access::argument_spec(),
+                validate_only,
+            ),
+            (
+                "proxmox_vm_info",
+                proxmox_vm_info::argument_spec(),
+                validate_only,
+            ),
+            (
+                "proxshift.proxmox.proxmox",
+                proxmox_vm_info::inventory::argument_spec(),
+                validate_only,
+            ),
+            (
+                "hashicorp_vault_info",
+                hashicorp_vault_info::argument_spec(),
+                validate_only,
+            ),
+            (
+                "proxshift.hashi_vault.kv",
+                hashicorp_vault_info::lookup::argument_spec(),
+                validate_only,
+            ),
+            (
+                "acm_cluster_info",
+                acm_cluster_info::argument_spec(),
                 validate_only,
             ),
         ]

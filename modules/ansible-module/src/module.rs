@@ -201,6 +201,37 @@ where
     std::process::exit(code)
 }
 
+/// Run a module body as the backend of a controller-side plugin (inventory, lookup): the options
+/// come as one JSON object on stdin instead of an args file, and the result (validated, masked,
+/// without `invocation`) goes to stdout as for [`run`]. `name` appears in validation errors.
+/// Never returns.
+pub fn run_stdin<F>(name: &str, spec: ArgSpec, body: F) -> !
+where
+    F: FnOnce(&mut Module) -> Result<Outcome, Failure>,
+{
+    use std::io::Read;
+    install_panic_hook();
+    let mut text = String::new();
+    let (result, code) = match std::io::stdin().read_to_string(&mut text) {
+        Err(e) => finish(
+            json!({"failed": true, "changed": false, "msg": format!("cannot read the options from stdin: {e}")}),
+            &[],
+        ),
+        Ok(_) => {
+            let args = match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(mut m)) => {
+                    m.insert("_ansible_inject_invocation".into(), json!(false));
+                    Value::Object(m).to_string()
+                }
+                _ => text,
+            };
+            execute(&args, name, &spec, body)
+        }
+    };
+    emit(&result);
+    std::process::exit(code)
+}
+
 /// The testable core of [`run`]: args text in, masked result and exit code out.
 pub fn execute<F>(args_text: &str, default_name: &str, spec: &ArgSpec, body: F) -> (Value, i32)
 where

@@ -47,6 +47,62 @@ pub fn check(spec: &ArgSpec, yaml: &str, module: &str) -> Vec<String> {
     problems
 }
 
+/// Every difference between `spec` and the `DOCUMENTATION = r"""..."""` of a controller-side plugin
+/// (an inventory or lookup plugin whose backend binary validates with `spec`): options, types,
+/// defaults, choices, aliases and environment variables. `internal` names spec options the plugin
+/// fills in itself (undocumented); `ansible_only` names documented options the plugin handles in
+/// Python (never sent to the backend).
+pub fn check_plugin(
+    spec: &ArgSpec,
+    python: &str,
+    name: &str,
+    internal: &[&str],
+    ansible_only: &[&str],
+) -> Vec<String> {
+    let Some(text) = python
+        .split_once("DOCUMENTATION = r\"\"\"")
+        .and_then(|(_, rest)| rest.split_once("\"\"\""))
+        .map(|(doc, _)| doc)
+    else {
+        return vec!["no DOCUMENTATION = r\"\"\"...\"\"\" block".into()];
+    };
+    let doc: Value = match serde_yaml_ng::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("DOCUMENTATION is not valid YAML: {e}")],
+    };
+    let mut problems = Vec::new();
+    if doc["name"].as_str() != Some(name) {
+        problems.push(format!(
+            "DOCUMENTATION.name is {:?}, expected {name:?}",
+            doc["name"]
+        ));
+    }
+    let mut options = doc["options"].as_object().cloned().unwrap_or_default();
+    options.retain(|k, _| !ansible_only.contains(&k.as_str()));
+    let visible = ArgSpec::new(
+        spec.options
+            .iter()
+            .filter(|o| !internal.contains(&o.name))
+            .cloned()
+            .collect(),
+    );
+    compare_level(&visible, &options, "", &mut problems);
+    for opt in &visible.options {
+        let documented: Vec<&str> = options
+            .get(opt.name)
+            .and_then(|d| d["env"].as_array())
+            .map(|a| a.iter().filter_map(|e| e["name"].as_str()).collect())
+            .unwrap_or_default();
+        if documented != opt.env_fallback {
+            problems.push(format!(
+                "option '{}': documented env {documented:?}, spec env {:?}",
+                opt.name, opt.env_fallback
+            ));
+        }
+    }
+    problems
+}
+
 fn compare_level(
     spec: &ArgSpec,
     docs: &Map<String, Value>,
@@ -211,6 +267,29 @@ fn check_example_args(
 mod tests {
     use super::*;
     use crate::spec::Opt;
+
+    #[test]
+    fn plugin_documentation_drift_is_listed() {
+        let spec = ArgSpec::new(vec![
+            Opt::str("url").required().env(&["X_URL"]),
+            Opt::int("timeout").default(30),
+            Opt::list("terms", Type::Str),
+        ]);
+        let py = "DOCUMENTATION = r\"\"\"\nname: demo\noptions:\n  _terms: {description: t}\n  url:\n    description: u\n    required: true\n    env: [{name: X_URL}]\n  timeout: {description: t, type: int, default: 10}\n\"\"\"\n";
+        let problems = check_plugin(&spec, py, "demo", &["terms"], &["_terms"]);
+        assert_eq!(
+            problems,
+            vec!["option 'timeout': documented default 10, spec default 30"]
+        );
+        let fixed = py
+            .replace("default: 10", "default: 30")
+            .replace("X_URL}", "Y_URL}");
+        let problems = check_plugin(&spec, &fixed, "demo", &["terms"], &["_terms"]);
+        assert_eq!(
+            problems,
+            vec!["option 'url': documented env [\"Y_URL\"], spec env [\"X_URL\"]"]
+        );
+    }
 
     const GOOD: &str = r#"
 DOCUMENTATION:

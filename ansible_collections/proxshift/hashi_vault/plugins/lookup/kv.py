@@ -1,0 +1,220 @@
+# Copyright: ProxShift contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Thin shim: the Vault login and reads run in the collection's `hashicorp_vault_info` binary
+(`--lookup`, options as JSON on stdin); this file only gathers the options and marks the values
+unsafe."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: kv
+short_description: Read KV secrets from HashiCorp Vault or OpenBao
+version_added: 0.1.0
+author:
+  - ProxShift developers
+description:
+  - Returns the secret at each path given as a term (KV v1 or v2, the engine version detected per mount), or with
+    O(key) the value of that key.
+  - Values are marked unsafe, so a secret that contains C({{) is never templated.
+  - Connection and auth options and their environment fallbacks are those of the
+    C(proxshift.hashi_vault.hashicorp_vault) module. Options can also be set as variables
+    (C(proxshift_vault_url), ...) or in C(ansible.cfg) under C([proxshift_vault]).
+  - The Vault calls run in the collection's native C(hashicorp_vault_info) binary (the same client as the modules);
+    the lookup needs no Python libraries (hvac). Tokens and secret IDs never appear in errors.
+options:
+  _terms:
+    description: Paths of the secrets inside the mount, without C(data/).
+    type: list
+    elements: str
+    required: true
+  key:
+    description: Return the value of this key instead of the whole secret.
+    type: str
+  version:
+    description: The version to read (KV v2 only); the latest when not given.
+    type: int
+  default:
+    description:
+      - Returned when the secret, the version or O(key) does not exist (or the version is deleted). Without it
+        that is an error.
+    type: raw
+  engine_mount_point:
+    description: Mount path of the KV secrets engine (without C(/data/)).
+    type: str
+    default: secret
+    vars:
+      - name: proxshift_vault_engine_mount_point
+  kv_version:
+    description: KV engine version of the mount; detected when not given.
+    type: int
+    choices: [1, 2]
+  url:
+    description: Vault address, for example C(https://vault.example.com:8200).
+    type: str
+    required: true
+    env:
+      - name: VAULT_ADDR
+    vars:
+      - name: proxshift_vault_url
+    ini:
+      - section: proxshift_vault
+        key: url
+  namespace:
+    description: Namespace (Vault Enterprise, HCP Vault, OpenBao), sent as C(X-Vault-Namespace).
+    type: str
+    env:
+      - name: VAULT_NAMESPACE
+    vars:
+      - name: proxshift_vault_namespace
+  ca_cert:
+    description: PEM file with the CA certificate(s) that signed the server certificate.
+    type: path
+    aliases: [cacert]
+    env:
+      - name: VAULT_CACERT
+    vars:
+      - name: proxshift_vault_ca_cert
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate. When not given, C(false) if C(VAULT_SKIP_VERIFY) is set to a true value,
+        else C(true).
+    type: bool
+  timeout:
+    description: Timeout of each HTTP request, in seconds.
+    type: int
+    default: 30
+  retries:
+    description: How many times a transient failure (a sealed or standby server, 5xx, refused) is retried.
+    type: int
+    default: 3
+  auth_method:
+    description: How to log in (as the module's O(auth_method)).
+    type: str
+    choices: [token, approle, kubernetes, jwt, userpass]
+    default: token
+    vars:
+      - name: proxshift_vault_auth_method
+  mount_point:
+    description: Mount path of the auth method when it is not the default.
+    type: str
+  token:
+    description: Vault token (O(auth_method=token)); then the token file.
+    type: str
+    env:
+      - name: VAULT_TOKEN
+    vars:
+      - name: proxshift_vault_token
+  token_path:
+    description: Token file read when no token is given. Default C(~/.vault-token).
+    type: path
+  token_validate:
+    description: Check the token with C(auth/token/lookup-self) first.
+    type: bool
+    default: false
+  role_id:
+    description: AppRole role ID (O(auth_method=approle)).
+    type: str
+    vars:
+      - name: proxshift_vault_role_id
+  secret_id:
+    description: AppRole secret ID (O(auth_method=approle)).
+    type: str
+    vars:
+      - name: proxshift_vault_secret_id
+  role:
+    description: Role to log in as (O(auth_method=kubernetes) or O(auth_method=jwt)).
+    type: str
+    aliases: [role_name]
+  jwt:
+    description: The JWT to log in with (O(auth_method=jwt); O(auth_method=kubernetes) reads the service-account token otherwise).
+    type: str
+  service_account_token_path:
+    description: Service-account token file read by O(auth_method=kubernetes) when O(jwt) is not given.
+    type: path
+    default: /var/run/secrets/kubernetes.io/serviceaccount/token
+  username:
+    description: User name (O(auth_method=userpass)).
+    type: str
+  password:
+    description: Password (O(auth_method=userpass)).
+    type: str
+notes:
+  - Each call logs in once and reads every term with that token.
+"""
+
+EXAMPLES = r"""
+- name: The pull secret's value, token from VAULT_TOKEN / ~/.vault-token, address from VAULT_ADDR
+  ansible.builtin.set_fact:
+    pull_secret: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret') }}"
+  no_log: true
+
+- name: Version 3 of a KV v2 secret with AppRole, an empty default when the key is missing
+  ansible.builtin.debug:
+    msg: "{{ lookup('proxshift.hashi_vault.kv', 'clusters/sno/ssh', key='public_key', version=3, default='',
+             url='https://vault.example.com:8200', auth_method='approle',
+             role_id=vault_role_id, secret_id=vault_secret_id) }}"
+
+- name: Two whole secrets from a KV v1 mount
+  ansible.builtin.debug:
+    msg: "{{ query('proxshift.hashi_vault.kv', 'app/db', 'app/cache', engine_mount_point='kv1') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: One value per term - the whole secret (a dict) or, with O(key), that key's value. Marked unsafe.
+  type: list
+  elements: raw
+"""
+
+import json
+import os
+import subprocess
+
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
+from ansible.utils.unsafe_proxy import wrap_var
+
+display = Display()
+
+BACKEND = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules", "hashicorp_vault_info")
+# The options the binary takes (its Rust spec) besides the terms.
+BACKEND_OPTIONS = (
+    "key", "version", "engine_mount_point", "kv_version", "url", "namespace", "ca_cert", "validate_certs",
+    "timeout", "retries", "auth_method", "mount_point", "token", "token_path", "token_validate", "role_id",
+    "secret_id", "role", "jwt", "service_account_token_path", "username", "password",
+)
+
+
+def run_backend(binary, flag, options, name):
+    """Run `binary flag` with `options` as JSON on stdin; its masked result, or an error naming `name`."""
+    if not os.access(binary, os.X_OK):
+        raise AnsibleError(f"{name}: {binary} is missing or not executable (build the collection: make build)")
+    proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise AnsibleError(f"{name}: {os.path.basename(binary)} exited with {proc.returncode} and no result")
+    if result.get("failed"):
+        raise AnsibleError(f"{name}: {result.get('msg', 'failed')}")
+    for warning in result.get("warnings", []):
+        display.warning(f"{name}: {warning}")
+    return result
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        options = {}
+        for name in BACKEND_OPTIONS:
+            value = self.get_option(name)
+            # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
+            if isinstance(value, str) and self._templar.is_template(value):
+                value = self._templar.template(value)
+            if value is not None:
+                options[name] = value
+        options["terms"] = [str(t) for t in terms]
+        if "default" in kwargs:
+            options["use_default"] = True
+            options["default"] = kwargs["default"]
+        result = run_backend(BACKEND, "--lookup", options, "proxshift.hashi_vault.kv")
+        return [wrap_var(v) for v in result.get("values", [])]

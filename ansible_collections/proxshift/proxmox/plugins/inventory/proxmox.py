@@ -1,0 +1,259 @@
+# Copyright: ProxShift contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Thin shim: the Proxmox reads, host vars and default groups come from the collection's
+`proxmox_vm_info` binary (`--inventory`, options as JSON on stdin); this file adds what only Ansible
+can do — templated options, `filters`, `compose`, `groups`, `keyed_groups` and the inventory cache."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: proxmox
+short_description: Proxmox VE virtual machines as inventory hosts
+version_added: 0.1.0
+author:
+  - ProxShift developers
+description:
+  - Lists the QEMU VMs of a Proxmox VE cluster as hosts, with their node, status, tags, pool, config and the
+    addresses the QEMU guest agent reports (when it is enabled and answers) as host vars.
+  - Groups VMs by status (C(proxmox_all_running)), node (C(proxmox_<node>_qemu)), pool (C(proxmox_pool_<pool>)),
+    tag (C(proxmox_tag_<tag>)) and ProxShift cluster (C(proxmox_cluster_<cluster>), from the C(proxshift-<cluster>)
+    ownership tag); every VM is in C(proxmox_all_qemu). Group names are lower case with C(_) for other characters.
+  - The configuration file must be named C(proxmox.yml), C(proxmox.yaml) or end in C(.proxmox.yml) /
+    C(.proxmox.yaml).
+  - The Proxmox API calls run in the collection's native C(proxmox_vm_info) binary (the same client as the
+    modules, with 8 requests in parallel); the plugin needs no Python libraries. Secrets (O(password),
+    O(token_secret)) never appear in its output or errors.
+  - Options may be templates, for example a token secret read with the C(proxshift.hashi_vault.kv) lookup.
+extends_documentation_fragment:
+  - constructed
+  - inventory_cache
+options:
+  plugin:
+    description: The name of this plugin; always V(proxshift.proxmox.proxmox).
+    required: true
+    type: str
+    choices: [proxshift.proxmox.proxmox]
+  url:
+    description:
+      - The Proxmox API, C(https://pve1.example.com:8006) (port 8006 when none is given).
+    type: str
+    required: true
+    env:
+      - name: PROXMOX_URL
+      - name: PROXMOX_HOST
+  user:
+    description:
+      - User C(user@realm), for password auth or combined with a token name in O(token_id).
+    type: str
+    env:
+      - name: PROXMOX_USER
+  password:
+    description:
+      - Password of O(user) (ticket auth). Prefer API tokens.
+    type: str
+    env:
+      - name: PROXMOX_PASSWORD
+  token_id:
+    description:
+      - API token name (combined with O(user)) or full id C(user@realm!name).
+    type: str
+    env:
+      - name: PROXMOX_TOKEN_ID
+  token_secret:
+    description:
+      - API token secret.
+    type: str
+    env:
+      - name: PROXMOX_TOKEN_SECRET
+  validate_certs:
+    description:
+      - Verify the API's TLS certificate.
+    type: bool
+    default: true
+    env:
+      - name: PROXMOX_VALIDATE_CERTS
+  ca_path:
+    description:
+      - PEM file with the CA that signed the API certificate (Proxmox's cluster CA), trusted in addition to the
+        system store.
+    type: path
+  timeout:
+    description:
+      - Seconds per HTTP request.
+    type: int
+    default: 30
+  want_config:
+    description:
+      - Read each VM's configuration into C(<facts_prefix>config) (one request per VM).
+    type: bool
+    default: true
+  want_agent_interfaces:
+    description:
+      - Read the guest agent's interfaces of running VMs with the agent enabled into
+        C(<facts_prefix>agent_interfaces), C(<facts_prefix>ipv4_addresses) and C(<facts_prefix>ipv6_addresses)
+        (loopback and link-local addresses left out).
+    type: bool
+    default: true
+  include_templates:
+    description:
+      - List templates too.
+    type: bool
+    default: false
+  group_prefix:
+    description:
+      - Prefix of the groups this plugin makes.
+    type: str
+    default: proxmox_
+  facts_prefix:
+    description:
+      - Prefix of the host vars this plugin sets.
+    type: str
+    default: proxmox_
+  cluster_tag_prefix:
+    description:
+      - Prefix of ownership tags; a VM tagged C(<prefix><cluster>) is in the group C(<group_prefix>cluster_<cluster>).
+    type: str
+    default: proxshift-
+  filters:
+    description:
+      - Jinja conditionals on a host's vars; only hosts for which all are true are added.
+    type: list
+    elements: str
+    default: []
+notes:
+  - Host names are VM names; a VM without one is C(vm-<vmid>), and a name shared by several VMs becomes
+    C(<name>-<vmid>) for all but the lowest VMID (with a warning).
+  - Host vars (with O(facts_prefix)) are C(vmid), C(name), C(node), C(status), C(template), C(tags), C(clusters),
+    C(pool), C(lock), C(hastate), C(maxmem), with O(want_config) C(config) and C(agent_enabled), and with
+    O(want_agent_interfaces) C(agent_interfaces), C(ipv4_addresses) and C(ipv6_addresses).
+  - In AWX/AAP use it as an inventory source from a project (a C(proxmox.yml) file) with the
+    C(PROXMOX_*) variables injected by a credential.
+"""
+
+EXAMPLES = r"""
+# proxmox.yml — every VM, a group per ProxShift cluster, SSH to the first guest-agent address
+plugin: proxshift.proxmox.proxmox
+url: https://pve1.example.com:8006
+token_id: ansible@pve!inventory
+token_secret: "{{ lookup('proxshift.hashi_vault.kv', 'proxmox/inventory', key='secret') }}"
+ca_path: /etc/pki/pve-root-ca.pem
+compose:
+  ansible_host: proxmox_ipv4_addresses | first | default(omit)
+keyed_groups:
+  - key: proxmox_tags
+    prefix: tag
+groups:
+  ocp_masters: "'master' in proxmox_tags"
+filters:
+  - proxmox_status == 'running'
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: ~/.cache/ansible-inventory
+cache_timeout: 300
+"""
+
+import json
+import os
+import subprocess
+
+from ansible.errors import AnsibleParserError
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.utils.display import Display
+from ansible.utils.unsafe_proxy import wrap_var
+
+display = Display()
+
+BACKEND = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules", "proxmox_vm_info")
+# The options the binary takes (its Rust spec); the rest are Ansible's (constructed, cache).
+BACKEND_OPTIONS = (
+    "url", "user", "password", "token_id", "token_secret", "validate_certs", "ca_path", "timeout",
+    "want_config", "want_agent_interfaces", "include_templates", "group_prefix", "facts_prefix",
+    "cluster_tag_prefix",
+)
+
+
+def run_backend(binary, flag, options, name):
+    """Run `binary flag` with `options` as JSON on stdin; its masked result, or an error naming `name`."""
+    if not os.access(binary, os.X_OK):
+        raise AnsibleParserError(f"{name}: {binary} is missing or not executable (build the collection: make build)")
+    proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise AnsibleParserError(f"{name}: {os.path.basename(binary)} exited with {proc.returncode} and no result")
+    if result.get("failed"):
+        raise AnsibleParserError(f"{name}: {result.get('msg', 'failed')}")
+    for warning in result.get("warnings", []):
+        display.warning(f"{name}: {warning}")
+    return result
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+    NAME = "proxshift.proxmox.proxmox"
+
+    def verify_file(self, path):
+        if not super().verify_file(path):
+            return False
+        base = os.path.basename(path)
+        return base in ("proxmox.yml", "proxmox.yaml") or base.endswith((".proxmox.yml", ".proxmox.yaml"))
+
+    def _backend_options(self):
+        options = {}
+        for name in BACKEND_OPTIONS:
+            value = self.get_option(name)
+            if isinstance(value, str) and self.templar.is_template(value):
+                value = self.templar.template(value)
+            if value is not None:
+                options[name] = value
+        return options
+
+    def _listing(self, path, cache):
+        key = self.get_cache_key(path)
+        use_cache = self.get_option("cache") and cache
+        update = self.get_option("cache") and not cache
+        if use_cache:
+            try:
+                return self._cache[key]
+            except KeyError:
+                update = True
+        result = run_backend(BACKEND, "--inventory", self._backend_options(), self.NAME)
+        listing = {"hosts": result.get("hosts", {}), "groups": result.get("groups", {})}
+        if update:
+            self._cache[key] = listing
+        return listing
+
+    def _passes(self, host, hostvars, strict):
+        for condition in self.get_option("filters"):
+            try:
+                if not boolean(self._compose(condition, hostvars), strict=False):
+                    return False
+            except Exception as e:
+                if strict:
+                    raise AnsibleParserError(f"{self.NAME}: filter {condition!r} failed for {host}: {to_native(e)}")
+                return False
+        return True
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        listing = self._listing(path, cache)
+        strict = self.get_option("strict")
+        added = set()
+        for host, hostvars in listing["hosts"].items():
+            hostvars = wrap_var(hostvars)  # API text (descriptions, names) is never templated
+            if not self._passes(host, hostvars, strict):
+                continue
+            self.inventory.add_host(host)
+            added.add(host)
+            for key, value in hostvars.items():
+                self.inventory.set_variable(host, key, value)
+            self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)
+            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host, strict=strict)
+        for group, members in listing["groups"].items():
+            kept = [h for h in members if h in added]
+            if kept:
+                self.inventory.add_group(group)
+                for host in kept:
+                    self.inventory.add_child(group, host)

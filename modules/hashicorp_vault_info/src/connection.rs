@@ -1,0 +1,241 @@
+//! Vault connection and auth options, named and with the environment fallbacks of the
+//! `hashicorp_vault` module (`VAULT_ADDR`, `VAULT_TOKEN`, `VAULT_NAMESPACE`, `VAULT_CACERT`,
+//! `VAULT_SKIP_VERIFY`, `~/.vault-token`), for this module and the `proxshift.hashi_vault.kv` lookup.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ansible_module::{Failure, Module, Opt};
+use serde::Deserialize;
+use vault_client::{Auth, Backoff, Config, Error as VaultError, KvVersion, Tls, Vault};
+
+const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+pub fn connection_options() -> Vec<Opt> {
+    vec![
+        Opt::str("url").required().env(&["VAULT_ADDR"]),
+        Opt::str("namespace").env(&["VAULT_NAMESPACE"]),
+        Opt::path("ca_cert")
+            .aliases(&["cacert"])
+            .env(&["VAULT_CACERT"]),
+        Opt::bool("validate_certs"),
+        Opt::int("timeout").default(30),
+        Opt::int("retries").default(3),
+        Opt::str("auth_method")
+            .choices(&["token", "approle", "kubernetes", "jwt", "userpass"])
+            .default("token"),
+        Opt::str("mount_point"),
+        Opt::str("token").no_log().env(&["VAULT_TOKEN"]),
+        Opt::path("token_path"),
+        Opt::bool("token_validate").default(false),
+        Opt::str("role_id"),
+        Opt::str("secret_id").no_log(),
+        Opt::str("role").aliases(&["role_name"]),
+        Opt::str("jwt").no_log(),
+        Opt::path("service_account_token_path").default(SA_TOKEN_PATH),
+        Opt::str("username"),
+        Opt::str("password").no_log(),
+    ]
+}
+
+/// The typed form of [`connection_options`] (`#[serde(flatten)]` it into a module's options).
+#[derive(Debug, Deserialize)]
+pub struct ConnectionOptions {
+    url: String,
+    namespace: Option<String>,
+    ca_cert: Option<String>,
+    validate_certs: Option<bool>,
+    timeout: i64,
+    retries: i64,
+    auth_method: String,
+    mount_point: Option<String>,
+    token: Option<String>,
+    token_path: Option<String>,
+    token_validate: bool,
+    role_id: Option<String>,
+    secret_id: Option<String>,
+    role: Option<String>,
+    jwt: Option<String>,
+    service_account_token_path: String,
+    username: Option<String>,
+    password: Option<String>,
+}
+
+/// `VAULT_SKIP_VERIFY` says "skip", so it inverts; anything but a false-ish value means skip.
+fn skip_verify_env() -> bool {
+    std::env::var("VAULT_SKIP_VERIFY").is_ok_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off"
+        )
+    })
+}
+
+pub fn fail(e: VaultError) -> Failure {
+    Failure::new(e.to_string())
+}
+
+fn read_file_secret(path: &str, what: &str) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(format!("cannot read {what} {path}: {e}")))?;
+    let t = text.trim().to_string();
+    if t.is_empty() {
+        return Err(Failure::new(format!("{what} {path} is empty")));
+    }
+    Ok(t)
+}
+
+impl ConnectionOptions {
+    /// Log in as configured; every credential learnt on the way is masked in the result.
+    pub fn connect(&self, m: &mut Module) -> Result<Vault, Failure> {
+        if self.timeout <= 0 {
+            return Err("timeout must be a positive number of seconds".into());
+        }
+        if self.retries < 0 {
+            return Err("retries must be 0 or more".into());
+        }
+        let validate = self.validate_certs.unwrap_or(!skip_verify_env());
+        if !validate {
+            m.warn("validate_certs is false (or VAULT_SKIP_VERIFY is set): the Vault server's certificate is not checked");
+        }
+        let cfg = Config {
+            url: self.url.clone(),
+            namespace: self.namespace.clone(),
+            tls: Tls {
+                validate_certs: validate,
+                ca_path: self.ca_cert.as_ref().map(PathBuf::from),
+                ..Default::default()
+            },
+            timeout: Duration::from_secs(self.timeout as u64),
+            backoff: Backoff {
+                attempts: self.retries as u32 + 1,
+                ..Default::default()
+            },
+        };
+        let mut vault = Vault::new(&cfg).map_err(fail)?;
+        let auth = self.auth()?;
+        // Credentials that did not come through a no_log option (token file, service-account token).
+        match &auth {
+            Auth::Token { token } => m.add_secret(token.clone()),
+            Auth::Kubernetes { jwt, .. } => m.add_secret(jwt.clone()),
+            _ => {}
+        }
+        let login = vault.login(&auth).map_err(fail)?;
+        m.add_secret(login.token.clone());
+        if matches!(auth, Auth::Token { .. }) && self.token_validate {
+            vault
+                .lookup_self()
+                .map_err(|e| Failure::new(format!("token validation failed: {e}")))?;
+        }
+        Ok(vault)
+    }
+
+    fn token(&self) -> Result<String, Failure> {
+        if let Some(t) = self.token.as_ref().filter(|t| !t.is_empty()) {
+            return Ok(t.clone());
+        }
+        let file = match &self.token_path {
+            Some(p) => Some(PathBuf::from(p)),
+            None => vault_client::default_token_file(),
+        };
+        let found = match &file {
+            Some(f) => vault_client::read_token_file(f).map_err(fail)?,
+            None => None,
+        };
+        found.ok_or_else(|| {
+            Failure::new(format!(
+                "auth_method is token but no token was found: set token, the VAULT_TOKEN environment variable, \
+                 or write one to {}",
+                file.map(|f| f.display().to_string())
+                    .unwrap_or_else(|| "~/.vault-token".into())
+            ))
+        })
+    }
+
+    fn auth(&self) -> Result<Auth, Failure> {
+        let mount = |default: &str| {
+            self.mount_point
+                .clone()
+                .unwrap_or_else(|| default.to_string())
+        };
+        let given = |v: &Option<String>, name: &str| {
+            v.clone().ok_or_else(|| {
+                Failure::new(format!(
+                    "auth_method is {} but {name} is missing",
+                    self.auth_method
+                ))
+            })
+        };
+        Ok(match self.auth_method.as_str() {
+            "token" => Auth::Token {
+                token: self.token()?,
+            },
+            "approle" => Auth::AppRole {
+                mount: mount("approle"),
+                role_id: given(&self.role_id, "role_id")?,
+                secret_id: self.secret_id.clone(),
+            },
+            "kubernetes" => Auth::Kubernetes {
+                mount: mount("kubernetes"),
+                role: given(&self.role, "role")?,
+                jwt: match &self.jwt {
+                    Some(j) => j.clone(),
+                    None => read_file_secret(
+                        &self.service_account_token_path,
+                        "the service-account token file",
+                    )?,
+                },
+            },
+            "jwt" => Auth::Jwt {
+                mount: mount("jwt"),
+                role: self.role.clone(),
+                jwt: given(&self.jwt, "jwt")?,
+            },
+            "userpass" => Auth::Userpass {
+                mount: mount("userpass"),
+                username: given(&self.username, "username")?,
+                password: given(&self.password, "password")?,
+            },
+            other => return Err(Failure::new(format!("unsupported auth_method {other}"))),
+        })
+    }
+}
+
+/// The KV version of a mount: given, or detected once per mount with `sys/internal/ui/mounts`.
+pub struct KvVersions {
+    given: Option<KvVersion>,
+    seen: HashMap<String, KvVersion>,
+}
+
+impl KvVersions {
+    pub fn new(given: Option<u64>) -> Result<Self, Failure> {
+        let given = match given {
+            None => None,
+            Some(n) => Some(KvVersion::from_number(n).ok_or("kv_version must be 1 or 2")?),
+        };
+        Ok(KvVersions {
+            given,
+            seen: HashMap::new(),
+        })
+    }
+
+    pub fn get(&mut self, vault: &Vault, mount: &str) -> Result<KvVersion, Failure> {
+        if let Some(v) = self.given.or_else(|| self.seen.get(mount).copied()) {
+            return Ok(v);
+        }
+        let info = vault.mount_info(mount).map_err(|e| {
+            Failure::new(format!(
+                "cannot detect the KV version of mount '{mount}' ({e}); check engine_mount_point, or set kv_version"
+            ))
+        })?;
+        let v = info.kv.ok_or_else(|| {
+            Failure::new(format!(
+                "engine_mount_point '{mount}' is a '{}' secrets engine, not KV",
+                info.engine
+            ))
+        })?;
+        self.seen.insert(mount.to_string(), v);
+        Ok(v)
+    }
+}

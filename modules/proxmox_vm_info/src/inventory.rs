@@ -1,0 +1,322 @@
+//! Backend of the `proxshift.proxmox.proxmox` inventory plugin: the plugin (a thin Python file) sends
+//! its options as JSON on stdin and gets hosts, host vars and groups back. Ansible's own features —
+//! `compose`, `keyed_groups`, `groups`, `filters` (Jinja) and the cache — stay in the plugin; the
+//! Proxmox reads and everything decided from them live here.
+//!
+//! Options and environment variables follow community.proxmox's inventory plugin (`url`, `user`,
+//! `password`, `token_id`, `token_secret`, `PROXMOX_*`), and so do the default group names
+//! (`proxmox_all_qemu`, `proxmox_all_running`, `proxmox_<node>_qemu`, `proxmox_pool_<pool>`).
+
+use std::collections::BTreeSet;
+
+use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
+use pve_client::{Client, ConnectionOptions};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::gather::{self, Want};
+use crate::record::{clusters, Selection, VmRecord};
+
+/// The plugin's options; `plugins/inventory/proxmox.py` documents exactly these (a test compares).
+pub fn argument_spec() -> ArgSpec {
+    ArgSpec::new(vec![
+        Opt::str("url")
+            .required()
+            .env(&["PROXMOX_URL", "PROXMOX_HOST"]),
+        Opt::str("user").env(&["PROXMOX_USER"]),
+        Opt::str("password").no_log().env(&["PROXMOX_PASSWORD"]),
+        Opt::str("token_id").env(&["PROXMOX_TOKEN_ID"]),
+        Opt::str("token_secret")
+            .no_log()
+            .env(&["PROXMOX_TOKEN_SECRET"]),
+        Opt::new("validate_certs", Type::Bool)
+            .default(true)
+            .env(&["PROXMOX_VALIDATE_CERTS"]),
+        Opt::path("ca_path"),
+        Opt::int("timeout").default(30),
+        Opt::bool("want_config").default(true),
+        Opt::bool("want_agent_interfaces").default(true),
+        Opt::bool("include_templates").default(false),
+        Opt::str("group_prefix").default("proxmox_"),
+        Opt::str("facts_prefix").default("proxmox_"),
+        Opt::str("cluster_tag_prefix").default("proxshift-"),
+    ])
+}
+
+#[derive(Deserialize)]
+struct Options {
+    url: String,
+    user: Option<String>,
+    password: Option<String>,
+    token_id: Option<String>,
+    token_secret: Option<String>,
+    validate_certs: bool,
+    ca_path: Option<String>,
+    timeout: i64,
+    want_config: bool,
+    want_agent_interfaces: bool,
+    include_templates: bool,
+    group_prefix: String,
+    facts_prefix: String,
+    cluster_tag_prefix: String,
+}
+
+impl Options {
+    fn connection(&self) -> ConnectionOptions {
+        let mut c = ConnectionOptions::new(self.url.clone());
+        c.api_user = self.user.clone();
+        c.api_password = self.password.clone();
+        c.api_token_id = self.token_id.clone();
+        c.api_token_secret = self.token_secret.clone();
+        c.validate_certs = self.validate_certs;
+        c.ca_path = self.ca_path.as_ref().map(Into::into);
+        c.api_timeout = self.timeout.max(1) as u64;
+        c
+    }
+}
+
+/// `main` of `proxmox_vm_info --inventory`.
+pub fn main() -> ! {
+    ansible_module::run_stdin("proxshift.proxmox.proxmox", argument_spec(), run)
+}
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Options = m.options()?;
+    if o.timeout <= 0 {
+        return Err("timeout must be a positive number of seconds".into());
+    }
+    let client = Client::connect(&o.connection()).map_err(|e| Failure::new(e.to_string()))?;
+    let sel = Selection {
+        include_templates: o.include_templates,
+        ..Default::default()
+    };
+    let want = Want {
+        config: o.want_config,
+        agent: o.want_agent_interfaces,
+    };
+    let listing = gather::list(&client, &sel, want).map_err(|e| Failure::new(e.to_string()))?;
+    let names = Naming {
+        group_prefix: &o.group_prefix,
+        facts_prefix: &o.facts_prefix,
+        cluster_tag_prefix: &o.cluster_tag_prefix,
+    };
+    let built = build(&listing.records, &names);
+    for w in listing.warnings.into_iter().chain(built.warnings) {
+        m.warn(w);
+    }
+    Ok(Outcome::new(false)
+        .msg(format!("{} VMs", built.hosts.len()))
+        .with("hosts", Value::Object(built.hosts))
+        .with("groups", Value::Object(built.groups)))
+}
+
+/// Prefixes of group and host-var names.
+pub struct Naming<'a> {
+    pub group_prefix: &'a str,
+    pub facts_prefix: &'a str,
+    pub cluster_tag_prefix: &'a str,
+}
+
+/// Hosts with their vars, groups with their hosts (both in VMID order), and notes.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pub hosts: Map<String, Value>,
+    pub groups: Map<String, Value>,
+    pub warnings: Vec<String>,
+}
+
+/// A group name Ansible accepts without a warning: lower case, `[a-z0-9_]` only (as Ansible's
+/// `to_safe_group_name` with the default `TRANSFORM_INVALID_GROUP_CHARS`).
+pub fn safe_group(name: &str) -> String {
+    name.to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The inventory host name of each record: the VM name; `vm-<vmid>` for a VM without one; a name
+/// used by several VMs (PVE does not forbid it) becomes `<name>-<vmid>` for all but the lowest VMID.
+fn host_names(records: &[VmRecord]) -> (Vec<String>, Vec<String>) {
+    let mut seen = BTreeSet::new();
+    let mut warnings = Vec::new();
+    let names = records
+        .iter()
+        .map(|r| {
+            let base = r
+                .vm
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| format!("vm-{}", r.vm.vmid));
+            if seen.insert(base.clone()) {
+                base
+            } else {
+                let unique = format!("{base}-{}", r.vm.vmid);
+                warnings.push(format!(
+                    "VM {} has the same name as another VM ({base}); its inventory host is {unique}",
+                    r.vm.vmid
+                ));
+                seen.insert(unique.clone());
+                unique
+            }
+        })
+        .collect();
+    (names, warnings)
+}
+
+/// The inventory of `records`: host vars prefixed with `facts_prefix`, groups by status, node, pool,
+/// tag and cluster (from the ownership tag), prefixed with `group_prefix`.
+pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
+    let (names, warnings) = host_names(records);
+    let mut inv = Inventory {
+        warnings,
+        ..Default::default()
+    };
+    let g = |s: String| safe_group(&format!("{}{s}", n.group_prefix));
+    for (r, host) in records.iter().zip(&names) {
+        let vars: Map<String, Value> = r
+            .to_json(n.cluster_tag_prefix)
+            .into_iter()
+            .map(|(k, v)| (format!("{}{k}", n.facts_prefix), v))
+            .collect();
+        inv.hosts.insert(host.clone(), Value::Object(vars));
+        let tags = r.tags();
+        let mut groups = vec![
+            g("all_qemu".into()),
+            g(format!("{}_qemu", r.vm.node)),
+            g(format!(
+                "all_{}",
+                r.vm.status.as_deref().unwrap_or("unknown")
+            )),
+        ];
+        if let Some(p) = r.vm.pool.as_deref().filter(|p| !p.is_empty()) {
+            groups.push(g(format!("pool_{p}")));
+        }
+        groups.extend(tags.iter().map(|t| g(format!("tag_{t}"))));
+        groups.extend(
+            clusters(&tags, n.cluster_tag_prefix)
+                .iter()
+                .map(|c| g(format!("cluster_{c}"))),
+        );
+        for group in groups {
+            let members = inv.groups.entry(group).or_insert_with(|| json!([]));
+            if let Value::Array(a) = members {
+                if !a.iter().any(|h| h == host) {
+                    a.push(json!(host));
+                }
+            }
+        }
+    }
+    inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(
+        vmid: u64,
+        name: &str,
+        node: &str,
+        status: &str,
+        tags: &str,
+        pool: Option<&str>,
+    ) -> VmRecord {
+        VmRecord {
+            vm: serde_json::from_value(
+                json!({"vmid": vmid, "name": name, "node": node, "type": "qemu",
+                "status": status, "tags": tags, "pool": pool}),
+            )
+            .unwrap(),
+            config: None,
+            interfaces: None,
+        }
+    }
+
+    const N: Naming = Naming {
+        group_prefix: "proxmox_",
+        facts_prefix: "proxmox_",
+        cluster_tag_prefix: "proxshift-",
+    };
+
+    #[test]
+    fn groups_by_status_node_pool_tag_and_cluster() {
+        let inv = build(
+            &[
+                rec(
+                    101,
+                    "sno-0",
+                    "pve1",
+                    "running",
+                    "proxshift-sno;master",
+                    Some("ocp"),
+                ),
+                rec(102, "spare", "pve-2", "stopped", "", None),
+            ],
+            &N,
+        );
+        let members = |g: &str| inv.groups[g].clone();
+        assert_eq!(members("proxmox_all_qemu"), json!(["sno-0", "spare"]));
+        assert_eq!(members("proxmox_all_running"), json!(["sno-0"]));
+        assert_eq!(members("proxmox_all_stopped"), json!(["spare"]));
+        assert_eq!(members("proxmox_pve1_qemu"), json!(["sno-0"]));
+        assert_eq!(members("proxmox_pve_2_qemu"), json!(["spare"]));
+        assert_eq!(members("proxmox_pool_ocp"), json!(["sno-0"]));
+        assert_eq!(members("proxmox_tag_proxshift_sno"), json!(["sno-0"]));
+        assert_eq!(members("proxmox_tag_master"), json!(["sno-0"]));
+        assert_eq!(members("proxmox_cluster_sno"), json!(["sno-0"]));
+        let vars = &inv.hosts["sno-0"];
+        assert_eq!(vars["proxmox_vmid"], json!(101));
+        assert_eq!(vars["proxmox_clusters"], json!(["sno"]));
+        assert_eq!(vars["proxmox_tags"], json!(["proxshift-sno", "master"]));
+    }
+
+    #[test]
+    fn plugin_documentation_matches_spec() {
+        let py = include_str!(
+            "../../../ansible_collections/proxshift/proxmox/plugins/inventory/proxmox.py"
+        );
+        let problems = ansible_module::sidecar::check_plugin(
+            &argument_spec(),
+            py,
+            "proxmox",
+            &[],
+            &["plugin", "filters"],
+        );
+        assert!(problems.is_empty(), "drift:\n{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn duplicate_and_missing_names_get_unique_hosts() {
+        let inv = build(
+            &[
+                rec(101, "web", "pve1", "running", "", None),
+                rec(102, "web", "pve1", "running", "", None),
+                rec(103, "", "pve1", "running", "", None),
+            ],
+            &N,
+        );
+        let hosts: Vec<&String> = inv.hosts.keys().collect();
+        assert_eq!(hosts, ["web", "web-102", "vm-103"]);
+        assert_eq!(inv.warnings.len(), 1, "{:?}", inv.warnings);
+        assert!(inv.warnings[0].contains("web-102"));
+    }
+
+    #[test]
+    fn prefixes_apply_to_groups_and_vars() {
+        let n = Naming {
+            group_prefix: "pve-",
+            facts_prefix: "",
+            cluster_tag_prefix: "owner-",
+        };
+        let inv = build(&[rec(101, "a", "pve1", "running", "owner-x", None)], &n);
+        assert!(inv.groups.contains_key("pve_cluster_x"), "{:?}", inv.groups);
+        assert_eq!(inv.hosts["a"]["vmid"], json!(101));
+    }
+}

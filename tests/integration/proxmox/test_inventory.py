@@ -1,0 +1,185 @@
+"""The `proxshift.proxmox.proxmox` inventory plugin with real `ansible-inventory` against pvesim seeded
+with 50 VMs of three ProxShift clusters: default groups, host vars (guest-agent IPs, config), compose,
+keyed_groups, groups, filters, the inventory cache (the second run sends no request) and secrets that
+never show, `-vvv` included. Also `proxmox_vm_info` in check mode and `ansible-doc` of the plugin."""
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from services import many_vm_seed, running_pvesim
+from testlib import REPO, ansible_env, tool
+
+@pytest.fixture(scope="module")
+def sim50(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pvesim50")
+    with running_pvesim(d, seed=many_vm_seed(d / "seed.yaml", 50)) as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def inventory_token(sim50):
+    """A fresh root token (random secret, registered as a canary): it must never appear anywhere."""
+    from leakscan import SCAN
+
+    data = sim50.api("POST", "access/users/root@pam/token/inventory", form={"privsep": "0"})
+    SCAN.register(data["value"], "pvesim inventory token secret")
+    return data["full-tokenid"], data["value"]
+
+
+def unsafe(v):
+    """ansible-inventory marks untrusted strings as {"__ansible_unsafe": s}; the plain value."""
+    if isinstance(v, dict):
+        if set(v) == {"__ansible_unsafe"}:
+            return v["__ansible_unsafe"]
+        return {k: unsafe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [unsafe(x) for x in v]
+    return v
+
+
+def source(tmp_path, sim, token, extra: str = "", name: str = "proxmox.yml"):
+    token_id, secret = token
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(f"""\
+        plugin: proxshift.proxmox.proxmox
+        url: {sim.url}
+        token_id: "{token_id}"
+        token_secret: "{secret}"
+        ca_path: {sim.ca_path}
+        """) + textwrap.dedent(extra))
+    return path
+
+
+def listed(proc) -> dict:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return unsafe(json.loads(proc.stdout))
+
+
+def members(inv: dict, group: str) -> set[str]:
+    return set(inv.get(group, {}).get("hosts", []))
+
+
+def test_groups_and_host_vars(sim50, inventory_token, tmp_path, run_inventory):
+    inv = listed(run_inventory(source(tmp_path, sim50, inventory_token)))
+    hostvars = inv["_meta"]["hostvars"]
+    assert set(hostvars) == {f"vm-{i:03d}" for i in range(50)}, "the template is left out"
+    assert len(members(inv, "proxmox_all_qemu")) == 50
+    assert members(inv, "proxmox_all_running") == {f"vm-{i:03d}" for i in range(0, 50, 2)}
+    assert "vm-001" in members(inv, "proxmox_all_stopped")
+    assert members(inv, "proxmox_pve2_qemu") == {f"vm-{i:03d}" for i in range(1, 50, 3)}
+    sno = {f"vm-{i:03d}" for i in range(50) if i % 5 != 4 and i % 3 == 0}
+    assert members(inv, "proxmox_cluster_sno") == sno
+    assert members(inv, "proxmox_tag_proxshift_sno") == sno
+    assert members(inv, "proxmox_pool_sno") == sno
+    assert "vm-004" not in members(inv, "proxmox_tag_worker")
+    v = hostvars["vm-000"]
+    assert (v["proxmox_vmid"], v["proxmox_node"], v["proxmox_status"]) == (1000, "pve1", "running")
+    assert v["proxmox_tags"] == ["proxshift-sno", "worker"] and v["proxmox_clusters"] == ["sno"]
+    assert v["proxmox_pool"] == "sno"
+    assert v["proxmox_ipv4_addresses"] == ["10.1.0.1"], "the guest agent's address, without loopback"
+    assert v["proxmox_config"]["net0"].startswith("virtio=BC:24:11:00:00:00")
+    assert v["proxmox_agent_enabled"] is True
+    assert "proxmox_ipv4_addresses" not in hostvars["vm-001"], "a stopped VM's agent is not asked"
+
+
+def test_compose_keyed_groups_groups_and_filters(sim50, inventory_token, tmp_path, run_inventory):
+    extra = """
+        compose:
+          ansible_host: proxmox_ipv4_addresses | first
+          memory_mib: proxmox_config.memory | int
+        keyed_groups:
+          - key: proxmox_clusters
+            prefix: ocp
+        groups:
+          masters: "'master' in proxmox_tags"
+        filters:
+          - proxmox_status == 'running'
+          - proxmox_clusters | length > 0
+        """
+    inv = listed(run_inventory(source(tmp_path, sim50, inventory_token, extra)))
+    hosts = set(inv["_meta"]["hostvars"])
+    running_owned = {f"vm-{i:03d}" for i in range(0, 50, 2) if i % 5 != 4}
+    assert hosts == running_owned
+    assert inv["_meta"]["hostvars"]["vm-006"]["ansible_host"] == "10.1.0.7"
+    assert inv["_meta"]["hostvars"]["vm-006"]["memory_mib"] == 2048
+    assert members(inv, "ocp_ha") == {h for h in running_owned if int(h[3:]) % 3 == 2}
+    # Only running VMs are hosts, and every running VM has an even index: no master (odd) remains.
+    assert members(inv, "masters") == set()
+    assert members(inv, "proxmox_all_stopped") == set(), "default groups hold only hosts that passed the filters"
+
+
+def test_second_run_is_served_from_the_cache(sim50, inventory_token, tmp_path, run_inventory):
+    extra = f"""
+        cache: true
+        cache_plugin: ansible.builtin.jsonfile
+        cache_connection: {tmp_path / 'inventory-cache'}
+        cache_timeout: 3600
+        """
+    path = source(tmp_path, sim50, inventory_token, extra)
+    first = listed(run_inventory(path))
+    seq = sim50.last_seq()
+    second = listed(run_inventory(path))
+    assert second == first
+    assert sim50.requests(seq) == [], "a cache hit sends no request to the API"
+    assert list((tmp_path / "inventory-cache").iterdir()), "the cache plugin stored the listing"
+    # --flush-cache reads the API again.
+    listed(run_inventory(path, args=["--list", "--flush-cache"]))
+    assert [r for r in sim50.requests(seq) if r["path"].endswith("/cluster/resources")]
+
+
+def test_env_variables_and_secrets_never_shown(sim50, inventory_token, tmp_path, run_inventory):
+    token_id, secret = inventory_token
+    path = tmp_path / "proxmox.yml"
+    path.write_text(f"plugin: proxshift.proxmox.proxmox\nca_path: {sim50.ca_path}\n")
+    # What AWX's "Proxmox API token" credential injects (awx/credential_types): host, user, token name.
+    env = {"PROXMOX_HOST": sim50.url, "PROXMOX_USER": "root@pam", "PROXMOX_TOKEN_ID": token_id.split("!")[1],
+           "PROXMOX_TOKEN_SECRET": secret}
+    out = tmp_path / "inventory.json"
+    proc = run_inventory(path, args=["--list", "--output", str(out)], env=env, verbosity=3)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "vm-010" in json.loads(out.read_text())["_meta"]["hostvars"]
+    assert secret not in proc.stdout + proc.stderr + out.read_text()
+
+    # A wrong secret: a clear error (the token is named, its secret is not).
+    proc = run_inventory(path, env={**env, "PROXMOX_TOKEN_SECRET": secret[:-4] + "0000"}, verbosity=3)
+    out = proc.stdout + proc.stderr
+    assert "proxshift.proxmox.proxmox" in out and "401" in out, out
+    assert secret[:-4] not in out
+
+
+def test_proxmox_vm_info_in_check_mode_sends_no_write(sim50, run_playbook):
+    seq = sim50.last_seq()
+    run = run_playbook(sim50.play("""
+        - name: info
+          proxshift.proxmox.proxmox_vm_info:
+            cluster: compact
+            tags: [master]
+            network: true
+          register: info
+        - name: by vmid
+          proxshift.proxmox.proxmox_vm_info:
+            vmid: 9000
+            config: false
+    """), check=True)
+    assert run.rc == 0, run.output
+    info = run.task("info")
+    assert info["changed"] is False
+    want = [1000 + i for i in range(50) if i % 5 != 4 and i % 3 == 1 and i % 2 == 1]
+    assert [vm["vmid"] for vm in info["vms"]] == want
+    assert all(vm["clusters"] == ["compact"] and "config" in vm for vm in info["vms"])
+    assert "agent_interfaces" not in info["vms"][0], "stopped VMs: no agent call"
+    tpl = run.task("by vmid")["vms"]
+    assert [(v["vmid"], v["template"], "config" in v) for v in tpl] == [(9000, True, False)]
+    assert sim50.writes_since(seq) == []
+
+
+def test_ansible_doc_renders_the_plugin(tmp_path):
+    proc = subprocess.run([tool("ansible-doc"), "-t", "inventory", "proxshift.proxmox.proxmox"],
+                          env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "PROXMOX_TOKEN_SECRET" in proc.stdout and "keyed_groups" in proc.stdout and "cache_plugin" in proc.stdout
+    assert "[WARNING]" not in proc.stderr, proc.stderr

@@ -1,0 +1,180 @@
+"""The `proxshift.hashi_vault.kv` lookup and the `hashicorp_vault_info` module with real ansible-playbook
+against a real OpenBao: KV v1 and v2, a version, a missing key with and without default, AppRole auth,
+values marked unsafe, a sealed server; the module in check mode; ansible-doc of the lookup."""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from services import running_openbao
+from testlib import ansible_env, tool
+
+APPROLE_SECRET_ID_CANARY = "approle-secret-id-canary-2b7c"
+PULL_SECRET_CANARY = "pull-secret-canary-value-81f3"
+
+
+def play(tasks: str) -> str:
+    body = "\n".join("    " + line for line in tasks.strip("\n").splitlines())
+    return f"- hosts: localhost\n  gather_facts: false\n  tasks:\n{body}\n"
+
+
+@pytest.fixture(scope="module")
+def bao(tmp_path_factory):
+    """One OpenBao for the module: KV v2 at secret/ (two versions of one secret), KV v1 at kv1/, AppRole."""
+    with running_openbao(tmp_path_factory.mktemp("bao")) as server:
+        assert server.api("POST", "sys/mounts/kv1", {"type": "kv", "options": {"version": "1"}})[0] == 204
+        assert server.api("POST", "kv1/app/db", {"user": "app", "password": "kv1-pw"})[0] == 204
+        deadline = time.monotonic() + 30
+        while True:  # a fresh KV v2 mount answers 400 "upgrading" for a moment
+            status, _ = server.api("POST", "secret/data/openshift/pull-secret",
+                                   {"data": {"pullSecret": "old-value", "template": "{{ 6 * 7 }}"}})
+            if status == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        server.kv_put("openshift/pull-secret", {"pullSecret": PULL_SECRET_CANARY, "template": "{{ 6 * 7 }}"})
+        assert server.api("POST", "sys/auth/approle", {"type": "approle"})[0] == 204
+        assert server.api("POST", "sys/policies/acl/reader",
+                          {"policy": 'path "secret/data/openshift/*" { capabilities = ["read"] }\n'
+                                     'path "sys/internal/ui/mounts/*" { capabilities = ["read"] }'})[0] == 204
+        assert server.api("POST", "auth/approle/role/reader", {"token_policies": ["reader"]})[0] == 204
+        server.approle_id = server.api("GET", "auth/approle/role/reader/role-id")[1]["data"]["role_id"]
+        status, body = server.api("POST", "auth/approle/role/reader/custom-secret-id",
+                                  {"secret_id": APPROLE_SECRET_ID_CANARY})
+        assert status == 200, body
+        yield server
+
+
+def env_for(server) -> dict:
+    return {"VAULT_ADDR": server.addr, "VAULT_TOKEN": server.token}
+
+
+def test_kv2_kv1_versions_and_defaults(bao, run_playbook):
+    run = run_playbook(play("""
+- name: latest
+  ansible.builtin.set_fact:
+    latest: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret') }}"
+  no_log: true
+- name: version 1
+  ansible.builtin.set_fact:
+    first: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret', version=1) }}"
+- name: kv1 whole secret, two terms
+  ansible.builtin.set_fact:
+    kv1: "{{ query('proxshift.hashi_vault.kv', 'app/db', 'app/db', engine_mount_point='kv1') }}"
+- name: missing key with default
+  ansible.builtin.set_fact:
+    dflt: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='nope', default='fallback') }}"
+    none_dflt: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/absent', default=None) }}"
+- name: never templated again
+  ansible.builtin.set_fact:
+    raw: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='template') }}"
+- name: compare
+  ansible.builtin.assert:
+    that:
+      - latest == pull_secret
+      - first == 'old-value'
+      - "kv1 == [{'user': 'app', 'password': 'kv1-pw'}] * 2"
+      - dflt == 'fallback'
+      - none_dflt is none
+"""), env=env_for(bao), extra_vars={"pull_secret": PULL_SECRET_CANARY})
+    assert run.rc == 0, run.output
+    assert run.status("compare") == "ok"
+    # The secret's text, not 42: lookup values are unsafe and never rendered again.
+    assert run.task("never templated again")["ansible_facts"]["raw"] == "{{ 6 * 7 }}"
+
+
+def test_missing_key_without_default_is_a_clear_error(bao, run_playbook):
+    run = run_playbook(play("""
+- name: missing key
+  ansible.builtin.debug:
+    msg: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='nope') }}"
+- name: version of a KV v1 mount
+  ansible.builtin.debug:
+    msg: "{{ lookup('proxshift.hashi_vault.kv', 'app/db', engine_mount_point='kv1', version=2) }}"
+  ignore_errors: true
+"""), env=env_for(bao))
+    assert run.rc != 0
+    msg = run.task("missing key")["msg"]
+    assert "the secret at secret/openshift/pull-secret has no key 'nope' (set default to allow this)" in msg, msg
+
+
+def test_approle_auth_from_variables(bao, run_playbook):
+    run = run_playbook(play("""
+- name: via approle
+  ansible.builtin.set_fact:
+    value: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret',
+                      auth_method='approle', role_id=role_id) }}"
+  vars:
+    proxshift_vault_url: "{{ addr }}"
+    proxshift_vault_secret_id: "{{ secret_id }}"
+  no_log: true
+- name: check
+  ansible.builtin.assert:
+    that: value == expected
+- name: outside the policy
+  ansible.builtin.debug:
+    msg: "{{ lookup('proxshift.hashi_vault.kv', 'app/db', engine_mount_point='kv1', kv_version=1,
+                    auth_method='approle', role_id=role_id, secret_id=secret_id, url=addr) }}"
+"""), env={}, extra_vars={"addr": bao.addr, "role_id": bao.approle_id, "secret_id": APPROLE_SECRET_ID_CANARY,
+                          "expected": PULL_SECRET_CANARY}, verbosity=3)
+    assert run.status("check") == "ok", run.output
+    msg = run.task("outside the policy")["msg"]
+    assert "HTTP 403" in msg and "kv1/app/db" in msg, msg
+
+
+def test_sealed_server_is_a_clear_error(tmp_path, run_playbook):
+    with running_openbao(tmp_path) as server:
+        server.seal()
+        run = run_playbook(play("""
+- name: sealed
+  ansible.builtin.debug:
+    msg: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', retries=0) }}"
+"""), env=env_for(server))
+    msg = run.task("sealed")["msg"]
+    assert "Vault is sealed" in msg and "unseal" in msg, msg
+
+
+def test_info_module_in_check_mode(bao, run_playbook):
+    before = bao.api("GET", "secret/metadata/openshift/pull-secret")[1]["data"]
+    run = run_playbook(play("""
+- name: latest
+  proxshift.hashi_vault.hashicorp_vault_info:
+    path: openshift/pull-secret
+  register: latest
+  no_log: true
+- name: v1 of it
+  proxshift.hashi_vault.hashicorp_vault_info:
+    path: openshift/pull-secret
+    version: 1
+- name: kv1
+  proxshift.hashi_vault.hashicorp_vault_info:
+    engine_mount_point: kv1
+    path: app/db
+- name: absent
+  proxshift.hashi_vault.hashicorp_vault_info:
+    path: openshift/absent
+- name: check the registered latest
+  ansible.builtin.assert:
+    that:
+      - latest.data.pullSecret == expected
+      - latest.version == 2
+      - latest is not changed
+"""), env=env_for(bao), check=True, extra_vars={"expected": PULL_SECRET_CANARY})
+    assert run.rc == 0, run.output
+    v1 = run.task("v1 of it")
+    assert (v1["found"], v1["version"], v1["data"]["pullSecret"], v1["changed"]) == (True, 1, "old-value", False)
+    assert v1["metadata"]["version"] == 1
+    kv1 = run.task("kv1")
+    assert (kv1["kv_version"], kv1["data"], kv1["version"]) == (1, {"user": "app", "password": "kv1-pw"}, None)
+    absent = run.task("absent")
+    assert (absent["found"], absent["data"]) == (False, None) and "no secret at secret/openshift/absent" in absent["msg"]
+    assert bao.api("GET", "secret/metadata/openshift/pull-secret")[1]["data"] == before, "nothing was written"
+
+
+def test_ansible_doc_renders_the_lookup(tmp_path):
+    proc = subprocess.run([tool("ansible-doc"), "-t", "lookup", "proxshift.hashi_vault.kv"],
+                          env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "VAULT_ADDR" in proc.stdout and "engine_mount_point" in proc.stdout
+    assert "[WARNING]" not in proc.stderr, proc.stderr
