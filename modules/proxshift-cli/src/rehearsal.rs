@@ -15,24 +15,12 @@ use crate::rehearse::Identity;
 const MIB: u64 = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// `128G`, `2T`, `512M`, `1024K` or bytes → bytes.
+/// A node's `maxmem`: bytes as a number, or a PVE size string (`128G`, `1.5T`, bare = bytes),
+/// parsed by pve-types so the CLI rounds exactly as the modules do. `None` when it is no size.
 pub fn parse_size(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n.as_u64(),
-        Value::String(s) => {
-            let s = s.trim();
-            let (num, mult) = match s.chars().last()? {
-                'K' | 'k' => (&s[..s.len() - 1], 1u64 << 10),
-                'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
-                'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
-                'T' | 't' => (&s[..s.len() - 1], 1 << 40),
-                _ => (s, 1),
-            };
-            num.trim()
-                .parse::<f64>()
-                .ok()
-                .map(|n| (n * mult as f64) as u64)
-        }
+        Value::String(s) => pve_types::propstring::parse_size(s, 'B').ok(),
         _ => None,
     }
 }
@@ -469,6 +457,18 @@ mod tests {
         assert_eq!(parse_size(&json!("1.5T")), Some(3 << 39));
         assert_eq!(parse_size(&json!(1024)), Some(1024));
         assert_eq!(parse_size(&json!("x")), None);
+    }
+
+    #[test]
+    fn sizes_round_like_pve_types() {
+        // 2.0009K is 2048.92 bytes: the CLI's old parser truncated to 2048, pve-types rounds.
+        assert_eq!(parse_size(&json!("2.0009K")), Some(2049));
+        assert_eq!(
+            parse_size(&json!("1.0000001G")),
+            pve_types::propstring::parse_size("1.0000001G", 'B').ok()
+        );
+        assert_eq!(parse_size(&json!("64g")), Some(64 << 30));
+        assert_eq!(parse_size(&json!("5Q")), None);
     }
 
     #[test]

@@ -12,18 +12,16 @@ use crate::output::{parse_line, Event, HostRecap, Status};
 pub const SETUP: &str = "setup";
 
 /// Which site phase a role's tasks belong to, by the role's short name.
+/// Exactly the roles `playbooks/site.yaml` imports (a test holds the two together).
 const ROLE_PHASES: &[(&str, &str)] = &[
-    ("preflight", "preflight"),
     ("secrets", "secrets"),
     ("manifests", "manifests"),
-    ("agent_iso", "iso"),
-    ("iso", "iso"),
     ("cluster_vms", "vms"),
     ("cluster_power", "start"),
     ("install_wait", "install"),
     ("credentials", "credentials"),
+    ("cluster_ready", "install"),
     ("acm", "acm"),
-    ("acm_import", "acm"),
 ];
 
 /// Whole words in a task name that place a task outside any phase role.
@@ -494,6 +492,51 @@ mod tests {
         ];
         for (role, task, phase) in cases {
             assert_eq!(site_phase(*role, task), *phase, "{role:?} / {task}");
+        }
+    }
+
+    /// The roles `playbooks/site.yaml` imports, by short name, in play order.
+    fn site_roles() -> Vec<String> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../playbooks/site.yaml");
+        let text = std::fs::read_to_string(path).expect("read playbooks/site.yaml");
+        let plays: Vec<serde_yaml_ng::Value> = serde_yaml_ng::from_str(&text).expect("site.yaml");
+        let mut roles = Vec::new();
+        for play in &plays {
+            let sections = ["pre_tasks", "tasks", "post_tasks"];
+            let tasks = sections
+                .iter()
+                .flat_map(|k| play[*k].as_sequence().into_iter().flatten());
+            for task in tasks {
+                for key in [
+                    "ansible.builtin.import_role",
+                    "ansible.builtin.include_role",
+                ] {
+                    if let Some(name) = task[key]["name"].as_str() {
+                        roles.push(name.rsplit('.').next().unwrap_or(name).to_string());
+                    }
+                }
+            }
+        }
+        roles
+    }
+
+    #[test]
+    fn role_phase_table_matches_the_roles_site_yaml_imports() {
+        let mut imported = site_roles();
+        assert!(imported.len() >= 5, "too few roles found: {imported:?}");
+        imported.sort();
+        imported.dedup();
+        let mut table: Vec<String> = ROLE_PHASES.iter().map(|(r, _)| r.to_string()).collect();
+        table.sort();
+        assert_eq!(
+            table, imported,
+            "ROLE_PHASES (left) must name exactly the roles playbooks/site.yaml imports (right)"
+        );
+        for (_, phase) in ROLE_PHASES {
+            assert!(
+                crate::plan::SITE_PHASES.contains(phase),
+                "unknown phase {phase}"
+            );
         }
     }
 

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -530,7 +530,6 @@ fn output_is_streamed_while_the_playbook_runs() {
         .spawn()
         .unwrap();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let started = Instant::now();
     let mut line = String::new();
     loop {
         line.clear();
@@ -538,10 +537,10 @@ fn output_is_streamed_while_the_playbook_runs() {
             reader.read_line(&mut line).unwrap() > 0,
             "output ended before the first task appeared"
         );
+        // No clock here: the fake gives up and exits 7 if `go` never comes, ending the output.
         if line.starts_with("changed: [localhost]") {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(10));
     }
     std::fs::write(&go, "").unwrap();
     let mut rest = String::new();
@@ -943,16 +942,16 @@ fn ctrl_c_stops_the_playbook_and_still_summarises() {
             Ok(())
         });
     }
-    let child = command
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
     while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+        // The fake is bounded (30 s), so proxshift ending first is the only way this wait fails.
         assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the playbook never started"
+            child.try_wait().unwrap().is_none(),
+            "proxshift ended before the playbook started"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
