@@ -176,3 +176,82 @@ fn allocate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn ip_pool_allocation_skips_reserved_addresses() {
+        let mut v = ha();
+        for n in v["nodes"].as_array_mut().unwrap() {
+            n.as_object_mut().unwrap().remove("ip");
+        }
+        v["nodes"][2]["ip"] = json!("192.168.50.4");
+        v["ip_pool"] = json!({"start": "192.168.50.2", "end": "192.168.50.9"});
+        let p = ok_plan(&v);
+        // .2 is DNS, .4 static, .5/.6 VIPs: free are .3, .7, .8, .9.
+        let ips: Vec<&str> = p.hosts.iter().map(|h| h.ip.as_str()).collect();
+        assert_eq!(
+            ips,
+            [
+                "192.168.50.3",
+                "192.168.50.7",
+                "192.168.50.4",
+                "192.168.50.8",
+                "192.168.50.9"
+            ]
+        );
+        // One node more than the pool holds.
+        v["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "worker-2", "mac": "bc:24:11:00:00:06"}));
+        fails(v.clone(), "nodes[5].ip", "ip-pool-exhausted");
+        fails(
+            set(v.clone(), "/ip_pool/start", json!("10.0.0.1")),
+            "ip_pool.start",
+            "ip-pool-in-machine-network",
+        );
+        fails(
+            set(v, "/ip_pool/end", json!("192.168.50.1")),
+            "ip_pool.end",
+            "ip-pool-range",
+        );
+        // Without a pool an IP is required.
+        let mut v = compact();
+        v["nodes"][1].as_object_mut().unwrap().remove("ip");
+        fails(v, "nodes[1].ip", "node-ip-required");
+    }
+
+    #[test]
+    fn rule_node_ips() {
+        fails(
+            set(compact(), "/nodes/1/ip", json!("10.0.0.1")),
+            "nodes[1].ip",
+            "node-ip-in-machine-network",
+        );
+        fails(
+            set(compact(), "/nodes/2/ip", json!("192.168.50.10")),
+            "nodes[2].ip",
+            "node-ip-unique",
+        );
+        fails(
+            set(compact(), "/nodes/2/ip", json!("192.168.50.255")),
+            "nodes[2].ip",
+            "node-ip-host-address",
+        );
+        fails(
+            set(compact(), "/nodes/2/ip", json!("192.168.50.1")),
+            "nodes[2].ip",
+            "node-ip-not-gateway",
+        );
+        fails(
+            set(compact(), "/nodes/2/ip", json!("fe80::1")),
+            "nodes[2].ip",
+            "node-ip-in-machine-network",
+        );
+    }
+}

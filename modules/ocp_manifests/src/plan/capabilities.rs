@@ -102,3 +102,59 @@ fn baseline_none(f: &mut Findings, cx: &Ctx, extra: &[String]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_capabilities() {
+        fails(
+            with(
+                compact(),
+                "capabilities",
+                json!({"baseline_capability_set": "v9"}),
+            ),
+            "capabilities.baseline_capability_set",
+            "capability-known",
+        );
+        fails(
+            with(
+                compact(),
+                "capabilities",
+                json!({"additional_enabled_capabilities": ["Consolee"]}),
+            ),
+            "capabilities.additional_enabled_capabilities[0]",
+            "capability-known",
+        );
+        fails(
+            with(
+                compact(),
+                "capabilities",
+                json!({"baseline_capability_set": "None", "additional_enabled_capabilities": ["baremetal"]}),
+            ),
+            "capabilities.additional_enabled_capabilities",
+            "capability-ingress",
+        );
+        fails(
+            with(
+                compact(),
+                "capabilities",
+                json!({"baseline_capability_set": "None", "additional_enabled_capabilities": ["Ingress"]}),
+            ),
+            "capabilities.additional_enabled_capabilities",
+            "capability-baremetal",
+        );
+        fails(
+            with(
+                compact(),
+                "capabilities",
+                json!({"baseline_capability_set": "None", "additional_enabled_capabilities": ["Ingress", "baremetal", "marketplace"]}),
+            ),
+            "capabilities.additional_enabled_capabilities",
+            "capability-marketplace",
+        );
+    }
+}

@@ -45,3 +45,73 @@ pub(super) fn check(cx: &Ctx) -> Staged<Vec<String>> {
     }
     f.with(secrets)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::formats::tests::TEST_CERT;
+    use crate::formats::tests::TEST_SSH_KEY;
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_pull_secret() {
+        fails(
+            with(compact(), "pull_secret", json!("not json")),
+            "pull_secret",
+            "pull-secret-format",
+        );
+        fails(
+            with(compact(), "pull_secret", json!({"auths": {}})),
+            "pull_secret",
+            "pull-secret-format",
+        );
+        fails(
+            with(compact(), "pull_secret", json!({"registry": {}})),
+            "pull_secret",
+            "pull-secret-format",
+        );
+        // A dict is accepted and serialised (type json).
+        ok_plan(&with(
+            compact(),
+            "pull_secret",
+            json!({"auths": {"quay.io": {"auth": "eDp5"}}}),
+        ));
+    }
+
+    #[test]
+    fn rule_ssh_key() {
+        fails(
+            with(compact(), "ssh_key", json!("ssh-rsa AAAA")),
+            "ssh_key",
+            "ssh-key-format",
+        );
+        fails(
+            with(
+                with(compact(), "ssh_key", json!(TEST_SSH_KEY)),
+                "fips",
+                json!(true),
+            ),
+            "ssh_key",
+            "ssh-key-format",
+        );
+    }
+
+    #[test]
+    fn rule_trust_bundle() {
+        fails(
+            with(
+                compact(),
+                "additional_trust_bundle",
+                json!("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"),
+            ),
+            "additional_trust_bundle",
+            "trust-bundle-pem",
+        );
+        ok_plan(&with(
+            compact(),
+            "additional_trust_bundle",
+            json!(TEST_CERT),
+        ));
+    }
+}

@@ -61,3 +61,69 @@ pub(super) fn check(cx: &Ctx) -> Staged<()> {
     }
     f.with(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+    use crate::plan::plan;
+
+    #[test]
+    fn rule_host_prefix() {
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "10.128.0.0/14", "host_prefix": 12}]),
+            ),
+            "cluster_networks[0].host_prefix",
+            "host-prefix-range",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "10.128.0.0/14", "host_prefix": 33}]),
+            ),
+            "cluster_networks[0].host_prefix",
+            "host-prefix-range",
+        );
+        let tiny = with(
+            compact(),
+            "cluster_networks",
+            json!([{"cidr": "10.128.0.0/14", "host_prefix": 30}]),
+        );
+        let planned = plan(&options(&tiny));
+        assert!(planned.problems.is_empty());
+        assert!(planned.warnings.iter().any(|w| w.contains("fewer than 16")));
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "10.128.0.0/23", "host_prefix": 24}]),
+            ),
+            "cluster_networks[0].host_prefix",
+            "host-prefix-capacity",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "10.128.0.0/16", "host_prefix": 23}, {"cidr": "10.132.0.0/16", "host_prefix": 24}]),
+            ),
+            "cluster_networks",
+            "host-prefix-uniform",
+        );
+        let v6 = with(
+            with(
+                with(compact(), "machine_networks", json!(["fd00::/64"])),
+                "service_networks",
+                json!(["fd02::/112"]),
+            ),
+            "cluster_networks",
+            json!([{"cidr": "fd01::/48", "host_prefix": 56}]),
+        );
+        fails(v6, "cluster_networks[0].host_prefix", "host-prefix-ipv6");
+    }
+}

@@ -193,3 +193,83 @@ fn check_nmstate(f: &mut Findings, i: usize, network_config: &Value) {
         f.err(path, "nmstate-structure", msg);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_nmstate_network_config() {
+        let good = json!({"interfaces": [{"name": "ens18", "type": "ethernet", "state": "up", "mac-address": "bc:24:11:00:00:01",
+            "ipv4": {"enabled": true, "dhcp": false, "address": [{"ip": "192.168.50.10", "prefix-length": 24}]}}]});
+        let p = ok_plan(&set(compact(), "/nodes/0/network_config", good.clone()));
+        assert_eq!(p.hosts[0].network_config, good);
+        let bad = set(
+            good.clone(),
+            "/interfaces/0/ipv4/address/0/prefix-length",
+            json!(40),
+        );
+        fails(
+            set(compact(), "/nodes/0/network_config", bad),
+            "nodes[0].network_config.interfaces[0].ipv4.address[0].prefix-length",
+            "nmstate-structure",
+        );
+        let typo = set(good.clone(), "/interfaces/0/ipv4/dhcpp", json!(false));
+        fails(
+            set(compact(), "/nodes/0/network_config", typo),
+            "nodes[0].network_config",
+            "nmstate-gen-conf",
+        );
+        // A bond of two NICs: both are listed in agent-config, and their MACs count for uniqueness.
+        let bond = json!({"interfaces": [
+            {"name": "bond0", "type": "bond", "state": "up", "link-aggregation": {"mode": "active-backup", "port": ["ens18", "ens19"]},
+             "ipv4": {"enabled": true, "dhcp": false, "address": [{"ip": "192.168.50.10", "prefix-length": 24}]}},
+            {"name": "ens18", "type": "ethernet", "state": "up", "mac-address": "BC:24:11:00:00:01"},
+            {"name": "ens19", "type": "ethernet", "state": "up", "mac-address": "BC:24:11:00:01:01"}]});
+        let p = ok_plan(&set(compact(), "/nodes/0/network_config", bond.clone()));
+        let names: Vec<&str> = p.hosts[0]
+            .interfaces
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect();
+        assert_eq!(names, ["ens18", "ens19"]);
+        let (_, ac) = crate::render::render(&p, None).unwrap();
+        let doc: Value = serde_yaml_ng::from_str(&ac).unwrap();
+        assert_eq!(
+            doc["hosts"][0]["interfaces"][1]["macAddress"],
+            json!("bc:24:11:00:01:01")
+        );
+        let clash = set(
+            bond,
+            "/interfaces/2/mac-address",
+            json!("bc:24:11:00:00:02"),
+        );
+        fails(
+            set(compact(), "/nodes/0/network_config", clash),
+            "nodes[0].network_config",
+            "mac-unique",
+        );
+        let other_mac = set(
+            good.clone(),
+            "/interfaces/0/mac-address",
+            json!("bc:24:11:00:00:99"),
+        );
+        fails(
+            set(compact(), "/nodes/0/network_config", other_mac),
+            "nodes[0].network_config",
+            "network-config-mac",
+        );
+        let other_ip = set(
+            good,
+            "/interfaces/0/ipv4/address/0/ip",
+            json!("192.168.50.99"),
+        );
+        fails(
+            set(compact(), "/nodes/0/network_config", other_ip),
+            "nodes[0].network_config",
+            "network-config-ip",
+        );
+    }
+}

@@ -54,3 +54,49 @@ pub(super) fn check(cx: &Ctx) -> Staged<Infra> {
         ntp,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_ntp_dns_gateway_interface() {
+        fails(
+            with(compact(), "ntp_servers", json!(["ntp .lab"])),
+            "ntp_servers[0]",
+            "ntp-source",
+        );
+        ok_plan(&with(
+            compact(),
+            "ntp_servers",
+            json!(["192.168.50.2", "Pool.NTP.org"]),
+        ));
+        fails(
+            with(compact(), "dns_servers", json!(["dns.lab"])),
+            "dns_servers[0]",
+            "ip-syntax",
+        );
+        fails(
+            with(compact(), "gateway", json!("10.0.0.1")),
+            "gateway",
+            "gateway-in-machine-network",
+        );
+        let mut v = compact();
+        v.as_object_mut().unwrap().remove("gateway");
+        fails(v, "gateway", "gateway-required");
+        let mut v = compact();
+        v.as_object_mut().unwrap().remove("dns_servers");
+        fails(v, "dns_servers", "dns-servers-required");
+        fails(
+            with(
+                compact(),
+                "interface_name",
+                json!("a-very-long-interface-name"),
+            ),
+            "interface_name",
+            "interface-name",
+        );
+    }
+}

@@ -121,3 +121,32 @@ fn assemble(cx: Ctx) -> Plan {
         hosts: cx.hosts,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn all_errors_are_reported_at_once() {
+        let v = with(
+            with(
+                with(compact(), "cluster_name", json!("Bad_Name")),
+                "base_domain",
+                json!("-x"),
+            ),
+            "pull_secret",
+            json!("{}"),
+        );
+        let rules: Vec<&str> = problems(&v).iter().map(|p| p.rule).collect();
+        assert_eq!(
+            rules,
+            [
+                "cluster-name-dns-label",
+                "base-domain-dns-subdomain",
+                "pull-secret-format"
+            ]
+        );
+    }
+}

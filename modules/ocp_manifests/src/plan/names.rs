@@ -34,3 +34,63 @@ pub(super) fn check(cx: &Ctx) -> Staged<()> {
     }
     f.with(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn names_openshift_accepts_are_accepted() {
+        // The original forced names to start with "ocp"; any DNS label up to 54 characters is fine.
+        ok_plan(&with(compact(), "cluster_name", json!("prod-east-1")));
+        ok_plan(&with(compact(), "cluster_name", json!("a".repeat(54))));
+        ok_plan(&with(compact(), "cluster_name", json!("1cluster")));
+    }
+
+    #[test]
+    fn rule_cluster_name() {
+        fails(
+            with(compact(), "cluster_name", json!("Lab")),
+            "cluster_name",
+            "cluster-name-dns-label",
+        );
+        fails(
+            with(compact(), "cluster_name", json!("lab.one")),
+            "cluster_name",
+            "cluster-name-dns-label",
+        );
+        fails(
+            with(compact(), "cluster_name", json!("-lab")),
+            "cluster_name",
+            "cluster-name-dns-label",
+        );
+        fails(
+            with(compact(), "cluster_name", json!("a".repeat(55))),
+            "cluster_name",
+            "cluster-name-length",
+        );
+    }
+
+    #[test]
+    fn rule_base_domain() {
+        fails(
+            with(compact(), "base_domain", json!("Example..com")),
+            "base_domain",
+            "base-domain-dns-subdomain",
+        );
+        fails(
+            with(compact(), "base_domain", json!("under_score.com")),
+            "base_domain",
+            "base-domain-dns-subdomain",
+        );
+        ok_plan(&with(compact(), "base_domain", json!("example.com.")));
+        let long = (0..4).map(|_| "a".repeat(60)).collect::<Vec<_>>().join(".");
+        fails(
+            with(compact(), "base_domain", json!(long)),
+            "base_domain",
+            "cluster-domain-length",
+        );
+    }
+}

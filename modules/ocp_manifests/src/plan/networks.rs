@@ -201,3 +201,129 @@ fn service_size(f: &mut Findings, service: &[Option<Cidr>]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_network_type() {
+        fails(
+            with(compact(), "network_type", json!("OpenShiftSDN")),
+            "network_type",
+            "network-type",
+        );
+        fails(
+            with(compact(), "network_type", json!("Calico")),
+            "network_type",
+            "network-type",
+        );
+        assert_eq!(
+            ok_plan(&with(compact(), "network_type", json!("ovnkubernetes"))).network_type,
+            "OVNKubernetes"
+        );
+    }
+
+    #[test]
+    fn rule_cidr_network_address_and_syntax() {
+        fails(
+            with(compact(), "machine_networks", json!(["192.168.50.1/24"])),
+            "machine_networks[0]",
+            "cidr-network-address",
+        );
+        fails(
+            with(compact(), "service_networks", json!(["172.30.0.0/33"])),
+            "service_networks[0]",
+            "cidr-syntax",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "10.128.1.0/14"}]),
+            ),
+            "cluster_networks[0]",
+            "cidr-network-address",
+        );
+        fails(
+            with(compact(), "machine_networks", json!([])),
+            "machine_networks",
+            "machine-network-required",
+        );
+    }
+
+    #[test]
+    fn rule_cidr_overlap() {
+        fails(
+            with(compact(), "service_networks", json!(["192.168.0.0/16"])),
+            "service_networks[0]",
+            "cidr-overlap",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "172.30.0.0/15", "host_prefix": 23}]),
+            ),
+            "cluster_networks[0]",
+            "cidr-overlap",
+        );
+        fails(
+            with(
+                compact(),
+                "machine_networks",
+                json!(["192.168.50.0/24", "192.168.50.128/25"]),
+            ),
+            "machine_networks[1]",
+            "cidr-overlap",
+        );
+    }
+
+    #[test]
+    fn rule_networks_and_nodes_required() {
+        fails(
+            with(compact(), "service_networks", json!([])),
+            "service_networks",
+            "service-network-required",
+        );
+        fails(
+            with(compact(), "cluster_networks", json!([])),
+            "cluster_networks",
+            "cluster-network-required",
+        );
+        fails(
+            with(compact(), "nodes", json!([])),
+            "nodes",
+            "nodes-required",
+        );
+    }
+
+    #[test]
+    fn rule_service_network_size_and_count() {
+        fails(
+            with(compact(), "service_networks", json!(["172.0.0.0/11"])),
+            "service_networks[0]",
+            "service-network-size",
+        );
+        fails(
+            with(
+                compact(),
+                "service_networks",
+                json!(["172.30.0.0/16", "172.31.0.0/16"]),
+            ),
+            "service_networks",
+            "service-network-count",
+        );
+    }
+
+    #[test]
+    fn rule_single_address_family() {
+        fails(
+            with(compact(), "service_networks", json!(["fd02::/112"])),
+            "service_networks[0]",
+            "single-address-family",
+        );
+    }
+}

@@ -103,3 +103,43 @@ fn check_mac(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_macs() {
+        fails(
+            set(compact(), "/nodes/1/mac", json!("01:00:5e:00:00:01")),
+            "nodes[1].mac",
+            "mac-unicast",
+        );
+        fails(
+            set(compact(), "/nodes/1/mac", json!("zz:24:11:00:00:01")),
+            "nodes[1].mac",
+            "mac-unicast",
+        );
+        fails(
+            set(compact(), "/nodes/2/mac", json!("bc:24:11:00:00:01")),
+            "nodes[2].mac",
+            "mac-unique",
+        );
+    }
+
+    #[test]
+    fn rule_hostnames() {
+        fails(
+            set(compact(), "/nodes/1/name", json!("Master_1")),
+            "nodes[1].name",
+            "hostname-dns-label",
+        );
+        fails(
+            set(compact(), "/nodes/2/name", json!("master-0")),
+            "nodes[2].name",
+            "hostname-unique",
+        );
+    }
+}

@@ -66,3 +66,53 @@ fn join_subnet(f: &mut Findings, s: &str) -> Option<Cidr> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_ovn_internal_subnets() {
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "100.64.0.0/14", "host_prefix": 23}]),
+            ),
+            "cluster_networks[0]",
+            "ovn-internal-overlap",
+        );
+        fails(
+            with(compact(), "service_networks", json!(["100.88.0.0/16"])),
+            "service_networks[0]",
+            "ovn-internal-overlap",
+        );
+        fails(
+            with(compact(), "service_networks", json!(["169.254.0.0/16"])),
+            "service_networks[0]",
+            "ovn-internal-overlap",
+        );
+        // A custom join subnet moves the reserved range.
+        let v = with(
+            with(
+                compact(),
+                "ovn_internal_join_subnet",
+                json!("100.66.0.0/16"),
+            ),
+            "service_networks",
+            json!(["100.64.0.0/16"]),
+        );
+        ok_plan(&v);
+        fails(
+            with(
+                compact(),
+                "ovn_internal_join_subnet",
+                json!("100.66.0.1/16"),
+            ),
+            "ovn_internal_join_subnet",
+            "cidr-network-address",
+        );
+    }
+}

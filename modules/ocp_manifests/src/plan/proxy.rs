@@ -126,3 +126,91 @@ fn check_mirror(f: &mut Findings, i: usize, m: MirrorOpt) -> PlanMirror {
         mirrors: m.mirrors,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_proxy() {
+        fails(
+            with(compact(), "proxy", json!({"no_proxy": ["lab"]})),
+            "proxy",
+            "proxy-url",
+        );
+        fails(
+            with(
+                compact(),
+                "proxy",
+                json!({"http_proxy": "https://p.lab:3128"}),
+            ),
+            "proxy.http_proxy",
+            "proxy-url",
+        );
+        fails(
+            with(compact(), "proxy", json!({"https_proxy": "p.lab:3128"})),
+            "proxy.https_proxy",
+            "proxy-url",
+        );
+        fails(
+            with(
+                compact(),
+                "proxy",
+                json!({"http_proxy": "http://10.128.0.9:3128"}),
+            ),
+            "proxy.http_proxy",
+            "proxy-url",
+        );
+        fails(
+            with(
+                compact(),
+                "proxy",
+                json!({"http_proxy": "http://p.lab:3128", "no_proxy": ["*.lab"]}),
+            ),
+            "proxy.no_proxy[0]",
+            "no-proxy-entry",
+        );
+        fails(
+            with(
+                compact(),
+                "proxy",
+                json!({"http_proxy": "http://p.lab:3128", "no_proxy": ["*", ".lab"]}),
+            ),
+            "proxy.no_proxy[0]",
+            "no-proxy-entry",
+        );
+    }
+
+    #[test]
+    fn rule_mirrors() {
+        fails(
+            with(
+                compact(),
+                "image_digest_sources",
+                json!([{"source": "quay.io/ocp:4.16", "mirrors": ["m.lab/ocp"]}]),
+            ),
+            "image_digest_sources[0].source",
+            "mirror-repository",
+        );
+        fails(
+            with(
+                compact(),
+                "image_digest_sources",
+                json!([{"source": "quay.io/ocp", "mirrors": ["m.lab/ocp@sha256:ab"]}]),
+            ),
+            "image_digest_sources[0].mirrors[0]",
+            "mirror-repository",
+        );
+        fails(
+            with(
+                compact(),
+                "image_digest_sources",
+                json!([{"source": "quay.io/ocp", "mirrors": []}]),
+            ),
+            "image_digest_sources[0].mirrors",
+            "mirror-repository",
+        );
+    }
+}

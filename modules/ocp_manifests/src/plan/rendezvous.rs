@@ -28,3 +28,23 @@ pub(super) fn check(cx: &Ctx) -> Staged<Option<IpAddr>> {
     };
     f.with(rendezvous)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_rendezvous_ip() {
+        fails(
+            with(ha(), "rendezvous_ip", json!("192.168.50.13")),
+            "rendezvous_ip",
+            "rendezvous-on-master",
+        );
+        assert_eq!(
+            ok_plan(&with(ha(), "rendezvous_ip", json!("192.168.50.12"))).rendezvous_ip,
+            "192.168.50.12"
+        );
+    }
+}

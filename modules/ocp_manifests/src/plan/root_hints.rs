@@ -84,3 +84,52 @@ pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value
     }
     Value::Object(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_root_device_hints() {
+        let hint = |h: Value| set(compact(), "/nodes/0/root_device_hints", h);
+        fails(
+            hint(json!({"device_name": "sda"})),
+            "nodes[0].root_device_hints.device_name",
+            "root-device-hint",
+        );
+        fails(
+            hint(json!({"device_name": "/dev/disk/by-id/wwn-0x5"})),
+            "nodes[0].root_device_hints.device_name",
+            "root-device-hint",
+        );
+        fails(
+            hint(json!({"wwn": "5000c500a0b1c2d3"})),
+            "nodes[0].root_device_hints.wwn",
+            "root-device-hint",
+        );
+        fails(
+            hint(json!({"hctl": "0:0:0"})),
+            "nodes[0].root_device_hints.hctl",
+            "root-device-hint",
+        );
+        fails(
+            hint(json!({"min_size_gigabytes": 0})),
+            "nodes[0].root_device_hints.min_size_gigabytes",
+            "root-device-hint",
+        );
+        fails(
+            hint(json!({})),
+            "nodes[0].root_device_hints",
+            "root-device-hint",
+        );
+        let p = ok_plan(&hint(
+            json!({"device_name": "/dev/disk/by-path/pci-0000:00:05.0-scsi-0:0:0:0", "wwn": "0x5000c500a0b1c2d3"}),
+        ));
+        assert_eq!(
+            p.hosts[0].root_device_hints.as_ref().unwrap()["wwn"],
+            json!("0x5000c500a0b1c2d3")
+        );
+    }
+}

@@ -127,3 +127,95 @@ fn topology(f: &mut Findings, cx: &Ctx, masters: usize, workers: usize) -> Topol
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::model::Topology;
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn topologies_are_derived() {
+        let p = ok_plan(&sno());
+        assert_eq!(
+            (
+                p.topology,
+                p.platform.as_str(),
+                p.control_plane_replicas,
+                p.compute_replicas
+            ),
+            (Topology::Sno, "none", 1, 0)
+        );
+        assert!(p.api_vips.is_empty());
+        let p = ok_plan(&compact());
+        assert_eq!(
+            (
+                p.topology,
+                p.platform.as_str(),
+                p.control_plane_replicas,
+                p.compute_replicas
+            ),
+            (Topology::Compact, "baremetal", 3, 0)
+        );
+        let p = ok_plan(&ha());
+        assert_eq!(
+            (p.topology, p.control_plane_replicas, p.compute_replicas),
+            (Topology::Ha, 3, 2)
+        );
+        assert_eq!(p.rendezvous_ip, "192.168.50.10");
+        assert_eq!(p.hosts[3].role, "worker");
+        assert_eq!(p.hosts[0].mac, "bc:24:11:00:00:01");
+        // Explicit roles win over position.
+        let v = set(
+            set(ha(), "/nodes/0/role", json!("worker")),
+            "/nodes/3/role",
+            json!("master"),
+        );
+        let p = ok_plan(&v);
+        assert_eq!(
+            p.hosts.iter().map(|h| h.role.as_str()).collect::<Vec<_>>(),
+            ["worker", "master", "master", "master", "worker"]
+        );
+        assert_eq!(p.rendezvous_ip, "192.168.50.11");
+    }
+
+    #[test]
+    fn five_masters_on_418_only() {
+        let mut v = ha();
+        for i in 0..5 {
+            v["nodes"][i]["role"] = json!("master");
+        }
+        fails(v.clone(), "nodes", "control-plane-replicas");
+        let p = ok_plan(&with(v, "version", json!("4.18.3")));
+        assert_eq!(
+            (p.topology, p.control_plane_replicas),
+            (Topology::Compact, 5)
+        );
+    }
+
+    #[test]
+    fn rule_sno_and_replicas() {
+        fails(
+            with(sno(), "platform", json!("baremetal")),
+            "platform",
+            "sno-platform-none",
+        );
+        let v = set(ha(), "/nodes/0/role", json!("master"));
+        let mut one_master = v.clone();
+        for i in 1..5 {
+            one_master["nodes"][i]["role"] = json!("worker");
+        }
+        fails(one_master, "nodes", "sno-no-workers");
+        let mut two = compact();
+        two["nodes"].as_array_mut().unwrap().pop();
+        two["nodes"][0]["role"] = json!("master");
+        two["nodes"][1]["role"] = json!("master");
+        fails(two, "nodes", "control-plane-replicas");
+        let mut none = compact();
+        for i in 0..3 {
+            none["nodes"][i]["role"] = json!("worker");
+        }
+        fails(none, "nodes", "control-plane-replicas");
+    }
+}

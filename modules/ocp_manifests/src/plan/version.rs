@@ -36,3 +36,24 @@ pub(super) fn check(cx: &Ctx) -> Staged<u32> {
     }
     f.with(version.map(|v| v.1).unwrap_or(14))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_version() {
+        fails(
+            with(compact(), "version", json!("four")),
+            "version",
+            "version-format",
+        );
+        fails(
+            with(compact(), "version", json!("4.12")),
+            "version",
+            "version-supported",
+        );
+    }
+}

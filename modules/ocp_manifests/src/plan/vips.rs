@@ -108,3 +108,66 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+    use crate::plan::plan;
+
+    #[test]
+    fn rule_vips() {
+        let mut v = compact();
+        v.as_object_mut().unwrap().remove("api_vips");
+        fails(v, "api_vips", "vip-required");
+        fails(
+            with(compact(), "ingress_vips", json!(["10.9.9.9"])),
+            "ingress_vips[0]",
+            "vip-in-machine-network",
+        );
+        fails(
+            with(compact(), "ingress_vips", json!(["192.168.50.5"])),
+            "api_vips[0]",
+            "vip-distinct",
+        );
+        fails(
+            with(compact(), "api_vips", json!(["192.168.50.11"])),
+            "api_vips[0]",
+            "vip-not-node-ip",
+        );
+        fails(
+            with(
+                compact(),
+                "api_vips",
+                json!(["192.168.50.5", "192.168.50.7"]),
+            ),
+            "api_vips",
+            "vip-count",
+        );
+        fails(
+            with(compact(), "api_vips", json!(["192.168.50.300"])),
+            "api_vips[0]",
+            "ip-syntax",
+        );
+        // UserManaged load balancers may sit outside the machine network.
+        ok_plan(&with(
+            with(compact(), "load_balancer", json!("UserManaged")),
+            "api_vips",
+            json!(["10.9.9.9"]),
+        ));
+    }
+
+    #[test]
+    fn rule_platform_none_multi_node_needs_no_vips() {
+        let mut v = with(compact(), "platform", json!("none"));
+        v.as_object_mut().unwrap().remove("api_vips");
+        let planned = plan(&options(&v));
+        assert!(planned.problems.is_empty());
+        assert!(
+            planned.warnings.iter().any(|w| w.contains("load balancer")),
+            "{:?}",
+            planned.warnings
+        );
+    }
+}
