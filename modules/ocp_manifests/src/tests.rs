@@ -153,6 +153,7 @@ fn parse_back_catches_bad_user_templates() {
     .unwrap();
     assert!(crate::render::render(&plan, Some(&dir))
         .unwrap_err()
+        .to_string()
         .contains("agent-config.yaml.j2"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
