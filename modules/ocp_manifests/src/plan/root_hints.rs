@@ -11,15 +11,7 @@ pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value
     let at = |f: &str| format!("nodes[{i}].root_device_hints.{f}");
     let mut m = Map::new();
     if let Some(d) = &h.device_name {
-        let rest = d.strip_prefix("/dev/");
-        let ok = match rest {
-            None => false,
-            Some(r) if r.contains('/') => d
-                .strip_prefix("/dev/disk/by-path/")
-                .is_some_and(|p| !p.is_empty() && !p.contains('/')),
-            Some(r) => !r.is_empty(),
-        };
-        if !ok {
+        if !device_name_ok(d) {
             c.err(
                 at("device_name"),
                 "root-device-hint",
@@ -29,8 +21,7 @@ pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value
         m.insert("deviceName".into(), json!(d));
     }
     if let Some(w) = &h.wwn {
-        let hex = w.strip_prefix("0x").unwrap_or("");
-        if !((hex.len() == 16 || hex.len() == 32) && hex.chars().all(|x| x.is_ascii_hexdigit())) {
+        if !wwn_ok(w) {
             c.err(at("wwn"), "root-device-hint", format!("'{w}' must be 0x followed by 16 or 32 hex digits (as Proxmox wwn= and lsblk show it)"));
         }
         m.insert("wwn".into(), json!(w));
@@ -42,12 +33,7 @@ pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value
         m.insert("serialNumber".into(), json!(s));
     }
     if let Some(x) = &h.hctl {
-        let parts: Vec<&str> = x.split(':').collect();
-        if parts.len() != 4
-            || !parts
-                .iter()
-                .all(|p| !p.is_empty() && p.chars().all(|d| d.is_ascii_digit()))
-        {
+        if !hctl_ok(x) {
             c.err(
                 at("hctl"),
                 "root-device-hint",
@@ -83,6 +69,32 @@ pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value
         );
     }
     Value::Object(m)
+}
+
+/// `/dev/NAME`, nested only as `/dev/disk/by-path/NAME`.
+fn device_name_ok(d: &str) -> bool {
+    match d.strip_prefix("/dev/") {
+        None => false,
+        Some(r) if r.contains('/') => d
+            .strip_prefix("/dev/disk/by-path/")
+            .is_some_and(|p| !p.is_empty() && !p.contains('/')),
+        Some(r) => !r.is_empty(),
+    }
+}
+
+/// `0x` and 16 or 32 hex digits.
+fn wwn_ok(w: &str) -> bool {
+    let hex = w.strip_prefix("0x").unwrap_or("");
+    (hex.len() == 16 || hex.len() == 32) && hex.chars().all(|x| x.is_ascii_hexdigit())
+}
+
+/// Four `:`-separated decimal numbers.
+fn hctl_ok(x: &str) -> bool {
+    let parts: Vec<&str> = x.split(':').collect();
+    parts.len() == 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|d| d.is_ascii_digit()))
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 
 use std::net::IpAddr;
 
+use crate::model::Topology;
+
 use super::context::{Ctx, Findings, Staged};
 
 #[derive(Default)]
@@ -58,7 +60,7 @@ pub(super) fn check(cx: &Ctx) -> Staged<()> {
     } else if !api.is_empty() || !ingress.is_empty() {
         f.warn("api_vips/ingress_vips are ignored with platform none (DNS points at the node or an external load balancer)");
     }
-    if platform == "none" && cx.topo.topology != crate::model::Topology::Sno {
+    if platform == "none" && cx.topo.topology != Topology::Sno {
         f.warn("platform none with several nodes: api, api-int and *.apps DNS and their load balancer are your job");
     }
     if o.load_balancer.is_some() && platform != "baremetal" {
