@@ -72,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
             }
             return Err(Failure::new(format!("{} problems", planned.problems.len())));
         };
-        let (ic, ac) = render::render(&p, None).map_err(Failure::new)?;
+        let (ic, ac) = render::render(&p, None).map_err(|e| Failure::new(e.to_string()))?;
         let problems = verify::verify(&p, &ic, &ac);
         assert!(
             problems.is_empty(),

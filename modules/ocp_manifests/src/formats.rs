@@ -3,6 +3,115 @@
 
 use serde_json::Value;
 
+/// Why a pull secret is rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum PullSecretError {
+    /// Only the category of the JSON error is kept: serde's message could quote part of the secret.
+    #[error("is not valid JSON ({})", category_name(*.0))]
+    NotJson(serde_json::error::Category),
+    #[error("has no 'auths' object (expected {{\"auths\": {{\"registry\": {{\"auth\": …}}}}}})")]
+    NoAuths,
+    #[error("has an empty 'auths' object")]
+    EmptyAuths,
+    #[error("entry for registry '{0}' has neither 'auth' nor 'credsStore'")]
+    NoCredentials(String),
+}
+
+/// Why an authorized_keys text is rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum SshKeyError {
+    #[error("is empty")]
+    Empty,
+    /// The only key line is wrong.
+    #[error(transparent)]
+    Key(SshLineError),
+    /// Line `line` (1-based) of several is wrong.
+    #[error("line {line}: {source}")]
+    Line {
+        line: usize,
+        #[source]
+        source: SshLineError,
+    },
+}
+
+/// Why one authorized_keys line is not an acceptable public key.
+#[derive(Debug, thiserror::Error)]
+pub enum SshLineError {
+    #[error("key type '{ty}' is not an SSH public key type (expected one of {})", SSH_TYPES.join(", "))]
+    UnknownType { ty: String },
+    #[error("the key data is missing or not base64")]
+    NotBase64,
+    #[error("the key data is truncated")]
+    Truncated,
+    #[error("the key data is a '{blob}' key but the line says '{line}'")]
+    TypeMismatch { blob: String, line: String },
+    #[error("'{0}' keys are not allowed with fips: true (use ssh-rsa or ecdsa-sha2-nistp*)")]
+    NotFips(String),
+}
+
+/// Why a PEM trust bundle is rejected (`block` counts from 1).
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    #[error("a BEGIN line is not terminated with -----")]
+    UnterminatedBegin,
+    #[error("PEM block {block} has no '{marker}' line")]
+    NoEnd { block: usize, marker: String },
+    #[error("PEM block {block} is a '{label}', not a CERTIFICATE")]
+    NotCertificate { block: usize, label: String },
+    #[error("PEM block {block} is not valid base64")]
+    NotBase64 { block: usize },
+    #[error("PEM block {block} is not an x509 certificate: {source}")]
+    NotX509 {
+        block: usize,
+        #[source]
+        source: DerError,
+    },
+    #[error("holds no PEM block (expected -----BEGIN CERTIFICATE----- …)")]
+    NoBlock,
+}
+
+/// Why a DER blob is not shaped like an x509 Certificate.
+#[derive(Debug, thiserror::Error)]
+pub enum DerError {
+    /// What was cut off: `DER`, `tbsCertificate`, …
+    #[error("truncated {0}")]
+    Truncated(&'static str),
+    #[error("the outer DER SEQUENCE does not span the block")]
+    OuterSpan,
+    #[error("not a Certificate (tbsCertificate, signatureAlgorithm, signature)")]
+    NotCertificate,
+}
+
+/// Why a proxy URL is rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("'{0}' is not a URL (expected scheme://host[:port])")]
+    NotUrl(String),
+    #[error("'{0}' has no host or contains spaces")]
+    NoHost(String),
+    #[error("'{url}' has an invalid port '{port}'")]
+    Port { url: String, port: String },
+}
+
+/// Why an image repository reference is rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryError {
+    #[error("'{0}' is not a repository (expected host[:port]/path, no scheme)")]
+    NotRepository(String),
+    #[error("'{0}' contains a digest; give the repository only")]
+    Digest(String),
+    #[error("'{repo}' has an invalid registry host '{host}'")]
+    Host { repo: String, host: String },
+    #[error("'{0}' has an invalid registry port")]
+    Port(String),
+    #[error("'{0}' contains a tag; give the repository only")]
+    Tag(String),
+    #[error(
+        "'{repo}' has an invalid path component '{component}' (lowercase letters, digits, . _ -)"
+    )]
+    Component { repo: String, component: String },
+}
+
 /// Standard base64 (with or without padding) to bytes.
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     fn val(c: u8) -> Option<u32> {
@@ -35,15 +144,14 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
 
 /// A pull secret: a JSON object with a non-empty `auths` map whose entries carry `auth` or
 /// `credsStore` (the installer's rule). Returns the `auth` values, which are secrets too.
-pub fn check_pull_secret(s: &str) -> Result<Vec<String>, String> {
-    let v: Value = serde_json::from_str(s)
-        .map_err(|e| format!("is not valid JSON ({})", e.classify_name()))?;
+pub fn check_pull_secret(s: &str) -> Result<Vec<String>, PullSecretError> {
+    let v: Value = serde_json::from_str(s).map_err(|e| PullSecretError::NotJson(e.classify()))?;
     let auths = v
         .get("auths")
         .and_then(Value::as_object)
-        .ok_or("has no 'auths' object (expected {\"auths\": {\"registry\": {\"auth\": …}}})")?;
+        .ok_or(PullSecretError::NoAuths)?;
     if auths.is_empty() {
-        return Err("has an empty 'auths' object".into());
+        return Err(PullSecretError::EmptyAuths);
     }
     let mut secrets = Vec::new();
     for (registry, entry) in auths {
@@ -52,27 +160,20 @@ pub fn check_pull_secret(s: &str) -> Result<Vec<String>, String> {
             .and_then(Value::as_str)
             .filter(|a| !a.is_empty());
         if auth.is_none() && entry.get("credsStore").is_none() {
-            return Err(format!(
-                "entry for registry '{registry}' has neither 'auth' nor 'credsStore'"
-            ));
+            return Err(PullSecretError::NoCredentials(registry.clone()));
         }
         secrets.extend(auth.map(str::to_string));
     }
     Ok(secrets)
 }
 
-trait Classify {
-    fn classify_name(&self) -> &'static str;
-}
-impl Classify for serde_json::Error {
-    // The JSON error position only; serde's message could quote part of the secret.
-    fn classify_name(&self) -> &'static str {
-        match self.classify() {
-            serde_json::error::Category::Io => "I/O error",
-            serde_json::error::Category::Syntax => "syntax error",
-            serde_json::error::Category::Data => "unexpected data",
-            serde_json::error::Category::Eof => "unexpected end of input",
-        }
+/// The JSON error's category in words.
+fn category_name(c: serde_json::error::Category) -> &'static str {
+    match c {
+        serde_json::error::Category::Io => "I/O error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "unexpected data",
+        serde_json::error::Category::Eof => "unexpected end of input",
     }
 }
 
@@ -89,55 +190,53 @@ const SSH_TYPES: &[&str] = &[
 
 /// authorized_keys lines `TYPE BASE64 [comment]` (one key, or several on separate lines), each blob
 /// naming the same key type as its line; with FIPS only RSA and ECDSA keys. Returns the key types.
-pub fn check_ssh_key(s: &str, fips: bool) -> Result<Vec<String>, String> {
+pub fn check_ssh_key(s: &str, fips: bool) -> Result<Vec<String>, SshKeyError> {
     let lines: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if lines.is_empty() {
-        return Err("is empty".into());
+        return Err(SshKeyError::Empty);
     }
     let many = lines.len() > 1;
     lines
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            check_ssh_line(l, fips).map_err(|e| {
+            check_ssh_line(l, fips).map_err(|source| {
                 if many {
-                    format!("line {}: {e}", i + 1)
+                    SshKeyError::Line {
+                        line: i + 1,
+                        source,
+                    }
                 } else {
-                    e
+                    SshKeyError::Key(source)
                 }
             })
         })
         .collect()
 }
 
-fn check_ssh_line(line: &str, fips: bool) -> Result<String, String> {
+fn check_ssh_line(line: &str, fips: bool) -> Result<String, SshLineError> {
     let mut parts = line.split_whitespace();
     let ty = parts.next().unwrap_or_default();
     if !SSH_TYPES.contains(&ty) {
-        return Err(format!(
-            "key type '{ty}' is not an SSH public key type (expected one of {})",
-            SSH_TYPES.join(", ")
-        ));
+        return Err(SshLineError::UnknownType { ty: ty.into() });
     }
     let blob = parts
         .next()
         .and_then(base64_decode)
-        .ok_or("the key data is missing or not base64")?;
+        .ok_or(SshLineError::NotBase64)?;
     let named = blob
         .get(..4)
         .map(|l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize)
         .and_then(|n| blob.get(4..4 + n))
-        .ok_or("the key data is truncated")?;
+        .ok_or(SshLineError::Truncated)?;
     if named != ty.as_bytes() {
-        return Err(format!(
-            "the key data is a '{}' key but the line says '{ty}'",
-            String::from_utf8_lossy(named)
-        ));
+        return Err(SshLineError::TypeMismatch {
+            blob: String::from_utf8_lossy(named).into(),
+            line: ty.into(),
+        });
     }
     if fips && !(ty == "ssh-rsa" || ty.starts_with("ecdsa-sha2-nistp")) {
-        return Err(format!(
-            "'{ty}' keys are not allowed with fips: true (use ssh-rsa or ecdsa-sha2-nistp*)"
-        ));
+        return Err(SshLineError::NotFips(ty.into()));
     }
     Ok(ty.to_string())
 }
@@ -145,35 +244,38 @@ fn check_ssh_line(line: &str, fips: bool) -> Result<String, String> {
 /// Every PEM block of a trust bundle is a CERTIFICATE whose body is a DER SEQUENCE holding the
 /// tbsCertificate SEQUENCE (a structural x509 check). Text between blocks is ignored, like Go's
 /// `pem.Decode`. Returns the number of certificates.
-pub fn check_pem_bundle(s: &str) -> Result<usize, String> {
+pub fn check_pem_bundle(s: &str) -> Result<usize, PemError> {
     let mut count = 0;
     let mut rest = s;
     while let Some(start) = rest.find("-----BEGIN ") {
         let after = &rest[start + 11..];
-        let label_end = after
-            .find("-----")
-            .ok_or("a BEGIN line is not terminated with -----")?;
+        let label_end = after.find("-----").ok_or(PemError::UnterminatedBegin)?;
         let label = &after[..label_end];
         let body_start = &after[label_end + 5..];
         let end_marker = format!("-----END {label}-----");
-        let end = body_start
-            .find(&end_marker)
-            .ok_or_else(|| format!("PEM block {} has no '{end_marker}' line", count + 1))?;
+        let Some(end) = body_start.find(&end_marker) else {
+            return Err(PemError::NoEnd {
+                block: count + 1,
+                marker: end_marker,
+            });
+        };
         count += 1;
         if label != "CERTIFICATE" {
-            return Err(format!(
-                "PEM block {count} is a '{label}', not a CERTIFICATE"
-            ));
+            return Err(PemError::NotCertificate {
+                block: count,
+                label: label.into(),
+            });
         }
         let b64: String = body_start[..end].split_whitespace().collect();
-        let der =
-            base64_decode(&b64).ok_or_else(|| format!("PEM block {count} is not valid base64"))?;
-        check_der_certificate(&der)
-            .map_err(|e| format!("PEM block {count} is not an x509 certificate: {e}"))?;
+        let der = base64_decode(&b64).ok_or(PemError::NotBase64 { block: count })?;
+        check_der_certificate(&der).map_err(|source| PemError::NotX509 {
+            block: count,
+            source,
+        })?;
         rest = &body_start[end + end_marker.len()..];
     }
     if count == 0 {
-        return Err("holds no PEM block (expected -----BEGIN CERTIFICATE----- …)".into());
+        return Err(PemError::NoBlock);
     }
     Ok(count)
 }
@@ -196,26 +298,27 @@ fn der_header(der: &[u8], at: usize) -> Option<(u8, usize, usize)> {
     Some((tag, at + 2 + n, len))
 }
 
-fn check_der_certificate(der: &[u8]) -> Result<(), String> {
-    let (tag, start, len) = der_header(der, 0).ok_or("truncated DER")?;
+fn check_der_certificate(der: &[u8]) -> Result<(), DerError> {
+    let (tag, start, len) = der_header(der, 0).ok_or(DerError::Truncated("DER"))?;
     if tag != 0x30 || start + len != der.len() {
-        return Err("the outer DER SEQUENCE does not span the block".into());
+        return Err(DerError::OuterSpan);
     }
     // Certificate ::= SEQUENCE { tbsCertificate SEQUENCE, signatureAlgorithm SEQUENCE, signature BIT STRING }
-    let (t1, s1, l1) = der_header(der, start).ok_or("truncated tbsCertificate")?;
-    let (t2, s2, l2) = der_header(der, s1 + l1).ok_or("truncated signatureAlgorithm")?;
-    let (t3, s3, l3) = der_header(der, s2 + l2).ok_or("truncated signature")?;
+    let truncated = DerError::Truncated;
+    let (t1, s1, l1) = der_header(der, start).ok_or(truncated("tbsCertificate"))?;
+    let (t2, s2, l2) = der_header(der, s1 + l1).ok_or(truncated("signatureAlgorithm"))?;
+    let (t3, s3, l3) = der_header(der, s2 + l2).ok_or(truncated("signature"))?;
     if t1 != 0x30 || t2 != 0x30 || t3 != 0x03 || s3 + l3 != der.len() {
-        return Err("not a Certificate (tbsCertificate, signatureAlgorithm, signature)".into());
+        return Err(DerError::NotCertificate);
     }
     Ok(())
 }
 
 /// `scheme://[user@]host[:port][/…]`: returns (scheme, host).
-pub fn parse_url(s: &str) -> Result<(String, String), String> {
+pub fn parse_url(s: &str) -> Result<(String, String), UrlError> {
     let (scheme, rest) = s
         .split_once("://")
-        .ok_or_else(|| format!("'{s}' is not a URL (expected scheme://host[:port])"))?;
+        .ok_or_else(|| UrlError::NotUrl(s.into()))?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let hostport = authority.rsplit('@').next().unwrap_or_default();
     let host = if let Some(v6) = hostport.strip_prefix('[') {
@@ -224,7 +327,7 @@ pub fn parse_url(s: &str) -> Result<(String, String), String> {
         hostport.split(':').next().unwrap_or_default().to_string()
     };
     if host.is_empty() || s.contains(char::is_whitespace) {
-        return Err(format!("'{s}' has no host or contains spaces"));
+        return Err(UrlError::NoHost(s.into()));
     }
     if let Some(port) = hostport
         .rsplit_once(':')
@@ -232,7 +335,10 @@ pub fn parse_url(s: &str) -> Result<(String, String), String> {
         .filter(|p| !p.contains(']') && !hostport.starts_with('['))
     {
         if port.parse::<u16>().is_err() {
-            return Err(format!("'{s}' has an invalid port '{port}'"));
+            return Err(UrlError::Port {
+                url: s.into(),
+                port: port.into(),
+            });
         }
     }
     Ok((scheme.to_ascii_lowercase(), host))
@@ -240,14 +346,12 @@ pub fn parse_url(s: &str) -> Result<(String, String), String> {
 
 /// An image repository `host[:port][/path…]` without tag or digest, as the installer requires for
 /// mirror sources and mirrors.
-pub fn check_repository(s: &str) -> Result<(), String> {
+pub fn check_repository(s: &str) -> Result<(), RepositoryError> {
     if s.is_empty() || s.contains(char::is_whitespace) || s.contains("://") {
-        return Err(format!(
-            "'{s}' is not a repository (expected host[:port]/path, no scheme)"
-        ));
+        return Err(RepositoryError::NotRepository(s.into()));
     }
     if s.contains('@') {
-        return Err(format!("'{s}' contains a digest; give the repository only"));
+        return Err(RepositoryError::Digest(s.into()));
     }
     let mut parts = s.split('/');
     let host = parts.next().unwrap_or_default();
@@ -259,23 +363,27 @@ pub fn check_repository(s: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
     {
-        return Err(format!("'{s}' has an invalid registry host '{host}'"));
+        return Err(RepositoryError::Host {
+            repo: s.into(),
+            host: host.into(),
+        });
     }
     if port.is_some_and(|p| p.parse::<u16>().is_err()) {
-        return Err(format!("'{s}' has an invalid registry port"));
+        return Err(RepositoryError::Port(s.into()));
     }
     for comp in parts {
         if comp.contains(':') {
-            return Err(format!("'{s}' contains a tag; give the repository only"));
+            return Err(RepositoryError::Tag(s.into()));
         }
         let ok = !comp.is_empty()
             && comp
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
         if !ok {
-            return Err(format!(
-                "'{s}' has an invalid path component '{comp}' (lowercase letters, digits, . _ -)"
-            ));
+            return Err(RepositoryError::Component {
+                repo: s.into(),
+                component: comp.into(),
+            });
         }
     }
     Ok(())
@@ -311,15 +419,19 @@ pub(crate) mod tests {
         );
         assert!(check_pull_secret("{not json")
             .unwrap_err()
+            .to_string()
             .contains("not valid JSON"));
         assert!(check_pull_secret(r#"{"x":1}"#)
             .unwrap_err()
+            .to_string()
             .contains("no 'auths'"));
         assert!(check_pull_secret(r#"{"auths":{}}"#)
             .unwrap_err()
+            .to_string()
             .contains("empty"));
         assert!(check_pull_secret(r#"{"auths":{"q.io":{"email":"a"}}}"#)
             .unwrap_err()
+            .to_string()
             .contains("neither"));
     }
 
@@ -328,20 +440,24 @@ pub(crate) mod tests {
         assert_eq!(check_ssh_key(TEST_SSH_KEY, false).unwrap(), ["ssh-ed25519"]);
         assert!(check_ssh_key(TEST_SSH_KEY, true)
             .unwrap_err()
+            .to_string()
             .contains("fips"));
         let swapped = TEST_SSH_KEY.replacen("ssh-ed25519", "ssh-rsa", 1);
         assert!(check_ssh_key(&swapped, false)
             .unwrap_err()
+            .to_string()
             .contains("is a 'ssh-ed25519' key"));
         assert!(check_ssh_key("ssh-ed25519 !!!", false).is_err());
         assert!(check_ssh_key("hello world", false)
             .unwrap_err()
+            .to_string()
             .contains("key type"));
         let two = format!("{TEST_SSH_KEY}\n{TEST_SSH_KEY}");
         assert_eq!(check_ssh_key(&two, false).unwrap().len(), 2);
         let second_bad = format!("{TEST_SSH_KEY}\nssh-rsa AAAA");
         assert!(check_ssh_key(&second_bad, false)
             .unwrap_err()
+            .to_string()
             .starts_with("line 2:"));
     }
 
@@ -354,6 +470,7 @@ pub(crate) mod tests {
         );
         assert!(check_pem_bundle("nothing")
             .unwrap_err()
+            .to_string()
             .contains("no PEM block"));
         // Built from parts so the tree holds no literal private-key header.
         let key = concat!(
@@ -363,13 +480,18 @@ pub(crate) mod tests {
         );
         assert!(check_pem_bundle(key)
             .unwrap_err()
+            .to_string()
             .contains("not a CERTIFICATE"));
         let garbled = "-----BEGIN CERTIFICATE-----\nMIIBBBBB\n-----END CERTIFICATE-----\n";
         assert!(check_pem_bundle(garbled)
             .unwrap_err()
+            .to_string()
             .contains("not an x509"));
         let cut = TEST_CERT.replace("-----END CERTIFICATE-----", "");
-        assert!(check_pem_bundle(&cut).unwrap_err().contains("no '-----END"));
+        assert!(check_pem_bundle(&cut)
+            .unwrap_err()
+            .to_string()
+            .contains("no '-----END"));
     }
 
     #[test]
@@ -385,10 +507,35 @@ pub(crate) mod tests {
         assert!(check_repository("mirror.lab:5000").is_ok());
         assert!(check_repository("quay.io/ocp/release:4.16")
             .unwrap_err()
+            .to_string()
             .contains("tag"));
         assert!(check_repository("quay.io/ocp@sha256:abc")
             .unwrap_err()
+            .to_string()
             .contains("digest"));
         assert!(check_repository("https://quay.io/x").is_err());
+    }
+
+    #[test]
+    fn errors_are_typed_and_keep_the_cause() {
+        use std::error::Error;
+        assert!(matches!(
+            check_pull_secret("{not json"),
+            Err(PullSecretError::NotJson(
+                serde_json::error::Category::Syntax
+            ))
+        ));
+        let second_bad = format!("{TEST_SSH_KEY}\nssh-rsa AAAA");
+        let e = check_ssh_key(&second_bad, false).unwrap_err();
+        assert!(matches!(e, SshKeyError::Line { line: 2, .. }), "{e:?}");
+        assert!(e.source().is_some_and(|s| s.is::<SshLineError>()));
+        let garbled = "-----BEGIN CERTIFICATE-----\nMIIBBBBB\n-----END CERTIFICATE-----\n";
+        let e = check_pem_bundle(garbled).unwrap_err();
+        assert!(matches!(e, PemError::NotX509 { block: 1, .. }), "{e:?}");
+        assert!(e.source().is_some_and(|s| s.is::<DerError>()));
+        assert!(matches!(
+            check_repository("quay.io/ocp/release:4.16"),
+            Err(RepositoryError::Tag(_))
+        ));
     }
 }

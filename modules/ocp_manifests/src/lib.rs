@@ -200,8 +200,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let nmstatectl = iso::resolve_binary("nmstatectl").ok();
     let nmstatectl_checked = nmstatectl_check(nmstatectl.as_deref(), &plan, &m.tmpdir())
         .map_err(|p| problems_failure("nmstate errors", &p))?;
-    let (install_config, agent_config) =
-        render::render(&plan, o.template_dir.as_deref()).map_err(Failure::new)?;
+    let (install_config, agent_config) = render::render(&plan, o.template_dir.as_deref())
+        .map_err(|e| Failure::new(e.to_string()))?;
     let problems = verify::verify(&plan, &install_config, &agent_config);
     if !problems.is_empty() {
         return Err(problems_failure(

@@ -1,7 +1,42 @@
 //! IP addresses and CIDR blocks for either family, as plain integer arithmetic (no I/O).
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{AddrParseError, IpAddr, Ipv4Addr, Ipv6Addr};
+use std::num::ParseIntError;
+
+/// Why a string is not a CIDR block.
+#[derive(Debug, thiserror::Error)]
+pub enum CidrError {
+    #[error("'{0}' is not a CIDR (expected ADDRESS/PREFIX)")]
+    NoPrefix(String),
+    #[error("'{addr}' in '{cidr}' is not an IP address")]
+    Address {
+        addr: String,
+        cidr: String,
+        #[source]
+        source: AddrParseError,
+    },
+    #[error("prefix length '{prefix}' in '{cidr}' is not a number")]
+    PrefixNotNumber {
+        prefix: String,
+        cidr: String,
+        #[source]
+        source: ParseIntError,
+    },
+    #[error("prefix length /{prefix} in '{cidr}' is longer than the address ({bits} bits)")]
+    PrefixTooLong { prefix: u8, cidr: String, bits: u8 },
+}
+
+/// Why a string is not a NIC's MAC address.
+#[derive(Debug, thiserror::Error)]
+pub enum MacError {
+    #[error("'{0}' is not a 48-bit MAC address (expected six hex octets like bc:24:11:00:00:01)")]
+    Format(String),
+    #[error("'{0}' is a multicast MAC address (lowest bit of the first octet set); a NIC needs a unicast one")]
+    Multicast(String),
+    #[error("{0}")]
+    Octet(#[from] ParseIntError),
+}
 
 /// A CIDR block as written by the user (`addr` may have host bits set; see [`Cidr::is_network`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,21 +69,26 @@ pub fn bits(ip: IpAddr) -> u8 {
 }
 
 impl Cidr {
-    pub fn parse(s: &str) -> Result<Cidr, String> {
+    pub fn parse(s: &str) -> Result<Cidr, CidrError> {
         let (a, p) = s
             .split_once('/')
-            .ok_or_else(|| format!("'{s}' is not a CIDR (expected ADDRESS/PREFIX)"))?;
-        let addr: IpAddr = a
-            .parse()
-            .map_err(|_| format!("'{a}' in '{s}' is not an IP address"))?;
-        let prefix: u8 = p
-            .parse()
-            .map_err(|_| format!("prefix length '{p}' in '{s}' is not a number"))?;
+            .ok_or_else(|| CidrError::NoPrefix(s.into()))?;
+        let addr: IpAddr = a.parse().map_err(|source| CidrError::Address {
+            addr: a.into(),
+            cidr: s.into(),
+            source,
+        })?;
+        let prefix: u8 = p.parse().map_err(|source| CidrError::PrefixNotNumber {
+            prefix: p.into(),
+            cidr: s.into(),
+            source,
+        })?;
         if prefix > bits(addr) {
-            return Err(format!(
-                "prefix length /{prefix} in '{s}' is longer than the address ({} bits)",
-                bits(addr)
-            ));
+            return Err(CidrError::PrefixTooLong {
+                prefix,
+                cidr: s.into(),
+                bits: bits(addr),
+            });
         }
         Ok(Cidr { addr, prefix })
     }
@@ -126,7 +166,7 @@ pub fn next_ip(ip: IpAddr) -> Option<IpAddr> {
 
 /// A unicast EUI-48 MAC in any of the separators the installer accepts (`:`, `-`, `.` groups),
 /// normalised to lowercase `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(s: &str) -> Result<String, String> {
+pub fn parse_mac(s: &str) -> Result<String, MacError> {
     let hex: String = s
         .chars()
         .filter(|c| !matches!(c, ':' | '-' | '.'))
@@ -138,13 +178,11 @@ pub fn parse_mac(s: &str) -> Result<String, String> {
             || (dot.len() == 3 && dot.iter().all(|g| g.len() == 4))
     };
     if !grouped_ok || hex.len() != 12 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(format!(
-            "'{s}' is not a 48-bit MAC address (expected six hex octets like bc:24:11:00:00:01)"
-        ));
+        return Err(MacError::Format(s.into()));
     }
-    let first = u8::from_str_radix(&hex[0..2], 16).map_err(|e| e.to_string())?;
+    let first = u8::from_str_radix(&hex[0..2], 16)?;
     if first & 1 == 1 {
-        return Err(format!("'{s}' is a multicast MAC address (lowest bit of the first octet set); a NIC needs a unicast one"));
+        return Err(MacError::Multicast(s.into()));
     }
     let lower = hex.to_ascii_lowercase();
     Ok((0..6)
@@ -210,6 +248,7 @@ mod tests {
         assert_eq!(parse_mac("bc24.11aa.0001").unwrap(), "bc:24:11:aa:00:01");
         assert!(parse_mac("01:00:5e:00:00:01")
             .unwrap_err()
+            .to_string()
             .contains("multicast"));
         assert!(parse_mac("bc:24:11:aa:00").is_err());
         assert!(parse_mac("bc:24:11:aa:00:0g").is_err());
@@ -222,5 +261,27 @@ mod tests {
         assert!(!is_dns_label("-a"));
         assert!(is_dns_subdomain("example.com."));
         assert!(!is_dns_subdomain("example..com"));
+    }
+
+    #[test]
+    fn errors_say_which_part_is_wrong_and_keep_the_cause() {
+        use std::error::Error;
+        let e = Cidr::parse("10.0.0.x/24").unwrap_err();
+        assert!(matches!(e, CidrError::Address { .. }), "{e:?}");
+        assert!(e.source().is_some_and(|s| s.is::<AddrParseError>()));
+        let e = Cidr::parse("10.0.0.0/x").unwrap_err();
+        assert!(e.source().is_some_and(|s| s.is::<ParseIntError>()));
+        assert!(matches!(
+            Cidr::parse("10.0.0.0/33"),
+            Err(CidrError::PrefixTooLong {
+                prefix: 33,
+                bits: 32,
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_mac("01:00:5e:00:00:01"),
+            Err(MacError::Multicast(_))
+        ));
     }
 }

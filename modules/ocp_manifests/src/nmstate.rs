@@ -258,12 +258,12 @@ fn check_interface(
         }
     }
     if let Some(m) = o.get("mac-address") {
-        if let Err(e) = m
-            .as_str()
-            .ok_or_else(|| "must be a string".to_string())
-            .and_then(parse_mac)
-        {
-            p.push((format!("{at}.mac-address"), e));
+        let why = match m.as_str() {
+            None => Some("must be a string".to_string()),
+            Some(m) => parse_mac(m).err().map(|e| e.to_string()),
+        };
+        if let Some(why) = why {
+            p.push((format!("{at}.mac-address"), why));
         }
     }
     for (fam, max) in [("ipv4", 32u64), ("ipv6", 128u64)] {
@@ -337,7 +337,7 @@ fn check_route(r: &Value, at: &str, names: &BTreeSet<String>, p: &mut Vec<(Strin
             None
         }
         Some(Err(e)) => {
-            p.push((format!("{at}.destination"), e));
+            p.push((format!("{at}.destination"), e.to_string()));
             None
         }
         None => {
@@ -417,14 +417,21 @@ pub fn addresses(doc: &Value) -> Vec<IpAddr> {
     out
 }
 
+/// Why the nmstate library rejects a networkConfig.
+#[derive(Debug, thiserror::Error)]
+pub enum GenConfError {
+    #[error("nmstate cannot parse it: {0}")]
+    Parse(#[source] serde_json::Error),
+    #[error("nmstate cannot generate NetworkManager keyfiles: {0}")]
+    Generate(#[source] ::nmstate::NmstateError),
+}
+
 /// The nmstate library's verdict, as `nmstatectl gc` gives it: parse the document as a
 /// `NetworkState` and generate the NetworkManager keyfiles. Returns the keyfile names.
-pub fn gen_conf(doc: &Value) -> Result<Vec<String>, String> {
+pub fn gen_conf(doc: &Value) -> Result<Vec<String>, GenConfError> {
     let state: ::nmstate::NetworkState =
-        serde_json::from_value(doc.clone()).map_err(|e| format!("nmstate cannot parse it: {e}"))?;
-    let conf = state
-        .gen_conf()
-        .map_err(|e| format!("nmstate cannot generate NetworkManager keyfiles: {e}"))?;
+        serde_json::from_value(doc.clone()).map_err(GenConfError::Parse)?;
+    let conf = state.gen_conf().map_err(GenConfError::Generate)?;
     let mut names: Vec<String> = conf.into_values().flatten().map(|(name, _)| name).collect();
     names.sort();
     Ok(names)
@@ -483,6 +490,7 @@ mod tests {
         typo["interfaces"][0]["ipv4"]["dhcpp"] = json!(true);
         assert!(gen_conf(&typo)
             .unwrap_err()
+            .to_string()
             .contains("unknown field `dhcpp`"));
         let bond = json!({"interfaces": [
             {"name": "bond0", "type": "bond", "state": "up", "link-aggregation": {"mode": "lacp", "port": ["ens18"]}},
@@ -496,6 +504,7 @@ mod tests {
         bad_mode["interfaces"][0]["link-aggregation"]["mode"] = json!("fastest");
         assert!(gen_conf(&bad_mode)
             .unwrap_err()
+            .to_string()
             .contains("unknown variant `fastest`"));
     }
 

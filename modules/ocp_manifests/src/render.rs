@@ -6,7 +6,7 @@
 //! block mapping/list indented by n spaces, via a YAML emitter) and `yaml_text(n)` (a literal block
 //! for multi-line text such as PEM, falling back to `yaml` when a literal block cannot hold it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
@@ -27,6 +27,54 @@ const BUILTIN: [(&str, &str); 2] = [
         include_str!("../templates/agent-config.yaml.j2"),
     ),
 ];
+
+/// Why the manifests could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("built-in template {name}: {source}")]
+    Builtin {
+        name: &'static str,
+        #[source]
+        source: Error,
+    },
+    #[error("template_dir {}: {source}", .dir.display())]
+    TemplateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("template {}: {source}", .path.display())]
+    ReadTemplate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `{:#}`: minijinja's alternate form shows where in the template the syntax error is.
+    #[error("template {}: {source:#}", .path.display())]
+    ParseTemplate {
+        path: PathBuf,
+        #[source]
+        source: Error,
+    },
+    #[error("rendering {name}: {}", with_causes(.source))]
+    Render {
+        name: String,
+        #[source]
+        source: Error,
+    },
+}
+
+/// The error and every cause under it, `: `-separated (minijinja puts the real reason, such as
+/// a filter's own error, in the causes).
+fn with_causes(e: &Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(&format!(": {s}"));
+        src = s.source();
+    }
+    msg
+}
 
 fn to_json(v: &JValue) -> Result<Value, Error> {
     serde_json::to_value(v).map_err(|e| {
@@ -126,15 +174,17 @@ pub fn environment() -> Environment<'static> {
 
 /// Render both files. With `template_dir`, every `*.j2` there is loaded and overrides the built-in
 /// template of the same name.
-pub fn render(plan: &Plan, template_dir: Option<&Path>) -> Result<(String, String), String> {
+pub fn render(plan: &Plan, template_dir: Option<&Path>) -> Result<(String, String), RenderError> {
     let mut env = environment();
     for (name, text) in BUILTIN {
         env.add_template(name, text)
-            .map_err(|e| format!("built-in template {name}: {e}"))?;
+            .map_err(|source| RenderError::Builtin { name, source })?;
     }
     if let Some(dir) = template_dir {
-        let entries =
-            std::fs::read_dir(dir).map_err(|e| format!("template_dir {}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(dir).map_err(|source| RenderError::TemplateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
         let mut files: Vec<_> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
@@ -146,24 +196,22 @@ pub fn render(plan: &Plan, template_dir: Option<&Path>) -> Result<(String, Strin
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("template {}: {e}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).map_err(|source| RenderError::ReadTemplate {
+                    path: path.clone(),
+                    source,
+                })?;
             env.add_template_owned(name.clone(), text)
-                .map_err(|e| format!("template {}: {e:#}", path.display()))?;
+                .map_err(|source| RenderError::ParseTemplate { path, source })?;
         }
     }
     let ctx = JValue::from(Serde(plan));
-    let one = |name: &str| -> Result<String, String> {
+    let one = |name: &str| -> Result<String, RenderError> {
         env.get_template(name)
             .and_then(|t| t.render(&ctx))
-            .map_err(|e| {
-                let mut msg = format!("rendering {name}: {e}");
-                let mut src = std::error::Error::source(&e);
-                while let Some(s) = src {
-                    msg.push_str(&format!(": {s}"));
-                    src = s.source();
-                }
-                msg
+            .map_err(|source| RenderError::Render {
+                name: name.to_string(),
+                source,
             })
     };
     Ok((one("install-config.yaml.j2")?, one("agent-config.yaml.j2")?))
@@ -217,5 +265,30 @@ mod tests {
         assert!(yaml_text_filter(JValue::from("a\nb\n"), 2)
             .unwrap()
             .starts_with(" |\n  a"));
+    }
+
+    #[test]
+    fn a_broken_user_template_keeps_its_cause_and_location() {
+        let dir = std::env::temp_dir().join(format!("ocp-render-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("agent-config.yaml.j2"), "x: {{ unclosed\n").unwrap();
+        let plan = crate::plan::plan(&crate::plan::fixtures::options(
+            &crate::plan::fixtures::compact(),
+        ))
+        .plan
+        .unwrap();
+        let err = render(&plan, Some(&dir)).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let RenderError::ParseTemplate { path, source } = &err else {
+            panic!("{err:?}");
+        };
+        assert!(path.ends_with("agent-config.yaml.j2"));
+        assert_eq!(source.kind(), ErrorKind::SyntaxError);
+        // The message is minijinja's alternate form (with the template location), as before.
+        assert_eq!(
+            err.to_string(),
+            format!("template {}: {source:#}", path.display())
+        );
+        assert!(std::error::Error::source(&err).is_some());
     }
 }

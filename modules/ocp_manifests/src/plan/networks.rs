@@ -1,0 +1,329 @@
+//! Machine, service and cluster networks: network type, CIDR syntax, one address family, no
+//! overlaps, service network size and count.
+
+use std::net::IpAddr;
+
+use crate::net::Cidr;
+
+use super::context::{Ctx, Findings, Staged};
+
+/// The parsed networks. A `None` entry did not parse (its problem is already reported).
+#[derive(Default)]
+pub(super) struct Networks {
+    pub network_type: String,
+    pub service: Vec<Option<Cidr>>,
+    pub cluster: Vec<Option<Cidr>>,
+    /// Every parsed network with its option path (`service_networks[0]`), machine first.
+    pub all: Vec<(String, Cidr)>,
+    /// The machine networks that parsed.
+    pub machine_ok: Vec<Cidr>,
+}
+
+impl Networks {
+    /// The machine network holding `ip`.
+    pub fn in_machine(&self, ip: IpAddr) -> Option<Cidr> {
+        self.machine_ok.iter().find(|m| m.contains(ip)).copied()
+    }
+}
+
+pub(super) fn check(cx: &Ctx) -> Staged<Networks> {
+    let mut f = Findings::default();
+    let o = cx.o;
+    let network_type = network_type(&mut f, &o.network_type);
+    if o.machine_networks.is_empty() {
+        f.err(
+            "machine_networks",
+            "machine-network-required",
+            "at least one machine network is required",
+        );
+    }
+    let machine = parse_cidr_list(&mut f, &o.machine_networks, "machine_networks");
+    let service = parse_cidr_list(&mut f, &o.service_networks, "service_networks");
+    let cluster_strs: Vec<String> = o.cluster_networks.iter().map(|n| n.cidr.clone()).collect();
+    let cluster = parse_cidr_list(&mut f, &cluster_strs, "cluster_networks");
+    if o.service_networks.is_empty() {
+        f.err(
+            "service_networks",
+            "service-network-required",
+            "at least one service network is required",
+        );
+    }
+    if o.cluster_networks.is_empty() {
+        f.err(
+            "cluster_networks",
+            "cluster-network-required",
+            "at least one cluster network is required",
+        );
+    }
+    let all: Vec<(String, Cidr)> = [
+        ("machine_networks", &machine),
+        ("service_networks", &service),
+        ("cluster_networks", &cluster),
+    ]
+    .iter()
+    .flat_map(|(opt, list)| named(opt, list, list.len()))
+    .collect();
+    single_family(&mut f, &all);
+    overlaps(&mut f, &machine, &service, &cluster);
+    service_size(&mut f, &service);
+    if o.service_networks.len() > 1 {
+        f.err(
+            "service_networks",
+            "service-network-count",
+            "a single-stack install allows only one service network",
+        );
+    }
+    let machine_ok = machine.iter().flatten().copied().collect();
+    f.with(Networks {
+        network_type,
+        service,
+        cluster,
+        all,
+        machine_ok,
+    })
+}
+
+/// Only OVNKubernetes (spelled in any case); anything else is reported and kept as given.
+fn network_type(f: &mut Findings, given: &str) -> String {
+    if given.eq_ignore_ascii_case("OVNKubernetes") {
+        return "OVNKubernetes".to_string();
+    }
+    let why = if given.eq_ignore_ascii_case("OpenShiftSDN") {
+        "OpenShiftSDN is not supported, please use OVNKubernetes".to_string()
+    } else {
+        format!("'{given}' is not supported for agent-based installs; use OVNKubernetes")
+    };
+    f.err("network_type", "network-type", why);
+    given.to_string()
+}
+
+fn parse_cidr_list(f: &mut Findings, list: &[String], opt: &str) -> Vec<Option<Cidr>> {
+    list.iter()
+        .enumerate()
+        .map(|(i, s)| match Cidr::parse(s) {
+            Err(e) => {
+                f.err(format!("{opt}[{i}]"), "cidr-syntax", e.to_string());
+                None
+            }
+            Ok(cidr) if !cidr.is_network() => {
+                f.err(
+                    format!("{opt}[{i}]"),
+                    "cidr-network-address",
+                    format!(
+                        "invalid network address: got {s}, expecting {}/{}",
+                        cidr.network(),
+                        cidr.prefix
+                    ),
+                );
+                None
+            }
+            Ok(cidr) => Some(cidr),
+        })
+        .collect()
+}
+
+/// The first `upto` parsed entries of `list` with their option paths.
+fn named(opt: &str, list: &[Option<Cidr>], upto: usize) -> Vec<(String, Cidr)> {
+    list.iter()
+        .take(upto)
+        .enumerate()
+        .filter_map(|(i, x)| x.map(|x| (format!("{opt}[{i}]"), x)))
+        .collect()
+}
+
+/// Dual stack needs two addresses per node, which the node model here does not carry.
+fn single_family(f: &mut Findings, all: &[(String, Cidr)]) {
+    let v4 = all.first().map(|(_, x)| x.addr.is_ipv4()).unwrap_or(true);
+    for (path, x) in all {
+        if x.addr.is_ipv4() != v4 {
+            f.err(path.clone(), "single-address-family",
+                  "all networks must be in one address family (dual stack is not supported by this module)");
+        }
+    }
+}
+
+/// Machine vs earlier machine; service vs machine and earlier service; cluster vs all earlier.
+fn overlaps(
+    f: &mut Findings,
+    machine: &[Option<Cidr>],
+    service: &[Option<Cidr>],
+    cluster: &[Option<Cidr>],
+) {
+    for i in 0..machine.len() {
+        for p in collect_overlaps(machine[i], &named("machine_networks", machine, i)) {
+            f.err(format!("machine_networks[{i}]"), "cidr-overlap", p);
+        }
+    }
+    for i in 0..service.len() {
+        let mut against = named("machine_networks", machine, machine.len());
+        against.extend(named("service_networks", service, i));
+        for p in collect_overlaps(service[i], &against) {
+            f.err(format!("service_networks[{i}]"), "cidr-overlap", p);
+        }
+    }
+    for i in 0..cluster.len() {
+        let mut against = named("machine_networks", machine, machine.len());
+        against.extend(named("service_networks", service, service.len()));
+        against.extend(named("cluster_networks", cluster, i));
+        for p in collect_overlaps(cluster[i], &against) {
+            f.err(format!("cluster_networks[{i}]"), "cidr-overlap", p);
+        }
+    }
+}
+
+fn collect_overlaps(one: Option<Cidr>, against: &[(String, Cidr)]) -> Vec<String> {
+    let Some(x) = one else {
+        return vec![];
+    };
+    against
+        .iter()
+        .filter(|(_, y)| x.overlaps(y))
+        .map(|(p, y)| format!("{x} overlaps {p} ({y})"))
+        .collect()
+}
+
+fn service_size(f: &mut Findings, service: &[Option<Cidr>]) {
+    for (i, s) in service.iter().enumerate() {
+        let Some(s) = s else { continue };
+        if s.addr.is_ipv4() && s.prefix < 12 {
+            f.err(
+                format!("service_networks[{i}]"),
+                "service-network-size",
+                format!("{s} is larger than a /12"),
+            );
+        }
+        if !s.addr.is_ipv4() && s.prefix < 108 {
+            f.err(
+                format!("service_networks[{i}]"),
+                "service-network-size",
+                format!("{s}: an IPv6 service network must be /108 or smaller"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_network_type() {
+        fails(
+            with(compact(), "network_type", json!("OpenShiftSDN")),
+            "network_type",
+            "network-type",
+        );
+        fails(
+            with(compact(), "network_type", json!("Calico")),
+            "network_type",
+            "network-type",
+        );
+        assert_eq!(
+            ok_plan(&with(compact(), "network_type", json!("ovnkubernetes"))).network_type,
+            "OVNKubernetes"
+        );
+    }
+
+    #[test]
+    fn rule_cidr_network_address_and_syntax() {
+        fails(
+            with(compact(), "machine_networks", json!(["192.168.50.1/24"])),
+            "machine_networks[0]",
+            "cidr-network-address",
+        );
+        fails(
+            with(compact(), "service_networks", json!(["172.30.0.0/33"])),
+            "service_networks[0]",
+            "cidr-syntax",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "10.128.1.0/14"}]),
+            ),
+            "cluster_networks[0]",
+            "cidr-network-address",
+        );
+        fails(
+            with(compact(), "machine_networks", json!([])),
+            "machine_networks",
+            "machine-network-required",
+        );
+    }
+
+    #[test]
+    fn rule_cidr_overlap() {
+        fails(
+            with(compact(), "service_networks", json!(["192.168.0.0/16"])),
+            "service_networks[0]",
+            "cidr-overlap",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "172.30.0.0/15", "host_prefix": 23}]),
+            ),
+            "cluster_networks[0]",
+            "cidr-overlap",
+        );
+        fails(
+            with(
+                compact(),
+                "machine_networks",
+                json!(["192.168.50.0/24", "192.168.50.128/25"]),
+            ),
+            "machine_networks[1]",
+            "cidr-overlap",
+        );
+    }
+
+    #[test]
+    fn rule_networks_and_nodes_required() {
+        fails(
+            with(compact(), "service_networks", json!([])),
+            "service_networks",
+            "service-network-required",
+        );
+        fails(
+            with(compact(), "cluster_networks", json!([])),
+            "cluster_networks",
+            "cluster-network-required",
+        );
+        fails(
+            with(compact(), "nodes", json!([])),
+            "nodes",
+            "nodes-required",
+        );
+    }
+
+    #[test]
+    fn rule_service_network_size_and_count() {
+        fails(
+            with(compact(), "service_networks", json!(["172.0.0.0/11"])),
+            "service_networks[0]",
+            "service-network-size",
+        );
+        fails(
+            with(
+                compact(),
+                "service_networks",
+                json!(["172.30.0.0/16", "172.31.0.0/16"]),
+            ),
+            "service_networks",
+            "service-network-count",
+        );
+    }
+
+    #[test]
+    fn rule_single_address_family() {
+        fails(
+            with(compact(), "service_networks", json!(["fd02::/112"])),
+            "service_networks[0]",
+            "single-address-family",
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! Each node as given: a DNS-label name, unique name and MAC, a valid interface name and IP.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use crate::model::NodeOpt;
+use crate::net::{is_dns_label, parse_mac};
+use crate::nmstate;
+
+use super::context::{Ctx, Findings, Staged};
+
+#[derive(Default)]
+pub(super) struct Nodes {
+    /// Normalised MAC → the first node that has it.
+    pub macs: BTreeMap<String, usize>,
+    /// Each node's MAC, normalised (lowercased as given when it did not parse).
+    pub node_macs: Vec<String>,
+    /// Each node's own `ip`, when given and valid.
+    pub static_ips: Vec<Option<IpAddr>>,
+}
+
+pub(super) fn check(cx: &Ctx) -> Staged<Nodes> {
+    let mut f = Findings::default();
+    let o = cx.o;
+    if o.nodes.is_empty() {
+        f.err("nodes", "nodes-required", "at least one node is required");
+    }
+    let mut names = BTreeMap::new();
+    let mut nodes = Nodes::default();
+    for (i, n) in o.nodes.iter().enumerate() {
+        check_name(&mut f, n, i);
+        if let Some(j) = names.insert(n.name.clone(), i) {
+            f.err(
+                format!("nodes[{i}].name"),
+                "hostname-unique",
+                format!("'{}' is also the name of nodes[{j}]", n.name),
+            );
+        }
+        let mac = check_mac(&mut f, n, i, &mut nodes.macs);
+        nodes.node_macs.push(mac);
+        if let Some(ifn) = &n.interface {
+            if !nmstate::is_ifname(ifn) {
+                f.err(
+                    format!("nodes[{i}].interface"),
+                    "interface-name",
+                    format!("'{ifn}' is not a Linux interface name"),
+                );
+            }
+        }
+        let ip =
+            n.ip.as_deref()
+                .and_then(|s| f.ip(s, &format!("nodes[{i}].ip")));
+        nodes.static_ips.push(ip);
+    }
+    f.with(nodes)
+}
+
+fn check_name(f: &mut Findings, n: &NodeOpt, i: usize) {
+    if !is_dns_label(&n.name) {
+        f.err(
+            format!("nodes[{i}].name"),
+            "hostname-dns-label",
+            format!(
+                "'{}' must be a DNS label (lowercase letters, digits, '-')",
+                n.name
+            ),
+        );
+    } else if n.name == "localhost" {
+        f.err(
+            format!("nodes[{i}].name"),
+            "hostname-dns-label",
+            "'localhost' is rejected by the assisted installer",
+        );
+    }
+}
+
+/// The node's normalised MAC, recorded in `macs` when it is the first node with it.
+fn check_mac(
+    f: &mut Findings,
+    n: &NodeOpt,
+    i: usize,
+    macs: &mut BTreeMap<String, usize>,
+) -> String {
+    match parse_mac(&n.mac) {
+        Ok(m) => {
+            if let Some(j) = macs.get(&m) {
+                f.err(
+                    format!("nodes[{i}].mac"),
+                    "mac-unique",
+                    format!(
+                        "{} is also the MAC of nodes[{j}] (compared case-insensitively)",
+                        n.mac
+                    ),
+                );
+            } else {
+                macs.insert(m.clone(), i);
+            }
+            m
+        }
+        Err(e) => {
+            f.err(format!("nodes[{i}].mac"), "mac-unicast", e.to_string());
+            n.mac.to_ascii_lowercase()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_macs() {
+        fails(
+            set(compact(), "/nodes/1/mac", json!("01:00:5e:00:00:01")),
+            "nodes[1].mac",
+            "mac-unicast",
+        );
+        fails(
+            set(compact(), "/nodes/1/mac", json!("zz:24:11:00:00:01")),
+            "nodes[1].mac",
+            "mac-unicast",
+        );
+        fails(
+            set(compact(), "/nodes/2/mac", json!("bc:24:11:00:00:01")),
+            "nodes[2].mac",
+            "mac-unique",
+        );
+    }
+
+    #[test]
+    fn rule_hostnames() {
+        fails(
+            set(compact(), "/nodes/1/name", json!("Master_1")),
+            "nodes[1].name",
+            "hostname-dns-label",
+        );
+        fails(
+            set(compact(), "/nodes/2/name", json!("master-0")),
+            "nodes[2].name",
+            "hostname-unique",
+        );
+    }
+}

@@ -1,0 +1,50 @@
+//! The rendezvous IP: given, it must be a control-plane node's; otherwise the first master's.
+
+use std::net::IpAddr;
+
+use super::context::{Ctx, Findings, Staged};
+
+pub(super) fn check(cx: &Ctx) -> Staged<Option<IpAddr>> {
+    let mut f = Findings::default();
+    let master_ips: Vec<IpAddr> = cx
+        .addresses
+        .ips
+        .iter()
+        .zip(&cx.topo.roles)
+        .filter(|(_, r)| *r == "master")
+        .filter_map(|(ip, _)| *ip)
+        .collect();
+    let rendezvous = match &cx.o.rendezvous_ip {
+        Some(s) => match f.ip(s, "rendezvous_ip") {
+            Some(ip) if master_ips.contains(&ip) => Some(ip),
+            Some(ip) => {
+                f.err("rendezvous_ip", "rendezvous-on-master",
+                      format!("{ip} is not the IP of a control-plane node; the rendezvousIP must be assigned to a control plane host"));
+                None
+            }
+            None => None,
+        },
+        None => master_ips.first().copied(),
+    };
+    f.with(rendezvous)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn rule_rendezvous_ip() {
+        fails(
+            with(ha(), "rendezvous_ip", json!("192.168.50.13")),
+            "rendezvous_ip",
+            "rendezvous-on-master",
+        );
+        assert_eq!(
+            ok_plan(&with(ha(), "rendezvous_ip", json!("192.168.50.12"))).rendezvous_ip,
+            "192.168.50.12"
+        );
+    }
+}
