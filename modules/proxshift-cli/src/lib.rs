@@ -19,6 +19,7 @@ pub mod rehearsal;
 pub mod rehearse;
 pub mod report;
 pub mod runner;
+mod simulator;
 pub mod style;
 pub mod table;
 pub mod tracker;
