@@ -288,8 +288,9 @@ fn io_err(what: &str, path: &Path, e: std::io::Error) -> CliError {
 }
 
 fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, CliError> {
-    use crate::rehearsal as rl;
-    use crate::rehearse::{self as r, Identity, Sim};
+    use crate::rehearse::commands::{self, Sim};
+    use crate::rehearse::layout as rl;
+    use crate::rehearse::seed::{self, Identity};
     let cluster = a.cluster;
     plan::check_cluster_name(cluster)?;
     if g.check || g.diff {
@@ -324,7 +325,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
                 "no layout to rehearse on: give Proxmox credentials (inventory or PROXMOX_* environment), describe proxmox_layout in group_vars/all (see modules/proxshift-cli/README.md), or pass --seed FILE",
             )
         })?;
-        r::seed(cluster, layout, &who)
+        seed::seed(cluster, layout, &who)
     };
     let (source, seed) = if let Some(file) = a.seed {
         let text = std::fs::read_to_string(file).map_err(|e| io_err("read", file, e))?;
@@ -333,7 +334,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
         })?;
         (
             format!("seed {}", file.display()),
-            rl::seed_from_pvesim(&v, &who)?,
+            seed::seed_from_pvesim(&v, &who)?,
         )
     } else {
         let conn = live::connection(&inv.proxmox, &env_var);
@@ -351,7 +352,10 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
                         opts.base_url().unwrap_or_default()
                     ))
                 })?;
-                (format!("proxmox ({url})"), r::seed(cluster, &layout, &who)?)
+                (
+                    format!("proxmox ({url})"),
+                    seed::seed(cluster, &layout, &who)?,
+                )
             }
         }
     };
@@ -397,7 +401,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
     };
     let write_files = |sim: &Sim| -> Result<(), CliError> {
         std::fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
-        std::fs::write(&sim.seed_file, r::seed_yaml(cluster, &seed))
+        std::fs::write(&sim.seed_file, seed::seed_yaml(cluster, &seed))
             .map_err(|e| io_err("write", Path::new(&sim.seed_file), e))?;
         let mut vars = serde_json::json!({
             // Outranks an inventory value: the simulator's throwaway token, never a real one.
@@ -412,7 +416,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
             .map_err(|e| io_err("write", Path::new(&vars_file), e))
     };
     if a.prepare_only || g.dry_run {
-        let (pvesim, play) = r::commands(cluster, &who, &sim, &opts);
+        let (pvesim, play) = commands::commands(cluster, &who, &sim, &opts);
         if !g.dry_run {
             write_files(&sim)?;
         }
@@ -424,7 +428,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
                 "seed_written": !g.dry_run,
                 "seed": seed,
                 "commands": [pvesim.shell(), play.shell()],
-                "tags": r::REHEARSE_TAGS,
+                "tags": commands::REHEARSE_TAGS,
             }));
         } else {
             let verb = if g.dry_run { "Would write" } else { "Wrote" };
@@ -458,9 +462,9 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
         &dump,
     )?;
     sim.listen = running.addr.clone();
-    let (_, play) = r::commands(cluster, &who, &sim, &opts);
+    let (_, play) = commands::commands(cluster, &who, &sim, &opts);
     let display = display_for(g);
-    let phases: Vec<String> = r::REHEARSE_TAGS
+    let phases: Vec<String> = commands::REHEARSE_TAGS
         .iter()
         .filter(|t| !(placeholder && **t == "secrets"))
         .map(|t| t.to_string())
@@ -494,7 +498,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
     } else {
         exit::PLAYBOOK_FAILED
     };
-    let report = rl::Report {
+    let report = crate::rehearse::report::Report {
         cluster: cluster.to_string(),
         layout_source: source,
         status: if ok { "ok" } else { "failed" }.into(),
@@ -508,7 +512,7 @@ fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, Cli
     if g.json {
         print_json(&serde_json::to_value(&report).expect("report serialises"));
     } else {
-        print!("{}", rl::report_text(&report));
+        print!("{}", crate::rehearse::report::report_text(&report));
     }
     Ok(code)
 }

@@ -15,7 +15,6 @@ pub mod inventory;
 pub mod live;
 pub mod output;
 pub mod plan;
-pub mod rehearsal;
 pub mod rehearse;
 pub mod report;
 pub mod runner;

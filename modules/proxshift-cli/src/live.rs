@@ -108,7 +108,7 @@ pub fn read_layout(opts: &ConnectionOptions) -> Result<(String, serde_json::Valu
     }
     Ok((
         client.base_url().to_string(),
-        crate::rehearsal::layout_from_api(&version, &nodes, &vms),
+        crate::rehearse::seed::layout_from_api(&version, &nodes, &vms),
     ))
 }
 

@@ -1,16 +1,14 @@
-//! `proxshift rehearse`, the pure parts of a real rehearsal: the layout of a live Proxmox cluster
-//! from its API answers, a pvesim seed given as a file, what can be seen wrong before the run
-//! (overcommitted nodes, MAC and VMID conflicts), what the run created on the simulator, and the
-//! report. No I/O here; `app` reads, runs and prints.
+//! What a rehearsal finds: problems visible in the layout before the run (overcommitted nodes, MAC and
+//! VMID conflicts, pinned nodes that do not exist), what the run created on the simulator, MACs it
+//! handed out twice, and the kind of a failed task's message. Pure.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::exit::CliError;
+use super::vm_config::{config_macs, text, vm_label, vm_tags};
 use crate::inventory::Cluster;
-use crate::rehearse::Identity;
 
 const MIB: u64 = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
@@ -23,146 +21,6 @@ pub fn parse_size(v: &Value) -> Option<u64> {
         Value::String(s) => pve_types::propstring::parse_size(s, 'B').ok(),
         _ => None,
     }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// The MACs in a VM config's `netN` entries (`virtio=BC:24:11:…,bridge=vmbr0`), upper case.
-pub fn config_macs(config: &Value) -> Vec<String> {
-    let mut nets: Vec<(u32, String)> = config
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| {
-            let idx = k.strip_prefix("net")?.parse::<u32>().ok()?;
-            let mac = text(v).split(',').find_map(|p| {
-                let (_, val) = p.split_once('=')?;
-                (val.len() == 17 && val.matches(':').count() == 5).then(|| val.to_uppercase())
-            })?;
-            Some((idx, mac))
-        })
-        .collect();
-    nets.sort();
-    nets.into_iter().map(|(_, m)| m).collect()
-}
-
-/// Disks (`scsiN`, `virtioN`, `sataN`, `ideN`, `efidisk0`, `tpmstate0`) with a storage and a size;
-/// CD-ROMs are not disks.
-fn config_disks(config: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (k, v) in config.as_object().into_iter().flatten() {
-        let bus = k.trim_end_matches(|c: char| c.is_ascii_digit());
-        if !["scsi", "virtio", "sata", "ide", "efidisk", "tpmstate"].contains(&bus) || bus == k {
-            continue;
-        }
-        let s = text(v);
-        if s.contains("media=cdrom") {
-            continue;
-        }
-        let Some((storage, _)) = s.split(',').next().and_then(|vol| vol.split_once(':')) else {
-            continue;
-        };
-        if let Some(size) = s.split(',').find_map(|p| p.strip_prefix("size=")) {
-            out.push(json!({"storage": storage, "size": size}));
-        }
-    }
-    out
-}
-
-/// A live Proxmox cluster as `proxmox_layout`, from `GET /version`, `GET /nodes` with each node's
-/// `GET /nodes/{node}/storage`, and `GET /cluster/resources?type=vm` with each VM's config.
-pub fn layout_from_api(
-    version: &Value,
-    nodes: &[(Value, Vec<Value>)],
-    vms: &[(Value, Value)],
-) -> Value {
-    let nodes: Vec<Value> = nodes
-        .iter()
-        .map(|(n, storages)| {
-            let storages: Vec<Value> = storages
-                .iter()
-                .filter(|s| s["total"].as_u64().unwrap_or(0) > 0)
-                .map(|s| {
-                    let content: Vec<&str> = s["content"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .split(',')
-                        .filter(|c| !c.is_empty())
-                        .collect();
-                    json!({"id": s["storage"], "type": s["type"], "content": content,
-                           "size": s["total"], "free": s["avail"].as_u64().unwrap_or(0),
-                           "shared": s["shared"].as_u64() == Some(1) || s["shared"] == json!(true)})
-                })
-                .collect();
-            let mut node = json!({"name": n["node"], "storages": storages,
-                                  "online": n["status"].as_str() != Some("offline")});
-            if let Some(m) = n["maxmem"].as_u64() {
-                node["memory"] = json!(m);
-            }
-            if let Some(c) = n["maxcpu"].as_u64() {
-                node["cpus"] = json!(c);
-            }
-            node
-        })
-        .collect();
-    let vms: Vec<Value> = vms
-        .iter()
-        .map(|(r, config)| {
-            let memory = config
-                .get("memory")
-                .and_then(|m| text(m).parse::<u64>().ok())
-                .or_else(|| r["maxmem"].as_u64().map(|b| b / MIB))
-                .unwrap_or(512);
-            let tags: Vec<String> = text(&r["tags"])
-                .split([';', ',', ' '])
-                .filter(|t| !t.is_empty())
-                .map(str::to_string)
-                .collect();
-            let mut vm = json!({"vmid": r["vmid"], "node": r["node"], "memory": memory,
-                "cores": config.get("cores").and_then(|c| text(c).parse::<u64>().ok()).unwrap_or(1),
-                "running": r["status"].as_str() == Some("running"),
-                "macs": config_macs(config), "disks": config_disks(config), "tags": tags});
-            if let Some(name) = r["name"].as_str().or_else(|| config["name"].as_str()) {
-                vm["name"] = json!(name);
-            }
-            vm
-        })
-        .collect();
-    let mut layout = json!({"nodes": nodes, "vms": vms});
-    if let Some(v) = version["version"].as_str() {
-        layout["version"] = json!(v);
-    }
-    layout
-}
-
-/// A pvesim seed given as a file: its layout (cluster, nodes, VMs) as is, its access part (users,
-/// tokens, roles, ACLs) replaced by the rehearsal's identity.
-pub fn seed_from_pvesim(seed: &Value, who: &Identity) -> Result<Value, CliError> {
-    let mut s = seed.clone();
-    let obj = s
-        .as_object_mut()
-        .ok_or_else(|| CliError::inventory("the pvesim seed is not a mapping"))?;
-    let has_nodes = obj
-        .get("nodes")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
-    if !has_nodes {
-        return Err(CliError::inventory("the pvesim seed lists no nodes"));
-    }
-    for k in ["users", "tokens", "roles", "acl"] {
-        obj.remove(k);
-    }
-    let access = crate::rehearse::access_seed(who);
-    for (k, v) in access.as_object().into_iter().flatten() {
-        obj.insert(k.clone(), v.clone());
-    }
-    Ok(s)
 }
 
 /// The MAC the flow derives for a host without one (playbooks/tasks/cluster_model.yml): Proxmox's
@@ -212,26 +70,11 @@ pub struct Problem {
     pub source: String,
 }
 
-fn problem(kind: &str, source: &str, message: String) -> Problem {
+pub(crate) fn problem(kind: &str, source: &str, message: String) -> Problem {
     Problem {
         kind: kind.into(),
         message,
         source: source.into(),
-    }
-}
-
-fn vm_tags(vm: &Value) -> Vec<String> {
-    text(&vm["config"]["tags"])
-        .split([';', ',', ' '])
-        .filter(|t| !t.is_empty())
-        .map(|t| t.to_ascii_lowercase())
-        .collect()
-}
-
-fn vm_label(vm: &Value) -> String {
-    match vm["config"]["name"].as_str() {
-        Some(n) => format!("VM {} ({n}) on {}", vm["vmid"], text(&vm["node"])),
-        None => format!("VM {} on {}", vm["vmid"], text(&vm["node"])),
     }
 }
 
@@ -386,70 +229,11 @@ pub fn classify(message: &str) -> &'static str {
     }
 }
 
-/// The whole rehearsal's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub cluster: String,
-    /// Where the layout came from: `proxmox (https://…)`, `inventory proxmox_layout` or `seed FILE`.
-    pub layout_source: String,
-    /// `ok` (the run would succeed) or `failed`.
-    pub status: String,
-    pub ansible_rc: Option<i32>,
-    pub exit_code: i32,
-    pub created: Vec<Created>,
-    pub problems: Vec<Problem>,
-    pub seed_file: String,
-    pub work_dir: String,
-}
-
-pub fn report_text(r: &Report) -> String {
-    let mut s = String::new();
-    let verdict = if r.status == "ok" {
-        "would succeed"
-    } else {
-        "would fail"
-    };
-    s.push_str(&format!(
-        "Rehearsal of {} on a copy of {}: the run {verdict}.\n",
-        r.cluster, r.layout_source
-    ));
-    if r.created.is_empty() {
-        s.push_str("\nNo VM would be created.\n");
-    } else {
-        let mut t = crate::table::Table::new(["VM", "NODE", "VMID", "GIB", "MACS", "STATE"]);
-        for c in &r.created {
-            t.row(vec![
-                c.name.clone().into(),
-                c.node.clone().into(),
-                c.vmid.to_string().into(),
-                format!("{:.1}", c.memory_mib as f64 / 1024.0).into(),
-                c.macs.join(",").into(),
-                if c.running { "running" } else { "stopped" }.into(),
-            ]);
-        }
-        s.push_str("\nWould create:\n");
-        s.push_str(&t.render(false));
-    }
-    if r.problems.is_empty() {
-        s.push_str("\nNo problems found.\n");
-    } else {
-        s.push_str(&format!("\nWould fail or clash ({}):\n", r.problems.len()));
-        for p in &r.problems {
-            s.push_str(&format!("- [{}] {} ({})\n", p.kind, p.message, p.source));
-        }
-    }
-    s.push_str(&format!(
-        "\nNothing was written to Proxmox. Simulator seed: {}; rehearsal files: {}\n",
-        r.seed_file, r.work_dir
-    ));
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::inventory::{Host, Role, Topology};
-    use crate::rehearse::tests::who;
+    use serde_json::json;
 
     #[test]
     fn sizes() {
@@ -476,50 +260,6 @@ mod tests {
         // What cluster_model.yml's expression gives, checked with ansible-core 2.19:
         // ('BC:24:11:' ~ ('lab-sno/lab-sno-0' | hash('sha1'))[0:6] | regex_replace(...)) | upper
         assert_eq!(derived_mac("lab-sno", "lab-sno-0"), "BC:24:11:E3:CB:FD");
-    }
-
-    #[test]
-    fn layout_from_the_api() {
-        let version = json!({"version": "8.4.1"});
-        let nodes = vec![(
-            json!({"node": "pve1", "maxmem": 68719476736u64, "maxcpu": 16, "status": "online"}),
-            vec![
-                json!({"storage": "local", "type": "dir", "content": "iso,backup", "total": 100, "avail": 40, "shared": 0}),
-                json!({"storage": "gone", "type": "nfs", "content": "images", "active": 0}),
-            ],
-        )];
-        let vms = vec![(
-            json!({"vmid": 100, "node": "pve1", "name": "bastion", "status": "running", "tags": "infra;keep", "maxmem": 2147483648u64}),
-            json!({"memory": "2048", "cores": 2, "net0": "virtio=bc:24:11:00:01:00,bridge=vmbr0",
-                   "scsi0": "local-lvm:vm-100-disk-0,size=20G", "ide2": "local:iso/x.iso,media=cdrom"}),
-        )];
-        let l = layout_from_api(&version, &nodes, &vms);
-        assert_eq!(
-            l,
-            json!({"version": "8.4.1",
-                "nodes": [{"name": "pve1", "memory": 68719476736u64, "cpus": 16, "online": true,
-                           "storages": [{"id": "local", "type": "dir", "content": ["iso", "backup"], "size": 100, "free": 40, "shared": false}]}],
-                "vms": [{"vmid": 100, "node": "pve1", "name": "bastion", "memory": 2048, "cores": 2, "running": true,
-                         "macs": ["BC:24:11:00:01:00"], "disks": [{"storage": "local-lvm", "size": "20G"}],
-                         "tags": ["infra", "keep"]}]})
-        );
-        // …and it is a valid layout for the seed.
-        let seed = crate::rehearse::seed("c", &l, &who()).unwrap();
-        assert_eq!(
-            seed["vms"][0]["config"]["net0"],
-            "virtio=BC:24:11:00:01:00,bridge=vmbr0"
-        );
-    }
-
-    #[test]
-    fn pvesim_seed_keeps_layout_and_replaces_access() {
-        let s = json!({"nodes": [{"name": "pve1"}], "vms": [], "users": [{"userid": "root@pam", "password": "p"}],
-                       "tokens": [{"userid": "root@pam", "tokenid": "x", "secret": "real"}]});
-        let out = seed_from_pvesim(&s, &who()).unwrap();
-        assert_eq!(out["users"], json!([{"userid": "proxshift@pve"}]));
-        assert_eq!(out["tokens"][0]["secret"], "sim-secret");
-        assert!(!out.to_string().contains("real"));
-        assert!(seed_from_pvesim(&json!({"vms": []}), &who()).is_err());
     }
 
     fn cluster() -> Cluster {
@@ -610,44 +350,5 @@ mod tests {
         );
         assert_eq!(classify("node 'pve9' is not in the cluster"), "placement");
         assert_eq!(classify("boom"), "other");
-    }
-
-    #[test]
-    fn report_text_lists_vms_and_problems() {
-        let r = Report {
-            cluster: "demo".into(),
-            layout_source: "seed demo/pvesim-seed.yaml".into(),
-            status: "failed".into(),
-            ansible_rc: Some(2),
-            exit_code: 1,
-            created: vec![Created {
-                name: "demo-master-0".into(),
-                vmid: 4100,
-                node: "pve1".into(),
-                memory_mib: 24576,
-                macs: vec!["BC:24:11:00:00:01".into()],
-                running: true,
-            }],
-            problems: vec![problem(
-                "memory",
-                "layout",
-                "node pve3 is overcommitted".into(),
-            )],
-            seed_file: "/w/seed.yaml".into(),
-            work_dir: "/w".into(),
-        };
-        let t = report_text(&r);
-        assert!(
-            t.starts_with(
-                "Rehearsal of demo on a copy of seed demo/pvesim-seed.yaml: the run would fail."
-            ),
-            "{t}"
-        );
-        assert!(t.contains("demo-master-0  pve1"), "{t}");
-        assert!(
-            t.contains("- [memory] node pve3 is overcommitted (layout)"),
-            "{t}"
-        );
-        assert!(t.contains("Nothing was written to Proxmox"));
     }
 }
