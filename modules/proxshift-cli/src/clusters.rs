@@ -33,7 +33,7 @@ pub(crate) fn run(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Res
         LiveReport::disabled("--no-live")
     } else {
         match live::connection(&inv.proxmox, &env_var) {
-            Err(why) => LiveReport::disabled(why),
+            Err(why) => LiveReport::disabled(why.to_string()),
             Ok(opts) => {
                 let fetched = PveSource::new(&opts).and_then(|src| {
                     let vms = src.vms()?;
@@ -51,7 +51,7 @@ pub(crate) fn run(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Res
                     Err(e) => LiveReport {
                         status: "error".into(),
                         source: opts.base_url().ok(),
-                        message: Some(e),
+                        message: Some(e.to_string()),
                     },
                 }
             }

@@ -68,6 +68,10 @@ pub struct Problem {
     pub message: String,
     /// Where it was found: `layout` (before the run) or the phase that failed.
     pub source: String,
+    /// The MAC a `mac` problem is about (not shown): a clash seen in the layout is not reported a
+    /// second time from the final state.
+    #[serde(skip)]
+    pub mac: Option<String>,
 }
 
 pub(crate) fn problem(kind: &str, source: &str, message: String) -> Problem {
@@ -75,6 +79,14 @@ pub(crate) fn problem(kind: &str, source: &str, message: String) -> Problem {
         kind: kind.into(),
         message,
         source: source.into(),
+        mac: None,
+    }
+}
+
+fn mac_problem(source: &str, mac: &str, message: String) -> Problem {
+    Problem {
+        mac: Some(mac.to_string()),
+        ..problem("mac", source, message)
     }
 }
 
@@ -115,9 +127,9 @@ pub fn layout_problems(seed: &Value, planned: &[Planned], tag: &str) -> Vec<Prob
     for p in planned {
         for vm in &foreign {
             if config_macs(&vm["config"]).contains(&p.mac) {
-                out.push(problem(
-                    "mac",
+                out.push(mac_problem(
                     "layout",
+                    &p.mac,
                     format!(
                         "MAC {} of {} is already used by {} — two NICs with one MAC break the network and the agent install; set another mac for {} in the inventory",
                         p.mac, p.name, vm_label(vm), p.name
@@ -200,13 +212,10 @@ pub fn duplicate_macs(after: &Value, known: &[Problem]) -> Vec<Problem> {
     }
     by_mac
         .into_iter()
-        .filter(|(mac, vms)| vms.len() > 1 && !known.iter().any(|p| p.message.contains(mac)))
+        .filter(|(mac, vms)| vms.len() > 1 && !known.iter().any(|p| p.mac.as_ref() == Some(mac)))
         .map(|(mac, vms)| {
-            problem(
-                "mac",
-                "vms",
-                format!("MAC {mac} is used by {}", vms.join(" and ")),
-            )
+            let message = format!("MAC {mac} is used by {}", vms.join(" and "));
+            mac_problem("vms", &mac, message)
         })
         .collect()
 }
@@ -304,6 +313,7 @@ mod tests {
         assert!(p[0]
             .message
             .starts_with("node pve3 is overcommitted: its VMs are given 84.0 GiB"));
+        assert_eq!(p[1].mac.as_deref(), Some("BC:24:11:00:01:00"));
         assert!(p[1].message.contains(
             "MAC BC:24:11:00:01:00 of demo-master-0 is already used by VM 100 (bastion) on pve1"
         ));
@@ -330,15 +340,15 @@ mod tests {
             "MAC BC:24:11:00:01:00 is used by VM 100 (bastion) on pve1 and VM 4101 (b) on pve2"
         );
         // Already reported before the run: not twice.
-        assert!(duplicate_macs(
-            &after,
-            &[problem(
-                "mac",
-                "layout",
-                "MAC BC:24:11:00:01:00 of b".into()
-            )]
-        )
-        .is_empty());
+        let seen = mac_problem(
+            "layout",
+            "BC:24:11:00:01:00",
+            "MAC BC:24:11:00:01:00 of b".into(),
+        );
+        assert!(duplicate_macs(&after, &[seen]).is_empty());
+        // Decided by the MAC itself, not by what a message says.
+        let other = problem("other", "vms", "MAC BC:24:11:00:01:00 is fine".into());
+        assert_eq!(duplicate_macs(&after, &[other]).len(), 1);
     }
 
     #[test]

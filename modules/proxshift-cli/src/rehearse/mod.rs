@@ -309,11 +309,11 @@ fn problems(before: Vec<Problem>, after: &Value, outcome: &Outcome) -> Vec<Probl
     let dups = layout::duplicate_macs(after, &problems);
     problems.extend(dups);
     for f in outcome.tracker.failures() {
-        problems.push(Problem {
-            kind: layout::classify(&f.message).into(),
-            message: format!("{}: {}", f.task, f.message.trim()),
-            source: f.phase.clone(),
-        });
+        problems.push(layout::problem(
+            layout::classify(&f.message),
+            &f.phase,
+            format!("{}: {}", f.task, f.message.trim()),
+        ));
     }
     problems
 }
