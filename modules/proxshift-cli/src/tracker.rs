@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::output::{parse_line, Event, HostRecap, Status};
+use crate::output::{listed_problems, parse_line, Event, HostRecap, ResultBody, Status};
 
 /// Tasks that belong to no phase (the cluster model, markers) are counted here.
 pub const SETUP: &str = "setup";
@@ -140,6 +140,13 @@ pub struct Failure {
     pub unreachable: bool,
 }
 
+impl Failure {
+    /// The problems the failure lists (preflight reports every problem at once), else none.
+    pub fn listed_problems(&self) -> Vec<String> {
+        listed_problems(&self.message)
+    }
+}
+
 #[derive(Debug)]
 struct TaskState {
     phase: usize,
@@ -172,6 +179,8 @@ pub struct Tracker {
     recap: Vec<HostRecap>,
     in_recap: bool,
     plays: Vec<String>,
+    /// A result printed over several lines, still being read, and the failure it completes.
+    body: Option<(ResultBody, Option<usize>)>,
 }
 
 impl Tracker {
@@ -195,6 +204,7 @@ impl Tracker {
             recap: Vec::new(),
             in_recap: false,
             plays: Vec::new(),
+            body: None,
         }
     }
 
@@ -226,8 +236,41 @@ impl Tracker {
         }
     }
 
+    /// Count one host's result of the current task; a failure is kept, and its index returned.
+    fn result(
+        &mut self,
+        status: Status,
+        host: String,
+        item: Option<String>,
+        message: Option<String>,
+    ) -> Option<usize> {
+        let t = self.current.as_mut()?;
+        let slot = t.hosts.entry(host.clone()).or_insert(status);
+        *slot = (*slot).max(status);
+        if !matches!(status, Status::Failed | Status::Unreachable) {
+            return None;
+        }
+        self.failures.push(Failure {
+            phase: self.phases[t.phase].name.clone(),
+            task: t.label.clone(),
+            host,
+            item,
+            message: message.unwrap_or_default(),
+            unreachable: status == Status::Unreachable,
+        });
+        Some(self.failures.len() - 1)
+    }
+
     /// Feed one line of output.
     pub fn feed(&mut self, line: &str) {
+        if let Some((body, _)) = self.body.as_mut() {
+            if body.push(line) {
+                if let Some((body, Some(i))) = self.body.take() {
+                    self.failures[i].message = body.message();
+                }
+            }
+            return;
+        }
         match parse_line(line) {
             Event::Play(name) => {
                 self.finish_task();
@@ -275,21 +318,11 @@ impl Tracker {
                 item,
                 message,
             } => {
-                let Some(t) = self.current.as_mut() else {
-                    return;
-                };
-                let slot = t.hosts.entry(host.clone()).or_insert(status);
-                *slot = (*slot).max(status);
-                if matches!(status, Status::Failed | Status::Unreachable) {
-                    self.failures.push(Failure {
-                        phase: self.phases[t.phase].name.clone(),
-                        task: t.label.clone(),
-                        host,
-                        item,
-                        message: message.unwrap_or_default(),
-                        unreachable: status == Status::Unreachable,
-                    });
-                }
+                self.result(status, host, item, message);
+            }
+            Event::ResultOpen { status, host, item } => {
+                let failure = self.result(status, host, item, None);
+                self.body = Some((ResultBody::new(), failure));
             }
             Event::TaskTags(tags) if !self.single => {
                 let Some(t) = self.current.as_ref() else {

@@ -60,8 +60,8 @@ pub fn planned(cluster: &Cluster) -> Vec<Planned> {
         .collect()
 }
 
-/// Something that would go wrong, and what kind: `memory`, `mac`, `vmid`, `placement`, `storage`
-/// or `other`.
+/// Something that would go wrong, and what kind: `memory`, `mac`, `vmid`, `placement`, `storage`,
+/// `dns` or `other`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     pub kind: String,
@@ -223,7 +223,9 @@ pub fn duplicate_macs(after: &Value, known: &[Problem]) -> Vec<Problem> {
 /// The kind of a failed task's message.
 pub fn classify(message: &str) -> &'static str {
     let m = message.to_ascii_lowercase();
-    if m.contains("memory") {
+    if m.starts_with("dns:") {
+        "dns"
+    } else if m.contains("memory") {
         "memory"
     } else if m.contains("storage") || m.contains("space") || m.contains("volume") {
         "storage"

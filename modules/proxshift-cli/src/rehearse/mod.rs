@@ -309,11 +309,18 @@ fn problems(before: Vec<Problem>, after: &Value, outcome: &Outcome) -> Vec<Probl
     let dups = layout::duplicate_macs(after, &problems);
     problems.extend(dups);
     for f in outcome.tracker.failures() {
-        problems.push(layout::problem(
-            layout::classify(&f.message),
-            &f.phase,
-            format!("{}: {}", f.task, f.message.trim()),
-        ));
+        let listed = f.listed_problems();
+        if listed.is_empty() {
+            problems.push(layout::problem(
+                layout::classify(&f.message),
+                &f.phase,
+                format!("{}: {}", f.task, f.message.trim()),
+            ));
+        }
+        // Each problem a task lists is a problem of its own: they say what they are about.
+        for item in listed {
+            problems.push(layout::problem(layout::classify(&item), &f.phase, item));
+        }
     }
     problems
 }
