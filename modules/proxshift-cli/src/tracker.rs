@@ -652,6 +652,35 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
     }
 
     #[test]
+    fn a_failure_printed_over_several_lines_keeps_its_message() {
+        // A real rehearsal's output (tests/fixtures): the preflight assert's result spans lines.
+        let run = include_str!("../tests/fixtures/rehearse-preflight-dns.txt");
+        let mut t = Tracker::new(&planned(&["preflight", "manifests", "vms", "start"]));
+        for l in run.lines() {
+            t.feed(l);
+        }
+        t.finish();
+        let [f] = t.failures() else {
+            panic!("one failure expected: {:#?}", t.failures());
+        };
+        assert_eq!(f.phase, "preflight");
+        assert_eq!(f.task, "Preflight — report every problem at once");
+        assert!(
+            f.message
+                .starts_with("Preflight found 2 problem(s):\n- DNS: api.lab-sno."),
+            "{}",
+            f.message
+        );
+        let listed = f.listed_problems();
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        assert!(listed
+            .iter()
+            .all(|p| p.starts_with("DNS: ") && p.ends_with("add the record to your DNS.")));
+        // The JSON body was read as the result, not as output lines.
+        assert_eq!(t.recap()[0].failed, 1);
+    }
+
+    #[test]
     fn progress_follows_the_run() {
         let mut t = Tracker::new(&planned(&["preflight", "secrets", "manifests"]));
         let p = t.progress(Duration::from_secs(3));
