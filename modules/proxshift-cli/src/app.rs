@@ -6,19 +6,18 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use crate::cli::{Cli, Cmd, Global, LayoutFrom, PlaybookCall, SecretsMode};
+use crate::cli::{Cli, Cmd, Global, PlaybookCall};
 use crate::command::Command;
 use crate::exit::{self, CliError};
 use crate::inventory::{self, Inventory};
-use crate::live::{self, LiveReport, PveSource, VmSource};
 use crate::plan::{self, Plan, RunOptions};
 use crate::report::{self, PhaseSummary, RunSummary};
 use crate::runner::{self, Display};
 use crate::style::use_colour;
 use crate::tracker::Tracker;
-use serde_json::Value;
+use crate::{clusters, rehearse};
 
-fn env_var(k: &str) -> Option<String> {
+pub(crate) fn env_var(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }
 
@@ -71,7 +70,7 @@ pub fn locate_tool(name: &str, path_var: Option<&str>, root: &Path) -> Option<Pa
     })
 }
 
-fn is_executable(p: &Path) -> bool {
+pub(crate) fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     p.metadata()
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -79,11 +78,11 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// Where the project is and how paths appear in commands.
-struct Project {
-    root: PathBuf,
+pub(crate) struct Project {
+    pub(crate) root: PathBuf,
     /// `playbooks` when the root is the working directory, else an absolute path.
-    playbooks_dir: String,
-    inventory: String,
+    pub(crate) playbooks_dir: String,
+    pub(crate) inventory: String,
 }
 
 fn project(g: &Global) -> Result<Project, CliError> {
@@ -126,7 +125,7 @@ fn project(g: &Global) -> Result<Project, CliError> {
 }
 
 /// The program as it appears in a command: a bare name when PATH finds it.
-fn tool(name: &str, root: &Path) -> Option<String> {
+pub(crate) fn tool(name: &str, root: &Path) -> Option<String> {
     let path = env_var("PATH");
     let found = locate_tool(name, path.as_deref(), root)?;
     let on_path = path
@@ -141,7 +140,7 @@ fn tool(name: &str, root: &Path) -> Option<String> {
     })
 }
 
-fn require_tool(name: &str, root: &Path) -> Result<String, CliError> {
+pub(crate) fn require_tool(name: &str, root: &Path) -> Result<String, CliError> {
     tool(name, root).ok_or_else(|| {
         CliError::tool(format!(
             "{name} not found on PATH or in {}: install ansible-core (`make venv`)",
@@ -150,7 +149,7 @@ fn require_tool(name: &str, root: &Path) -> Result<String, CliError> {
     })
 }
 
-fn print_json(v: &serde_json::Value) {
+pub(crate) fn print_json(v: &serde_json::Value) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, v);
     let _ = writeln!(out);
@@ -161,7 +160,7 @@ fn execute(cli: &Cli) -> Result<i32, CliError> {
     let proj = project(g)?;
     match cli.command.playbook_call() {
         None => match &cli.command {
-            Cmd::Clusters { hosts, no_live } => clusters(g, &proj, *hosts, *no_live),
+            Cmd::Clusters { hosts, no_live } => clusters::run(g, &proj, *hosts, *no_live),
             Cmd::Rehearse {
                 cluster,
                 from,
@@ -172,10 +171,10 @@ fn execute(cli: &Cli) -> Result<i32, CliError> {
                 out,
                 pvesim,
                 extra,
-            } => rehearse(
+            } => rehearse::run(
                 g,
                 &proj,
-                &RehearseArgs {
+                &rehearse::Args {
                     cluster,
                     from: *from,
                     seed: seed.as_deref(),
@@ -193,7 +192,7 @@ fn execute(cli: &Cli) -> Result<i32, CliError> {
     }
 }
 
-fn read_inventory(g: &Global, proj: &Project) -> Result<(Command, Inventory), CliError> {
+pub(crate) fn read_inventory(g: &Global, proj: &Project) -> Result<(Command, Inventory), CliError> {
     let program = require_tool("ansible-inventory", &proj.root)?;
     let cmd = plan::inventory_command(&program, &proj.inventory);
     let (rc, out) = runner::capture(&cmd)?;
@@ -208,456 +207,9 @@ fn read_inventory(g: &Global, proj: &Project) -> Result<(Command, Inventory), Cl
     Ok((cmd, inventory::parse(&out)?))
 }
 
-fn clusters(g: &Global, proj: &Project, hosts: bool, no_live: bool) -> Result<i32, CliError> {
-    if g.check || g.diff {
-        return Err(CliError::usage(
-            "--check and --diff apply to commands that run a playbook, not to clusters",
-        ));
-    }
-    if g.dry_run {
-        let program =
-            tool("ansible-inventory", &proj.root).unwrap_or_else(|| "ansible-inventory".into());
-        let cmd = plan::inventory_command(&program, &proj.inventory);
-        if g.json {
-            print_json(&report::dry_run_json(None, &cmd));
-        } else {
-            print!("{}", report::dry_run_text(&cmd));
-        }
-        return Ok(exit::OK);
-    }
-    let (_, mut inv) = read_inventory(g, proj)?;
-    let live = if no_live {
-        LiveReport::disabled("--no-live")
-    } else {
-        match live::connection(&inv.proxmox, &env_var) {
-            Err(why) => LiveReport::disabled(why),
-            Ok(opts) => {
-                let fetched = PveSource::new(&opts).and_then(|src| {
-                    let vms = src.vms()?;
-                    Ok((src.describe(), vms))
-                });
-                match fetched {
-                    Ok((source, vms)) => {
-                        live::attach(&mut inv.clusters, &vms);
-                        LiveReport {
-                            status: "ok".into(),
-                            source: Some(source),
-                            message: None,
-                        }
-                    }
-                    Err(e) => LiveReport {
-                        status: "error".into(),
-                        source: opts.base_url().ok(),
-                        message: Some(e),
-                    },
-                }
-            }
-        }
-    };
-    if g.json {
-        print_json(&report::clusters_json(&inv.clusters, &live));
-    } else {
-        let colour = use_colour(g.color, std::io::stdout().is_terminal(), &env_var);
-        print!(
-            "{}",
-            report::clusters_text(&inv.clusters, &live, hosts, colour)
-        );
-    }
-    Ok(exit::OK)
-}
-
-/// A throwaway token secret for the simulator (not a credential anywhere else), UUID-shaped.
-fn simulator_secret() -> String {
-    // splitmix64 over the clock and the pid: unpredictable enough for a local simulator.
-    fn mix(mut z: u64) -> u64 {
-        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let a = mix(nanos ^ u64::from(std::process::id()));
-    let h = format!("{a:016x}{:016x}", mix(a));
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-struct RehearseArgs<'a> {
-    cluster: &'a str,
-    from: LayoutFrom,
-    seed: Option<&'a Path>,
-    secrets: SecretsMode,
-    prepare_only: bool,
-    listen: Option<&'a str>,
-    out: Option<&'a Path>,
-    pvesim: Option<&'a Path>,
-    extra: &'a [String],
-}
-
-/// Placeholder install secrets for a rehearsal: well-formed, valid nowhere.
-const PLACEHOLDER_PULL_SECRET: &str =
-    r#"{"auths":{"rehearsal.invalid":{"auth":"cmVoZWFyc2FsOnBsYWNlaG9sZGVy"}}}"#;
-const PLACEHOLDER_SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA proxshift-rehearsal";
-
-fn io_err(what: &str, path: &Path, e: std::io::Error) -> CliError {
-    CliError::inventory(format!("cannot {what} {}: {e}", path.display()))
-}
-
-/// The pvesim binary: --pvesim / PVESIM_BIN, next to this executable, on PATH, in the checkout's
-/// target folders.
-fn find_pvesim(given: Option<&Path>, root: &Path) -> Result<PathBuf, CliError> {
-    if let Some(p) = given {
-        return if is_executable(p) {
-            Ok(p.to_path_buf())
-        } else {
-            Err(CliError::tool(format!(
-                "pvesim not found at {}",
-                p.display()
-            )))
-        };
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("pvesim")));
-    let targets = [
-        "target/x86_64-unknown-linux-gnu/release",
-        "target/release",
-        "target/debug",
-    ];
-    beside
-        .into_iter()
-        .chain(
-            env_var("PATH")
-                .as_deref()
-                .into_iter()
-                .flat_map(std::env::split_paths)
-                .map(|d| d.join("pvesim")),
-        )
-        .chain(targets.iter().map(|t| root.join(t).join("pvesim")))
-        .find(|p| is_executable(p))
-        .ok_or_else(|| {
-            CliError::tool(
-                "pvesim not found (next to proxshift, on PATH or in target/): build it with `cargo build --release -p pvesim` or pass --pvesim",
-            )
-        })
-}
-
-/// A running simulator: stopped with SIGINT so it writes its final state.
-struct RunningSim {
-    child: std::process::Child,
-    addr: String,
-}
-
-impl RunningSim {
-    fn start(bin: &Path, listen: &str, seed: &str, ca: &str, dump: &str) -> Result<Self, CliError> {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(bin)
-            .args([
-                "--listen",
-                listen,
-                "--seed",
-                seed,
-                "--tls",
-                "--ca-out",
-                ca,
-                "--time-scale",
-                "0",
-                "--auth-delay-ms",
-                "0",
-                "--dump-state",
-                dump,
-            ])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| CliError::tool(format!("cannot start {}: {e}", bin.display())))?;
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if !sent {
-                    if let Some(url) = line.strip_prefix("pvesim listening on ") {
-                        let _ = tx.send(url.to_string());
-                        sent = true;
-                    }
-                }
-            }
-        });
-        match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-            Ok(url) => {
-                let addr = url
-                    .trim_start_matches("https://")
-                    .trim_end_matches("/api2/json")
-                    .to_string();
-                Ok(RunningSim { child, addr })
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let out = child.wait_with_output().ok();
-                let err = out
-                    .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-                    .unwrap_or_default();
-                Err(CliError::tool(format!(
-                    "pvesim did not start: {}",
-                    err.trim()
-                )))
-            }
-        }
-    }
-
-    fn stop(mut self) {
-        // SIGINT: pvesim shuts down cleanly and writes --dump-state.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGINT);
-        }
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn rehearse(g: &Global, proj: &Project, a: &RehearseArgs<'_>) -> Result<i32, CliError> {
-    use crate::rehearsal as rl;
-    use crate::rehearse::{self as r, Identity, Sim};
-    let cluster = a.cluster;
-    plan::check_cluster_name(cluster)?;
-    if g.check || g.diff {
-        return Err(CliError::usage(
-            "--check and --diff do not apply to rehearse (it runs against a simulator, never the real cluster)",
-        ));
-    }
-    let (_, inv) = read_inventory(g, proj)?;
-    let planned_cluster = inv.require(cluster, &proj.inventory)?.clone();
-    // The identity the playbook uses, so the rehearsal exercises the same token name.
-    let (user, token) = match inv.proxmox.token_id.as_deref() {
-        Some(id) if id.contains('!') => {
-            let (u, t) = id.split_once('!').unwrap_or((id, "ansible"));
-            (u.to_string(), t.to_string())
-        }
-        id => (
-            inv.proxmox
-                .user
-                .clone()
-                .unwrap_or_else(|| "proxshift@pve".into()),
-            id.unwrap_or("ansible").to_string(),
-        ),
-    };
-    let who = Identity {
-        user,
-        token,
-        secret: simulator_secret(),
-    };
-    let from_inventory = || -> Result<Value, CliError> {
-        let layout = inv.proxmox_layout.as_ref().ok_or_else(|| {
-            CliError::inventory(
-                "no layout to rehearse on: give Proxmox credentials (inventory or PROXMOX_* environment), describe proxmox_layout in group_vars/all (see modules/proxshift-cli/README.md), or pass --seed FILE",
-            )
-        })?;
-        r::seed(cluster, layout, &who)
-    };
-    let (source, seed) = if let Some(file) = a.seed {
-        let text = std::fs::read_to_string(file).map_err(|e| io_err("read", file, e))?;
-        let v: Value = serde_yaml_ng::from_str(&text).map_err(|e| {
-            CliError::inventory(format!("{} is not a pvesim seed: {e}", file.display()))
-        })?;
-        (
-            format!("seed {}", file.display()),
-            rl::seed_from_pvesim(&v, &who)?,
-        )
-    } else {
-        let conn = live::connection(&inv.proxmox, &env_var);
-        match (a.from, conn) {
-            (LayoutFrom::Inventory, _) | (LayoutFrom::Auto, Err(_)) => {
-                ("inventory proxmox_layout".to_string(), from_inventory()?)
-            }
-            (LayoutFrom::Proxmox, Err(why)) => {
-                return Err(CliError::inventory(format!("--from proxmox: {why}")))
-            }
-            (_, Ok(opts)) => {
-                let (url, layout) = live::read_layout(&opts).map_err(|e| {
-                    CliError::inventory(format!(
-                        "cannot read the Proxmox layout (read-only) from {}: {e}; use --from inventory to rehearse on proxmox_layout",
-                        opts.base_url().unwrap_or_default()
-                    ))
-                })?;
-                (format!("proxmox ({url})"), r::seed(cluster, &layout, &who)?)
-            }
-        }
-    };
-    let dir = a
-        .out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| proj.root.join(".proxshift/rehearse").join(cluster));
-    let file = |n: &str| dir.join(n).display().to_string();
-    let mut sim = Sim {
-        listen: a
-            .listen
-            .unwrap_or(if a.prepare_only || g.dry_run {
-                "127.0.0.1:18006"
-            } else {
-                "127.0.0.1:0"
-            })
-            .to_string(),
-        seed_file: file("pvesim-seed.yaml"),
-        ca_file: file("pvesim-ca.pem"),
-        work_dir: file("clusters"),
-    };
-    let vars_file = file("rehearsal-vars.json");
-    let placeholder = a.secrets == SecretsMode::Placeholder;
-    let mut extra = vec!["-e".to_string(), format!("@{vars_file}")];
-    if placeholder {
-        extra.extend(["--skip-tags".to_string(), "secrets".to_string()]);
-    }
-    extra.extend(a.extra.iter().cloned());
-    let mut opts = RunOptions {
-        program: tool("ansible-playbook", &proj.root).unwrap_or_else(|| "ansible-playbook".into()),
-        inventory: proj.inventory.clone(),
-        playbooks_dir: proj.playbooks_dir.clone(),
-        verbosity: g.verbose,
-        extra,
-        env: plan::collections_env(
-            &proj.root.display().to_string(),
-            env_var("ANSIBLE_COLLECTIONS_PATH").as_deref(),
-        )
-        .filter(|_| proj.root.join("ansible_collections").is_dir())
-        .into_iter()
-        .collect(),
-        ..Default::default()
-    };
-    let write_files = |sim: &Sim| -> Result<(), CliError> {
-        std::fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
-        std::fs::write(&sim.seed_file, r::seed_yaml(cluster, &seed))
-            .map_err(|e| io_err("write", Path::new(&sim.seed_file), e))?;
-        let mut vars = serde_json::json!({
-            // Outranks an inventory value: the simulator's throwaway token, never a real one.
-            "proxmox_api_token_secret": who.secret,
-            "proxmox_api_password": null,
-        });
-        if placeholder {
-            vars["secrets_values"] = serde_json::json!({
-                "pull_secret": PLACEHOLDER_PULL_SECRET, "ssh_key": PLACEHOLDER_SSH_KEY});
-        }
-        std::fs::write(&vars_file, vars.to_string())
-            .map_err(|e| io_err("write", Path::new(&vars_file), e))
-    };
-    if a.prepare_only || g.dry_run {
-        let (pvesim, play) = r::commands(cluster, &who, &sim, &opts);
-        if !g.dry_run {
-            write_files(&sim)?;
-        }
-        if g.json {
-            print_json(&serde_json::json!({
-                "cluster": cluster,
-                "layout_source": source,
-                "seed_file": sim.seed_file,
-                "seed_written": !g.dry_run,
-                "seed": seed,
-                "commands": [pvesim.shell(), play.shell()],
-                "tags": r::REHEARSE_TAGS,
-            }));
-        } else {
-            let verb = if g.dry_run { "Would write" } else { "Wrote" };
-            println!(
-                "{verb} the simulator seed for {cluster} ({source}): {}",
-                sim.seed_file
-            );
-            println!("A rehearsal runs:");
-            println!("  {}", pvesim.shell());
-            println!("  {}", play.shell());
-        }
-        return Ok(exit::OK);
-    }
-    let playbook_tool = require_tool("ansible-playbook", &proj.root)?;
-    opts.program = playbook_tool;
-    let bin = find_pvesim(a.pvesim, &proj.root)?;
-    let _ = std::fs::remove_dir_all(dir.join("clusters"));
-    write_files(&sim)?;
-    let dump = file("pvesim-state.yaml");
-    let _ = std::fs::remove_file(&dump);
-    let layout_problems = rl::layout_problems(
-        &seed,
-        &rl::planned(&planned_cluster),
-        &planned_cluster.tag(),
-    );
-    let running = RunningSim::start(&bin, &sim.listen, &sim.seed_file, &sim.ca_file, &dump)?;
-    sim.listen = running.addr.clone();
-    let (_, play) = r::commands(cluster, &who, &sim, &opts);
-    let display = display_for(g);
-    let phases: Vec<String> = r::REHEARSE_TAGS
-        .iter()
-        .filter(|t| !(placeholder && **t == "secrets"))
-        .map(|t| t.to_string())
-        .collect();
-    let outcome = runner::run_playbook(&play, Tracker::new(&phases), &display);
-    running.stop();
-    let outcome = outcome?;
-    let after: Value = std::fs::read_to_string(&dump)
-        .ok()
-        .and_then(|t| serde_yaml_ng::from_str(&t).ok())
-        .ok_or_else(|| {
-            CliError::tool(format!(
-                "pvesim wrote no final state to {dump}: the rehearsal's result is unknown"
-            ))
-        })?;
-    let mut problems = layout_problems;
-    let dups = rl::duplicate_macs(&after, &problems);
-    problems.extend(dups);
-    for f in outcome.tracker.failures() {
-        problems.push(rl::Problem {
-            kind: rl::classify(&f.message).into(),
-            message: format!("{}: {}", f.task, f.message.trim()),
-            source: f.phase.clone(),
-        });
-    }
-    let ok = outcome.rc == Some(0) && problems.is_empty() && !outcome.interrupted;
-    let code = if outcome.interrupted {
-        exit::INTERRUPTED
-    } else if ok {
-        exit::OK
-    } else {
-        exit::PLAYBOOK_FAILED
-    };
-    let report = rl::Report {
-        cluster: cluster.to_string(),
-        layout_source: source,
-        status: if ok { "ok" } else { "failed" }.into(),
-        ansible_rc: outcome.rc,
-        exit_code: code,
-        created: rl::created(&seed, &after),
-        problems,
-        seed_file: sim.seed_file.clone(),
-        work_dir: dir.display().to_string(),
-    };
-    if g.json {
-        print_json(&serde_json::to_value(&report).expect("report serialises"));
-    } else {
-        print!("{}", rl::report_text(&report));
-    }
-    Ok(code)
-}
-
 /// How a playbook run is shown: on stderr with `--json` (stdout carries only the JSON), with a
 /// progress line and colour only on a terminal.
-fn display_for(g: &Global) -> Display {
+pub(crate) fn display_for(g: &Global) -> Display {
     let stream_is_tty = if g.json {
         std::io::stderr().is_terminal()
     } else {

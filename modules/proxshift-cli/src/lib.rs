@@ -4,21 +4,25 @@
 //! [`command`] (shell quoting), [`output`] (ansible-playbook output lines, PLAY RECAP), [`tracker`]
 //! (phase detection, per-phase results, progress line), [`inventory`] (clusters from
 //! `ansible-inventory --list`), [`live`] (VM states behind the [`live::VmSource`] trait), [`table`],
-//! [`report`] (text and JSON output), [`style`] (colour rules), [`exit`] (exit codes).
-//! I/O: [`runner`] (child processes, streaming) and [`app`] (wiring).
+//! [`report`] (text and JSON output), [`style`] (colour rules), [`exit`] (exit codes), and the pure
+//! parts of [`rehearse`] (seed, commands, layout problems, report).
+//! I/O: [`runner`] (child processes, streaming), [`app`] (project and tool discovery, dispatch),
+//! `clusters` (the clusters command), [`rehearse`] (the rehearsal's files and run) and `simulator`
+//! (the pvesim process a rehearsal runs against).
 
 pub mod app;
 pub mod cli;
+mod clusters;
 pub mod command;
 pub mod exit;
 pub mod inventory;
 pub mod live;
 pub mod output;
 pub mod plan;
-pub mod rehearsal;
 pub mod rehearse;
 pub mod report;
 pub mod runner;
+mod simulator;
 pub mod style;
 pub mod table;
 pub mod tracker;

@@ -6,6 +6,30 @@ use serde::Serialize;
 
 use crate::inventory::{Cluster, LiveState, ProxmoxSettings};
 
+/// Why live states or the live layout could not be read; the client's error is kept as the cause
+/// (boxed: it is large, and these errors are rare).
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// Neither the inventory nor the environment names a Proxmox host.
+    #[error("no Proxmox host (proxmox_api_host in the inventory or PROXMOX_HOST)")]
+    NoHost,
+    /// The settings do not make a usable login (no token secret, no password, …).
+    #[error(transparent)]
+    Settings(Box<pve_client::Error>),
+    /// The client could not be set up (URL, TLS, CA file).
+    #[error(transparent)]
+    Connect(Box<pve_client::Error>),
+    /// A read failed.
+    #[error("GET {path}: {source}")]
+    Get {
+        path: String,
+        source: Box<pve_client::Error>,
+    },
+    /// The VM list could not be read.
+    #[error(transparent)]
+    Vms(Box<pve_client::Error>),
+}
+
 /// One VM as the table needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveVm {
@@ -19,7 +43,7 @@ pub struct LiveVm {
 /// Where live VM states come from.
 pub trait VmSource {
     /// Every QEMU VM of the Proxmox cluster.
-    fn vms(&self) -> Result<Vec<LiveVm>, String>;
+    fn vms(&self) -> Result<Vec<LiveVm>, LiveError>;
     /// Where from, for messages (`https://pve1:8006`).
     fn describe(&self) -> String;
 }
@@ -30,19 +54,22 @@ pub struct PveSource {
 }
 
 impl PveSource {
-    pub fn new(opts: &ConnectionOptions) -> Result<Self, String> {
+    pub fn new(opts: &ConnectionOptions) -> Result<Self, LiveError> {
         // A table is not worth retrying for: one attempt, then say why.
         Client::connect(opts)
             .map(|client| PveSource {
                 client: client.with_backoff(pve_client::Backoff::none()),
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| LiveError::Connect(Box::new(e)))
     }
 }
 
 impl VmSource for PveSource {
-    fn vms(&self) -> Result<Vec<LiveVm>, String> {
-        let vms = self.client.cluster_vms().map_err(|e| e.to_string())?;
+    fn vms(&self) -> Result<Vec<LiveVm>, LiveError> {
+        let vms = self
+            .client
+            .cluster_vms()
+            .map_err(|e| LiveError::Vms(Box::new(e)))?;
         Ok(vms
             .into_iter()
             .filter(|v| !v.template)
@@ -65,13 +92,18 @@ impl VmSource for PveSource {
 /// else; password auth adds the login `POST /access/ticket`, which changes nothing): the version,
 /// nodes, each online node's storages, and every QEMU VM with its config. Returns where it was read
 /// from and the layout in `proxmox_layout` form.
-pub fn read_layout(opts: &ConnectionOptions) -> Result<(String, serde_json::Value), String> {
+pub fn read_layout(opts: &ConnectionOptions) -> Result<(String, serde_json::Value), LiveError> {
     use pve_client::Params;
     use serde_json::Value;
     let client = Client::connect(opts)
-        .map_err(|e| e.to_string())?
+        .map_err(|e| LiveError::Connect(Box::new(e)))?
         .with_backoff(pve_client::Backoff::none());
-    let get = |path: &str, q: Params| client.get(path, &q).map_err(|e| format!("GET {path}: {e}"));
+    let get = |path: &str, q: Params| {
+        client.get(path, &q).map_err(|e| LiveError::Get {
+            path: path.to_string(),
+            source: Box::new(e),
+        })
+    };
     let version = get("/version", Params::new())?;
     let mut nodes = Vec::new();
     for n in get("/nodes", Params::new())?
@@ -108,7 +140,7 @@ pub fn read_layout(opts: &ConnectionOptions) -> Result<(String, serde_json::Valu
     }
     Ok((
         client.base_url().to_string(),
-        crate::rehearsal::layout_from_api(&version, &nodes, &vms),
+        crate::rehearse::seed::layout_from_api(&version, &nodes, &vms),
     ))
 }
 
@@ -140,12 +172,13 @@ impl LiveReport {
 pub fn connection(
     site: &ProxmoxSettings,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<ConnectionOptions, String> {
+) -> Result<ConnectionOptions, LiveError> {
     let env = |k: &str| env(k).filter(|v| !v.is_empty());
-    let host =
-        site.host.clone().or_else(|| env("PROXMOX_HOST")).ok_or(
-            "no Proxmox host (proxmox_api_host in the inventory or PROXMOX_HOST)".to_string(),
-        )?;
+    let host = site
+        .host
+        .clone()
+        .or_else(|| env("PROXMOX_HOST"))
+        .ok_or(LiveError::NoHost)?;
     let mut o = ConnectionOptions::new(host);
     if let Some(p) = site.port {
         o.api_port = p;
@@ -171,7 +204,7 @@ pub fn connection(
     o.ca_path = site.ca_path.clone().map(Into::into);
     // A table should not hang on an unreachable host.
     o.api_timeout = 10;
-    o.auth().map_err(|e| e.to_string())?;
+    o.auth().map_err(|e| LiveError::Settings(Box::new(e)))?;
     Ok(o)
 }
 
@@ -260,7 +293,7 @@ mod tests {
     /// A fake source, as the trait allows.
     struct Fixed(Vec<LiveVm>);
     impl VmSource for Fixed {
-        fn vms(&self) -> Result<Vec<LiveVm>, String> {
+        fn vms(&self) -> Result<Vec<LiveVm>, LiveError> {
             Ok(self.0.clone())
         }
         fn describe(&self) -> String {
@@ -326,7 +359,8 @@ mod tests {
         };
         let none = |_: &str| None;
         let e = connection(&site, &none).unwrap_err();
-        assert!(e.contains("api_token_secret"), "{e}");
+        assert!(matches!(e, LiveError::Settings(_)), "{e:?}");
+        assert!(e.to_string().contains("api_token_secret"), "{e}");
         let env = |k: &str| match k {
             "PROXMOX_TOKEN_SECRET" => Some("canary-secret".to_string()),
             "PROXMOX_HOST" => Some("ignored.example".to_string()),
@@ -339,7 +373,8 @@ mod tests {
         assert_eq!(o.api_token_secret.as_deref(), Some("canary-secret"));
         assert!(!o.validate_certs);
         let e = connection(&ProxmoxSettings::default(), &none).unwrap_err();
-        assert!(e.contains("PROXMOX_HOST"), "{e}");
+        assert!(matches!(e, LiveError::NoHost), "{e:?}");
+        assert!(e.to_string().contains("PROXMOX_HOST"), "{e}");
         let o = connection(&ProxmoxSettings::default(), &|k: &str| match k {
             "PROXMOX_HOST" => Some("http://127.0.0.1:9".into()),
             "PROXMOX_TOKEN_ID" => Some("root@pam!t".into()),

@@ -57,6 +57,13 @@ pub enum Event {
         /// The `msg` of a failure when the result is one JSON line, else the raw text after `=>`.
         message: Option<String>,
     },
+    /// A host result whose JSON is printed over the following lines (`=> {` … `}`), as ansible-core
+    /// prints a result holding multi-line or non-ASCII text; see [`ResultBody`].
+    ResultOpen {
+        status: Status,
+        host: String,
+        item: Option<String>,
+    },
     /// `...ignoring`: the failure just reported is ignored.
     Ignoring,
     /// The running task's tags, printed by proxshift's own callback (see [`TAGS_MARKER`]).
@@ -163,6 +170,13 @@ fn parse_result(line: &str) -> Option<Event> {
         .map(|i| &after[i + 6..])
         .and_then(|s| s.rfind(')').map(|j| s[..j].to_string()));
     let payload = after.split_once("=> ").map(|(_, p)| p.trim());
+    if payload == Some("{") {
+        return Some(Event::ResultOpen {
+            status,
+            host: host.to_string(),
+            item,
+        });
+    }
     let message = match (status, payload) {
         (Status::Failed | Status::Unreachable, Some(p)) => Some(failure_message(p)),
         _ => None,
@@ -175,14 +189,53 @@ fn parse_result(line: &str) -> Option<Event> {
     })
 }
 
-/// The `msg` of a one-line JSON result, else the text itself (shortened).
+/// The JSON lines of a result opened by [`Event::ResultOpen`], up to the `}` that closes it at the
+/// start of a line (the body's own lines are indented).
+#[derive(Debug, Default)]
+pub struct ResultBody {
+    text: String,
+}
+
+impl ResultBody {
+    pub fn new() -> Self {
+        ResultBody {
+            text: String::from("{"),
+        }
+    }
+
+    /// Add the next output line; `true` once the result is complete.
+    pub fn push(&mut self, raw: &str) -> bool {
+        let line = strip_ansi(raw);
+        let line = line.trim_end();
+        self.text.push('\n');
+        self.text.push_str(line);
+        line == "}"
+    }
+
+    /// The failure's message, read from the whole result.
+    pub fn message(&self) -> String {
+        failure_message(&self.text)
+    }
+}
+
+/// What a failed result says, read from its JSON: ansible's `msg` (a list of messages becomes a
+/// `- ` line each, the form [`listed_problems`] reads); when the payload is no JSON object with a
+/// `msg`, the text itself (shortened).
 fn failure_message(payload: &str) -> String {
-    if let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(payload) {
-        if let Some(msg) = m.get("msg") {
-            return match msg {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+    use serde_json::Value;
+    if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(payload) {
+        match m.get("msg") {
+            Some(Value::String(s)) => return s.clone(),
+            Some(Value::Array(items)) => {
+                let lines: Vec<String> = items
+                    .iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .map(|item| format!("- {item}"))
+                    .collect();
+                return lines.join("\n");
+            }
+            Some(other) => return other.to_string(),
+            None => {}
         }
     }
     let mut s: String = payload.chars().take(300).collect();
@@ -190,6 +243,32 @@ fn failure_message(payload: &str) -> String {
         s.push('…');
     }
     s
+}
+
+/// The problems a failure message lists, one per `- ` line after an optional header line
+/// (`Preflight found 2 problem(s):\n- DNS: …\n- DNS: …`: preflight reports every problem at once);
+/// empty when the message is no such list.
+pub fn listed_problems(message: &str) -> Vec<String> {
+    let mut lines = message.trim().lines();
+    let mut items: Vec<String> = Vec::new();
+    if let Some(first) = lines.next() {
+        if let Some(item) = first.strip_prefix("- ") {
+            items.push(item.trim().to_string());
+        }
+    }
+    for line in lines {
+        match line.strip_prefix("- ") {
+            Some(item) => items.push(item.trim().to_string()),
+            // A problem's own text may wrap onto indented lines.
+            None if line.starts_with(' ') && !items.is_empty() => {
+                let last = items.last_mut().expect("not empty");
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+            None => return Vec::new(),
+        }
+    }
+    items
 }
 
 /// `host : ok=4 changed=1 unreachable=0 failed=1 skipped=1 rescued=0 ignored=1`.
@@ -328,6 +407,59 @@ mod tests {
         assert_eq!(
             parse_line("[ERROR]: Task failed: Action failed: x"),
             Event::Other
+        );
+    }
+
+    #[test]
+    fn results_over_several_lines() {
+        // ansible-core 2.19 prints a result with multi-line or non-ASCII text indented, over lines.
+        assert_eq!(
+            parse_line("fatal: [localhost]: FAILED! => {"),
+            Event::ResultOpen {
+                status: Status::Failed,
+                host: "localhost".into(),
+                item: None
+            }
+        );
+        assert!(matches!(
+            parse_line("failed: [localhost] (item=x) => {"),
+            Event::ResultOpen { item: Some(i), .. } if i == "x"
+        ));
+        let mut body = ResultBody::new();
+        for line in [
+            "    \"assertion\": \"x | length == 0\",",
+            "    \"changed\": false,",
+            "    \"msg\": \"Preflight found 2 problem(s):\\n- DNS: a — add it.\\n- DNS: b — add it.\"",
+        ] {
+            assert!(!body.push(line));
+        }
+        assert!(body.push("\u{1b}[0;31m}\u{1b}[0m"));
+        assert_eq!(
+            body.message(),
+            "Preflight found 2 problem(s):\n- DNS: a — add it.\n- DNS: b — add it."
+        );
+        assert_eq!(
+            listed_problems(&body.message()),
+            ["DNS: a — add it.", "DNS: b — add it."]
+        );
+    }
+
+    #[test]
+    fn messages_and_their_lists() {
+        // A list `msg` is one problem per item.
+        assert_eq!(
+            failure_message(r#"{"msg": ["one", "two"]}"#),
+            "- one\n- two"
+        );
+        assert_eq!(listed_problems("- one\n- two"), ["one", "two"]);
+        assert_eq!(failure_message(r#"{"msg": {"a": 1}}"#), r#"{"a":1}"#);
+        assert_eq!(failure_message("not json"), "not json");
+        // Not a list: nothing listed (the message is the one problem).
+        assert!(listed_problems("node pve9 is offline").is_empty());
+        assert!(listed_problems("Found:\n- a\nand then prose").is_empty());
+        assert_eq!(
+            listed_problems("Found 1:\n- a long\n  problem"),
+            ["a long problem"]
         );
     }
 

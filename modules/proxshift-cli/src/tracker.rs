@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::output::{parse_line, Event, HostRecap, Status};
+use crate::output::{listed_problems, parse_line, Event, HostRecap, ResultBody, Status};
 
 /// Tasks that belong to no phase (the cluster model, markers) are counted here.
 pub const SETUP: &str = "setup";
@@ -140,6 +140,13 @@ pub struct Failure {
     pub unreachable: bool,
 }
 
+impl Failure {
+    /// The problems the failure lists (preflight reports every problem at once), else none.
+    pub fn listed_problems(&self) -> Vec<String> {
+        listed_problems(&self.message)
+    }
+}
+
 #[derive(Debug)]
 struct TaskState {
     phase: usize,
@@ -172,6 +179,8 @@ pub struct Tracker {
     recap: Vec<HostRecap>,
     in_recap: bool,
     plays: Vec<String>,
+    /// A result printed over several lines, still being read, and the failure it completes.
+    body: Option<(ResultBody, Option<usize>)>,
 }
 
 impl Tracker {
@@ -195,6 +204,7 @@ impl Tracker {
             recap: Vec::new(),
             in_recap: false,
             plays: Vec::new(),
+            body: None,
         }
     }
 
@@ -226,8 +236,41 @@ impl Tracker {
         }
     }
 
+    /// Count one host's result of the current task; a failure is kept, and its index returned.
+    fn result(
+        &mut self,
+        status: Status,
+        host: String,
+        item: Option<String>,
+        message: Option<String>,
+    ) -> Option<usize> {
+        let t = self.current.as_mut()?;
+        let slot = t.hosts.entry(host.clone()).or_insert(status);
+        *slot = (*slot).max(status);
+        if !matches!(status, Status::Failed | Status::Unreachable) {
+            return None;
+        }
+        self.failures.push(Failure {
+            phase: self.phases[t.phase].name.clone(),
+            task: t.label.clone(),
+            host,
+            item,
+            message: message.unwrap_or_default(),
+            unreachable: status == Status::Unreachable,
+        });
+        Some(self.failures.len() - 1)
+    }
+
     /// Feed one line of output.
     pub fn feed(&mut self, line: &str) {
+        if let Some((body, _)) = self.body.as_mut() {
+            if body.push(line) {
+                if let Some((body, Some(i))) = self.body.take() {
+                    self.failures[i].message = body.message();
+                }
+            }
+            return;
+        }
         match parse_line(line) {
             Event::Play(name) => {
                 self.finish_task();
@@ -275,21 +318,11 @@ impl Tracker {
                 item,
                 message,
             } => {
-                let Some(t) = self.current.as_mut() else {
-                    return;
-                };
-                let slot = t.hosts.entry(host.clone()).or_insert(status);
-                *slot = (*slot).max(status);
-                if matches!(status, Status::Failed | Status::Unreachable) {
-                    self.failures.push(Failure {
-                        phase: self.phases[t.phase].name.clone(),
-                        task: t.label.clone(),
-                        host,
-                        item,
-                        message: message.unwrap_or_default(),
-                        unreachable: status == Status::Unreachable,
-                    });
-                }
+                self.result(status, host, item, message);
+            }
+            Event::ResultOpen { status, host, item } => {
+                let failure = self.result(status, host, item, None);
+                self.body = Some((ResultBody::new(), failure));
             }
             Event::TaskTags(tags) if !self.single => {
                 let Some(t) = self.current.as_ref() else {
@@ -616,6 +649,35 @@ localhost                  : ok=4    changed=1    unreachable=0    failed=1    s
         let names: Vec<String> = t.phases().iter().map(|p| p.name.clone()).collect();
         assert_eq!(names[0], "setup");
         assert_eq!(names[1..], crate::plan::SITE_PHASES.map(String::from));
+    }
+
+    #[test]
+    fn a_failure_printed_over_several_lines_keeps_its_message() {
+        // A real rehearsal's output (tests/fixtures): the preflight assert's result spans lines.
+        let run = include_str!("../tests/fixtures/rehearse-preflight-dns.txt");
+        let mut t = Tracker::new(&planned(&["preflight", "manifests", "vms", "start"]));
+        for l in run.lines() {
+            t.feed(l);
+        }
+        t.finish();
+        let [f] = t.failures() else {
+            panic!("one failure expected: {:#?}", t.failures());
+        };
+        assert_eq!(f.phase, "preflight");
+        assert_eq!(f.task, "Preflight — report every problem at once");
+        assert!(
+            f.message
+                .starts_with("Preflight found 2 problem(s):\n- DNS: api.lab-sno."),
+            "{}",
+            f.message
+        );
+        let listed = f.listed_problems();
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        assert!(listed
+            .iter()
+            .all(|p| p.starts_with("DNS: ") && p.ends_with("add the record to your DNS.")));
+        // The JSON body was read as the result, not as output lines.
+        assert_eq!(t.recap()[0].failed, 1);
     }
 
     #[test]

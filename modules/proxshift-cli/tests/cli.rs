@@ -915,6 +915,63 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
         .contains("rehearsal.invalid"));
 }
 
+/// What `ansible-playbook` printed in a real `proxshift rehearse lab-sno` on the example inventory
+/// (inventory/) whose DNS records do not exist: the preflight assert fails with two problems, its
+/// result printed over several lines (tests/fixtures/README.md says how it was captured).
+const PREFLIGHT_DNS_TRANSCRIPT: &str = include_str!("fixtures/rehearse-preflight-dns.txt");
+
+#[test]
+fn a_rehearsal_lists_each_preflight_problem() {
+    let p = Project::new("rehearse-dns");
+    let mut inv = example_inventory(None);
+    let layout = json!({"nodes": [{"name": "pve1", "cpus": 16, "memory": "64G",
+        "storages": [{"id": "local-lvm", "type": "lvmthin", "content": ["images"], "size": "1T"}]}]});
+    for h in inv["_meta"]["hostvars"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+    {
+        h["proxmox_layout"] = layout.clone();
+    }
+    p.fake_inventory(&inv);
+    p.fake_playbook(PREFLIGHT_DNS_TRANSCRIPT, 2);
+    // A stand-in for pvesim: says where it listens, and on SIGINT dumps the seed as its final state.
+    p.script(
+        "pvesim",
+        "while [ $# -gt 0 ]; do case \"$1\" in --seed) seed=$2; shift;; --dump-state) dump=$2; shift;; esac; shift; done\n\
+         trap 'cp \"$seed\" \"$dump\"; exit 0' INT\n\
+         echo 'pvesim listening on https://127.0.0.1:18999/api2/json'\n\
+         i=0; while [ $i -lt 300 ]; do i=$((i+1)); sleep 0.1; done\n",
+    );
+    let out = p.dir.join("rh").display().to_string();
+    let pvesim = p.bin().join("pvesim").display().to_string();
+    let args = ["rehearse", "lab-sno", "--out", &out, "--pvesim", &pvesim];
+    let o = p.run(&[&["--json"], &args[..]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["status"], "failed");
+    assert_eq!(v["ansible_rc"], 2);
+    // The two DNS problems, each on its own — not the first line of the multi-line result (`{`).
+    assert_eq!(
+        v["problems"],
+        json!([
+            {"kind": "dns", "source": "preflight",
+             "message": "DNS: api.lab-sno.lab.example.com resolves to nothing, expected 10.20.0.11 — add the record to your DNS."},
+            {"kind": "dns", "source": "preflight",
+             "message": "DNS: console-openshift-console.apps.lab-sno.lab.example.com resolves to nothing, expected 10.20.0.11 — add the record to your DNS."}
+        ]),
+        "{v:#}"
+    );
+    let o = p.run(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("Would fail or clash (2):\n- [dns] DNS: api.lab-sno.lab.example.com resolves to nothing")
+            && !text.contains(": { (preflight)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn ctrl_c_stops_the_playbook_and_still_summarises() {
     let p = Project::new("sigint");

@@ -78,6 +78,7 @@ def test_stop_and_start(run_flow, site):
     assert start.rc == 0, start.output
     assert all(vm["running"] for vm in site.owned_vms("lab-sno"))
     again = run_flow("start.yaml", "lab-sno")
+    assert again.rc == 0, again.output
     assert again.changed_tasks() == []
 
 

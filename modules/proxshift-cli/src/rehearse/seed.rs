@@ -1,6 +1,7 @@
-//! `proxshift rehearse`, first part: turn the inventory's `proxmox_layout` (a description of the real
-//! Proxmox cluster: nodes, storages, VMs already there) into a seed for the `pvesim` simulator, and
-//! the commands that would run `site.yaml` against it. Pure.
+//! A rehearsal's seed for the `pvesim` simulator: from the inventory's `proxmox_layout` (a
+//! description of the real Proxmox cluster: nodes, storages, VMs already there), from a live cluster's
+//! API answers (read with GETs only, see `live::read_layout`), or from a pvesim seed given as a file.
+//! The seed's access part is always the rehearsal's own identity. Pure.
 //!
 //! ```yaml
 //! proxmox_layout:                 # group_vars/all
@@ -20,12 +21,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::command::Command;
+use super::vm_config::{config_disks, config_macs, text};
 use crate::exit::CliError;
 
-/// The phases a rehearsal runs: everything up to starting the VMs. Nothing in them writes outside
-/// the simulator (secrets are only read; credentials, install and ACM are left out).
-pub const REHEARSE_TAGS: [&str; 5] = ["preflight", "secrets", "manifests", "vms", "start"];
+const MIB: u64 = 1 << 20;
 
 const STORAGE_KEYS: [&str; 7] = ["id", "type", "content", "size", "free", "shared", "files"];
 
@@ -243,58 +242,94 @@ pub fn seed_yaml(cluster: &str, seed: &Value) -> String {
     )
 }
 
-/// Where the simulator listens and keeps its files during a rehearsal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sim {
-    pub listen: String,
-    pub seed_file: String,
-    pub ca_file: String,
-    pub work_dir: String,
+/// A live Proxmox cluster as `proxmox_layout`, from `GET /version`, `GET /nodes` with each node's
+/// `GET /nodes/{node}/storage`, and `GET /cluster/resources?type=vm` with each VM's config.
+pub fn layout_from_api(
+    version: &Value,
+    nodes: &[(Value, Vec<Value>)],
+    vms: &[(Value, Value)],
+) -> Value {
+    let nodes: Vec<Value> = nodes
+        .iter()
+        .map(|(n, storages)| {
+            let storages: Vec<Value> = storages
+                .iter()
+                .filter(|s| s["total"].as_u64().unwrap_or(0) > 0)
+                .map(|s| {
+                    let content: Vec<&str> = s["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .split(',')
+                        .filter(|c| !c.is_empty())
+                        .collect();
+                    json!({"id": s["storage"], "type": s["type"], "content": content,
+                           "size": s["total"], "free": s["avail"].as_u64().unwrap_or(0),
+                           "shared": s["shared"].as_u64() == Some(1) || s["shared"] == json!(true)})
+                })
+                .collect();
+            let mut node = json!({"name": n["node"], "storages": storages,
+                                  "online": n["status"].as_str() != Some("offline")});
+            if let Some(m) = n["maxmem"].as_u64() {
+                node["memory"] = json!(m);
+            }
+            if let Some(c) = n["maxcpu"].as_u64() {
+                node["cpus"] = json!(c);
+            }
+            node
+        })
+        .collect();
+    let vms: Vec<Value> = vms
+        .iter()
+        .map(|(r, config)| {
+            let memory = config
+                .get("memory")
+                .and_then(|m| text(m).parse::<u64>().ok())
+                .or_else(|| r["maxmem"].as_u64().map(|b| b / MIB))
+                .unwrap_or(512);
+            let tags: Vec<String> = text(&r["tags"])
+                .split([';', ',', ' '])
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect();
+            let mut vm = json!({"vmid": r["vmid"], "node": r["node"], "memory": memory,
+                "cores": config.get("cores").and_then(|c| text(c).parse::<u64>().ok()).unwrap_or(1),
+                "running": r["status"].as_str() == Some("running"),
+                "macs": config_macs(config), "disks": config_disks(config), "tags": tags});
+            if let Some(name) = r["name"].as_str().or_else(|| config["name"].as_str()) {
+                vm["name"] = json!(name);
+            }
+            vm
+        })
+        .collect();
+    let mut layout = json!({"nodes": nodes, "vms": vms});
+    if let Some(v) = version["version"].as_str() {
+        layout["version"] = json!(v);
+    }
+    layout
 }
 
-/// `pvesim …` and the `ansible-playbook …` run against it. Inventory values are overridden with
-/// extra vars (they outrank the inventory), so nothing points at the real Proxmox.
-pub fn commands(
-    cluster: &str,
-    who: &Identity,
-    sim: &Sim,
-    ansible: &crate::plan::RunOptions,
-) -> (Command, Command) {
-    let pvesim = Command::new("pvesim").args([
-        "--listen",
-        &sim.listen,
-        "--seed",
-        &sim.seed_file,
-        "--tls",
-        "--ca-out",
-        &sim.ca_file,
-        "--time-scale",
-        "0",
-        "--auth-delay-ms",
-        "0",
-    ]);
-    let mut plan = crate::plan::plan(
-        &crate::plan::Action::Provision {
-            force: false,
-            only: vec![REHEARSE_TAGS.join(",")],
-            skip: vec![],
-        },
-        Some(cluster),
-    )
-    .expect("fixed phases are valid");
-    plan.command = "rehearse";
-    plan.extra_vars = vec![
-        ("proxmox_api_host".into(), format!("https://{}", sim.listen)),
-        ("proxmox_api_user".into(), who.user.clone()),
-        ("proxmox_api_token_id".into(), who.token.clone()),
-        ("proxmox_validate_certs".into(), "true".into()),
-        ("proxmox_ca_path".into(), sim.ca_file.clone()),
-        ("proxshift_work_dir".into(), sim.work_dir.clone()),
-    ];
-    let mut opts = ansible.clone();
-    opts.env
-        .push(("PROXMOX_TOKEN_SECRET".into(), who.secret.clone()));
-    (pvesim, crate::plan::playbook_command(&plan, &opts))
+/// A pvesim seed given as a file: its layout (cluster, nodes, VMs) as is, its access part (users,
+/// tokens, roles, ACLs) replaced by the rehearsal's identity.
+pub fn seed_from_pvesim(seed: &Value, who: &Identity) -> Result<Value, CliError> {
+    let mut s = seed.clone();
+    let obj = s
+        .as_object_mut()
+        .ok_or_else(|| CliError::inventory("the pvesim seed is not a mapping"))?;
+    let has_nodes = obj
+        .get("nodes")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if !has_nodes {
+        return Err(CliError::inventory("the pvesim seed lists no nodes"));
+    }
+    for k in ["users", "tokens", "roles", "acl"] {
+        obj.remove(k);
+    }
+    let access = access_seed(who);
+    for (k, v) in access.as_object().into_iter().flatten() {
+        obj.insert(k.clone(), v.clone());
+    }
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -378,30 +413,46 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn commands_point_only_at_the_simulator() {
-        let sim = Sim {
-            listen: "127.0.0.1:18006".into(),
-            seed_file: "/w/seed.yaml".into(),
-            ca_file: "/w/ca.pem".into(),
-            work_dir: "/w/clusters".into(),
-        };
-        let opts = crate::plan::RunOptions {
-            program: "ansible-playbook".into(),
-            inventory: "inventory/".into(),
-            playbooks_dir: "playbooks".into(),
-            ..Default::default()
-        };
-        let (pvesim, play) = commands("lab-sno", &who(), &sim, &opts);
+    fn layout_from_the_api() {
+        let version = json!({"version": "8.4.1"});
+        let nodes = vec![(
+            json!({"node": "pve1", "maxmem": 68719476736u64, "maxcpu": 16, "status": "online"}),
+            vec![
+                json!({"storage": "local", "type": "dir", "content": "iso,backup", "total": 100, "avail": 40, "shared": 0}),
+                json!({"storage": "gone", "type": "nfs", "content": "images", "active": 0}),
+            ],
+        )];
+        let vms = vec![(
+            json!({"vmid": 100, "node": "pve1", "name": "bastion", "status": "running", "tags": "infra;keep", "maxmem": 2147483648u64}),
+            json!({"memory": "2048", "cores": 2, "net0": "virtio=bc:24:11:00:01:00,bridge=vmbr0",
+                   "scsi0": "local-lvm:vm-100-disk-0,size=20G", "ide2": "local:iso/x.iso,media=cdrom"}),
+        )];
+        let l = layout_from_api(&version, &nodes, &vms);
         assert_eq!(
-            pvesim.shell(),
-            "pvesim --listen 127.0.0.1:18006 --seed /w/seed.yaml --tls --ca-out /w/ca.pem --time-scale 0 --auth-delay-ms 0"
+            l,
+            json!({"version": "8.4.1",
+                "nodes": [{"name": "pve1", "memory": 68719476736u64, "cpus": 16, "online": true,
+                           "storages": [{"id": "local", "type": "dir", "content": ["iso", "backup"], "size": 100, "free": 40, "shared": false}]}],
+                "vms": [{"vmid": 100, "node": "pve1", "name": "bastion", "memory": 2048, "cores": 2, "running": true,
+                         "macs": ["BC:24:11:00:01:00"], "disks": [{"storage": "local-lvm", "size": "20G"}],
+                         "tags": ["infra", "keep"]}]})
         );
+        // …and it is a valid layout for the seed.
+        let seed = seed("c", &l, &who()).unwrap();
         assert_eq!(
-            play.shell(),
-            "PROXMOX_TOKEN_SECRET=sim-secret ansible-playbook -i inventory/ playbooks/site.yaml -e cluster_name=lab-sno \
-             -e proxmox_api_host=https://127.0.0.1:18006 -e proxmox_api_user=proxshift@pve -e proxmox_api_token_id=ansible \
-             -e proxmox_validate_certs=true -e proxmox_ca_path=/w/ca.pem -e proxshift_work_dir=/w/clusters \
-             --tags preflight,secrets,manifests,vms,start"
+            seed["vms"][0]["config"]["net0"],
+            "virtio=BC:24:11:00:01:00,bridge=vmbr0"
         );
+    }
+
+    #[test]
+    fn pvesim_seed_keeps_layout_and_replaces_access() {
+        let s = json!({"nodes": [{"name": "pve1"}], "vms": [], "users": [{"userid": "root@pam", "password": "p"}],
+                       "tokens": [{"userid": "root@pam", "tokenid": "x", "secret": "real"}]});
+        let out = seed_from_pvesim(&s, &who()).unwrap();
+        assert_eq!(out["users"], json!([{"userid": "proxshift@pve"}]));
+        assert_eq!(out["tokens"][0]["secret"], "sim-secret");
+        assert!(!out.to_string().contains("real"));
+        assert!(seed_from_pvesim(&json!({"vms": []}), &who()).is_err());
     }
 }
