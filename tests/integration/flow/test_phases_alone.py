@@ -136,6 +136,9 @@ def test_vms_after_iso_attach_the_built_iso(flow, run_flow, site, tmp_path):
         assert not any(vm["running"] for vm in owned)
         start = flow(FRESH, tags="start", extra=work)
         assert start.rc == 0, start.output
+        # lab-compact's IPs come from its ip_pool: only the rendered agent config knows which node is first.
+        found = start.task("Phases — find the rendezvous host in the rendered agent config")
+        assert found["ansible_facts"]["manifests_rendezvous_host"] == "lab-compact-0", found
         assert all(vm["running"] for vm in site.owned_vms(FRESH))
         again = flow(FRESH, tags="vms", extra=work)
         assert again.rc == 0 and again.changed_tasks() == [], again.changed_tasks()
