@@ -1,0 +1,214 @@
+"""Each phase of site.yaml alone (`--tags PHASE`, as the README promises), and the proxshift verbs that map
+to tags: on a provisioned cluster each changes nothing; on a fresh one each either works or names the
+phase to run first (issue #22 item 6).
+
+lab-sno is provisioned once for the module — every phase, with the installer double, OpenBao, and the
+kube-apiserver playing both the cluster and the ACM hub — and each tag runs against it. lab-compact stays
+fresh: nothing of it exists on Proxmox, and each fresh run gets an empty work folder of its own.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kube_fixtures import KubeApi, kube_api  # noqa: F401 (pytest fixture)
+from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
+from test_full_install import make_cluster_ready
+from testlib import REPO, ansible_env
+
+PROVISIONED = "lab-sno"
+FRESH = "lab-compact"
+# site.yaml's phases in order, each with the phase a fresh cluster must run first (None: it works alone).
+FRESH_NEEDS = {
+    "preflight": None, "secrets": None, "manifests": None, "iso": None,
+    "vms": "iso", "start": "vms", "install": "iso", "credentials": "install", "acm": "install",
+}
+PHASE_CHECK = "Phases — stop when an earlier phase has not run"
+
+
+@pytest.fixture(scope="module")
+def site(request, tmp_path_factory):
+    """The flow conftest's Site, for the whole module (overrides its per-test `site`, so `run_flow`
+    runs every test against the same simulator, OpenBao and work folder)."""
+    flow = request.config.pluginmanager.get_plugin(str(Path(__file__).resolve().with_name("conftest.py")))
+    tmp = tmp_path_factory.mktemp("phases-alone")
+    (tmp / "sim").mkdir()
+    (tmp / "bao").mkdir()
+    with running_pvesim(tmp / "sim", seed=DEMO_SEED) as sim, running_openbao(tmp / "bao") as bao:
+        bao.kv_put("openshift/pull-secret", {"pullSecret": flow.CANARY_PULL_SECRET})
+        bao.kv_put("openshift/ssh", {"publicKey": flow.SSH_KEY})
+        yield flow.Site(sim=sim, bao=bao, work=tmp / "work")
+
+
+@pytest.fixture(scope="module")
+def hub(kube_api: KubeApi, tmp_path_factory):  # noqa: F811
+    """The kube-apiserver as the installed cluster (the installer double hands out its kubeconfig) and
+    as the ACM hub."""
+    kubeconfig = tmp_path_factory.mktemp("hub") / "cluster.kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    return kubeconfig
+
+
+@pytest.fixture
+def flow(run_flow, hub: Path, kube_api: KubeApi):  # noqa: F811
+    """run_flow with the installer double, the hub and a ready cluster."""
+    make_cluster_ready(kube_api, ["lab-sno-0"])
+
+    def run(cluster: str, *, tags: str | None = None, extra: dict | None = None):
+        return run_flow("site.yaml", cluster, with_installer=True, tags=tags,
+                        extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **(extra or {})},
+                        env_more={"PROXSHIFT_TEST_KUBECONFIG": str(hub)})
+
+    return run
+
+
+def vmgenids(site, cluster: str) -> dict:
+    return {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms(cluster)}
+
+
+@pytest.fixture
+def provisioned(flow, site, kube_api: KubeApi) -> dict:  # noqa: F811
+    """lab-sno through every phase, once per module; returns its VMs' vmgenids."""
+    state = site.__dict__.setdefault("phases_alone", {})
+    if "vmgenids" not in state:
+        first = flow(PROVISIONED)
+        assert first.rc == 0, first.output
+        assert (site.work / PROVISIONED / ".installed").exists()
+        assert site.bao.kv_get(f"openshift/clusters/{PROVISIONED}")["api"].startswith("https://api.lab-sno.")
+        assert kube_api.get(f"/apis/cluster.open-cluster-management.io/v1/managedclusters/{PROVISIONED}")
+        state["vmgenids"] = vmgenids(site, PROVISIONED)
+        assert len(state["vmgenids"]) == 1
+    return state["vmgenids"]
+
+
+def recap_changed(output: str) -> int:
+    found = re.search(r"^localhost\s+:.*\bchanged=(\d+)", output, re.M)
+    assert found, output
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize("phase", list(FRESH_NEEDS))
+def test_each_phase_alone_on_a_provisioned_cluster_changes_nothing(phase, flow, site, provisioned):
+    seq = site.sim.last_seq()
+    run = flow(PROVISIONED, tags=phase)
+    assert run.rc == 0, run.output
+    assert recap_changed(run.output) == 0 and run.changed_tasks() == [], run.changed_tasks()
+    assert site.sim.writes_since(seq) == []
+    assert vmgenids(site, PROVISIONED) == provisioned
+    assert site.canary not in run.output
+
+
+@pytest.mark.parametrize("phase", list(FRESH_NEEDS))
+def test_each_phase_alone_on_a_fresh_cluster_works_or_names_the_phase_to_run_first(phase, flow, site, tmp_path):
+    work = tmp_path / "fresh-work"
+    run = flow(FRESH, tags=phase, extra={"proxshift_work_dir": str(work)})
+    needs = FRESH_NEEDS[phase]
+    if needs is None:
+        assert run.rc == 0, run.output
+    else:
+        assert run.rc != 0
+        failed = [r["task"] for r in run.results if r["status"] == "failed"]
+        assert failed == [PHASE_CHECK], run.output
+        assert f"Phase {phase} needs phase {needs} first" in run.output, run.output
+        assert f"Run `site.yaml --tags {needs}` first" in run.output, run.output
+        assert "is undefined" not in run.output
+    assert site.owned_vms(FRESH) == [], "a phase alone created VMs on a fresh cluster"
+    if phase in ("manifests", "iso"):
+        # The manifests task builds the ISO too (it carries both tags).
+        assert (work / FRESH / "agent" / "agent.x86_64.iso").is_file()
+
+
+def test_vms_after_iso_attach_the_built_iso(flow, run_flow, site, tmp_path):
+    """The vms phase alone finds the ISO an earlier iso run built; start alone then boots the VMs; a
+    second vms run changes nothing."""
+    work = {"proxshift_work_dir": str(tmp_path / "work")}
+    assert flow(FRESH, tags="iso", extra=work).rc == 0
+    try:
+        vms = flow(FRESH, tags="vms", extra=work)
+        assert vms.rc == 0, vms.output
+        owned = site.owned_vms(FRESH)
+        assert len(owned) == 3 and all("iso" in vm["config"].get("ide2", "") for vm in owned), owned
+        assert not any(vm["running"] for vm in owned)
+        start = flow(FRESH, tags="start", extra=work)
+        assert start.rc == 0, start.output
+        # lab-compact's IPs come from its ip_pool: only the rendered agent config knows which node is first.
+        found = start.task("Phases — find the rendezvous host in the rendered agent config")
+        assert found["ansible_facts"]["manifests_rendezvous_host"] == "lab-compact-0", found
+        assert all(vm["running"] for vm in site.owned_vms(FRESH))
+        again = flow(FRESH, tags="vms", extra=work)
+        assert again.rc == 0 and again.changed_tasks() == [], again.changed_tasks()
+    finally:
+        # Fresh again for the tests after this one.
+        gone = run_flow("deprovision.yaml", FRESH, extra=work)
+        assert gone.rc == 0 and site.owned_vms(FRESH) == [], gone.output
+
+
+# ------------------------------------------------------------------------------ proxshift verbs
+
+def proxshift(site, tmp_path: Path, *args: str, extra: dict) -> tuple[int, dict, str]:
+    """Run the built `proxshift` with --json against the module's site; returns (rc, report, stderr)."""
+    binary = pvesim_bin().parent / "proxshift"
+    if not binary.is_file():
+        pytest.fail(f"{binary} is missing: run `make build` (it builds proxshift next to pvesim)")
+    env = ansible_env(tmp_path, site.env(with_installer=True))
+    # proxshift adds its own phase callback; the test recorder is not needed here.
+    for k in ("ANSIBLE_CALLBACK_PLUGINS", "ANSIBLE_CALLBACKS_ENABLED"):
+        env.pop(k, None)
+    proc = subprocess.run(
+        [str(binary), "--json", "--project-dir", str(REPO), "-i", str(REPO / "inventory"), *args,
+         "--", "-e", json.dumps(extra)],
+        env=env, capture_output=True, text=True, timeout=900, cwd=str(tmp_path),
+    )
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    assert site.canary not in proc.stdout + proc.stderr
+    return proc.returncode, report, proc.stderr
+
+
+def site_extra(site, cluster: str, hub: Path, **more) -> dict:
+    return {**site.extra_vars(cluster), "acm_hub_kubeconfig": str(hub), "acm_wait": False, **more}
+
+
+@pytest.mark.parametrize("verb", [["manifests"], ["acm-import"], ["provision", "--only", "vms"],
+                                  ["provision", "--only", "start"]])
+def test_cli_verbs_that_map_to_tags_change_nothing_on_a_provisioned_cluster(verb, site, hub, provisioned, tmp_path):
+    rc, report, stderr = proxshift(site, tmp_path, verb[0], PROVISIONED, *verb[1:],
+                                   extra=site_extra(site, PROVISIONED, hub))
+    assert rc == 0 and report["status"] == "ok", stderr
+    assert [r["changed"] for r in report["recap"]] == [0], report["recap"]
+    assert vmgenids(site, PROVISIONED) == provisioned
+
+
+@pytest.mark.parametrize("verb, needs", [(["acm-import"], "install"), (["provision", "--only", "start"], "vms")])
+def test_cli_verbs_on_a_fresh_cluster_name_the_phase_to_run_first(verb, needs, site, hub, tmp_path):
+    rc, report, stderr = proxshift(site, tmp_path, verb[0], FRESH, *verb[1:],
+                                   extra=site_extra(site, FRESH, hub, proxshift_work_dir=str(tmp_path / "work")))
+    assert rc != 0 and report["status"] == "failed", stderr
+    messages = [f["message"] for f in report["failures"]]
+    assert len(messages) == 1 and f"Run `site.yaml --tags {needs}` first" in messages[0], report["failures"]
+    assert site.owned_vms(FRESH) == []
+
+
+def test_phase_table_matches_the_tags_of_site_yaml():
+    """playbooks/tasks/phase_order.yml decides which phases a run executes from the tags of the task doing
+    each phase in site.yaml: the two must agree."""
+    site_yaml = yaml.safe_load((REPO / "playbooks" / "site.yaml").read_text())[0]
+    order = yaml.safe_load((REPO / "playbooks" / "tasks" / "phase_order.yml").read_text())
+    table = order[0]["ansible.builtin.set_fact"]["proxshift_phase_table"]
+    tags_of_tasks = [sorted(t["tags"]) for t in site_yaml["tasks"]]
+    for row in table:
+        assert sorted(row["tags"]) in tags_of_tasks, row
+    assert [row["phase"] for row in table] == list(FRESH_NEEDS)
+    # A phase needs only earlier ones, or one whose task carries its tag too (secrets serves preflight).
+    rows = {row["phase"]: (i, row) for i, row in enumerate(table)}
+    for i, row in enumerate(table):
+        for need in row["needs"]:
+            before, needed = rows[need]
+            assert before < i or row["phase"] in needed["tags"], row
