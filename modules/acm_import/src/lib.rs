@@ -263,28 +263,31 @@ impl<E: Into<ImportError>> From<E> for Stop {
 struct Spoke {
     client: Client,
     id: Option<String>,
+    /// Why the ID could not be read, for the result.
+    unread: Option<String>,
 }
 
 /// Connect the spoke and ask which cluster it is. A spoke the controller cannot reach (the hub may
-/// reach it when we cannot) is a warning: a new cluster behind the same name then goes unnoticed.
+/// reach it when we cannot) is not an error: a new cluster behind the same name then goes
+/// unnoticed, and the result says why (`spoke_cluster_id_error`). Not a warning: it would repeat on
+/// every converged run.
 fn spoke(m: &mut Module, o: &Opts) -> Result<Spoke, ImportError> {
     let mut client = connect("spoke", &o.spoke(), m)?;
-    let id = match cluster_id_once(&mut client) {
-        Ok(id) => id,
-        Err(e) => {
-            m.warn(format!(
-                "could not read the spoke's cluster ID ({e}); a different cluster behind the name {} would go unnoticed",
-                o.cluster_name
-            ));
-            None
-        }
+    let (id, unread) = match cluster_id_once(&mut client) {
+        Ok(id) => (id, None),
+        Err(e) => (None, Some(e.to_string())),
     };
-    Ok(Spoke { client, id })
+    Ok(Spoke { client, id, unread })
 }
 
 fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Result<Outcome, Stop> {
     let name = o.cluster_name.as_str();
     let mc_res = known::managed_clusters();
+    // Auto mode checks the spoke's kubeconfig first, so a broken one is named as such.
+    let creds = match o.mode.as_str() {
+        "auto" => Some(spoke_credentials(o)?),
+        _ => None,
+    };
     let spoke = spoke(m, o)?;
     identity::refuse_self_import(hub, spoke.client.server(), spoke.id.as_deref())?;
     let existing = hub.get(&mc_res, None, name)?;
@@ -307,8 +310,16 @@ fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Resul
         });
 
     ensure_namespace(m, hub, name, report)?;
-    if o.mode == "auto" {
-        auto_import_secret(m, o, hub, already_imported, replaced.is_some(), report)?;
+    if let Some(creds) = creds {
+        auto_import_secret(
+            m,
+            o,
+            hub,
+            creds,
+            already_imported,
+            replaced.is_some(),
+            report,
+        )?;
     }
     if let Some(set) = o.clusterset() {
         check_clusterset(m, hub, set);
@@ -362,7 +373,9 @@ fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Resul
     if o.wait && !(m.check_mode && existing.is_none()) {
         mc_now = Some(wait_joined(o, hub, report)?);
     }
-    Ok(outcome(m, o, report, mc_now.as_ref(), spoke_applied))
+    Ok(outcome(m, o, report, mc_now.as_ref(), spoke_applied)
+        .with("spoke_cluster_id", json!(spoke.id))
+        .with("spoke_cluster_id_error", json!(spoke.unread)))
 }
 
 /// The annotations the ManagedCluster must carry: the spoke's cluster ID as we saw it, and on a
@@ -415,6 +428,7 @@ fn auto_import_secret(
     m: &mut Module,
     o: &Opts,
     hub: &Client,
+    creds: SpokeCredentials,
     already_imported: bool,
     replaced: bool,
     report: &mut Report,
@@ -425,7 +439,6 @@ fn auto_import_secret(
         report.note("hub", object, "skipped (cluster already imported)");
         return Ok(());
     }
-    let creds = spoke_credentials(o)?;
     if let SpokeCredentials::Token { token, .. } = &creds {
         m.add_secret(token.clone());
     }
