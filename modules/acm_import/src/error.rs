@@ -47,12 +47,12 @@ pub enum ImportError {
         file: &'static str,
         kind: String,
         name: String,
-        source: WaitError<KubeError>,
+        source: Box<WaitError<KubeError>>,
     },
     #[error("CRD {crd} on the spoke: {source}")]
     CrdNotEstablished {
         crd: String,
-        source: WaitError<KubeError>,
+        source: Box<WaitError<KubeError>>,
     },
 }
 

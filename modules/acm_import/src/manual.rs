@@ -119,7 +119,7 @@ fn apply_one(
             file,
             kind: kind.clone(),
             name: obj_name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     let method = Method::Apply {
         force: o.force_conflicts,
@@ -147,7 +147,7 @@ fn apply_one(
             )
             .map_err(|source| ImportError::CrdNotEstablished {
                 crd: obj_name.clone(),
-                source,
+                source: Box::new(source),
             })?;
     }
     Ok(())
