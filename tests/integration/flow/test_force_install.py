@@ -1,7 +1,7 @@
 """`-e force_install=true` on a cluster imported into ACM, through site.yaml with the installer double,
 pvesim, OpenBao and two real kube-apiservers (`spoke_api` the cluster, `kube_api` the hub): the preflight
 runs first and a failing one deletes nothing; then the old cluster is detached from the hub, only the
-owned VMs are deleted, and the rebuilt cluster is imported afresh."""
+owned VMs are deleted, and the rebuilt cluster is imported afresh (the hub's kubeconfig read from Vault)."""
 from __future__ import annotations
 
 import time
@@ -49,12 +49,12 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
                                                                  spoke_api: KubeApi, tmp_path):
     cluster_kc = tmp_path / "cluster.kubeconfig"
     cluster_kc.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
-    hub_kc = tmp_path / "hub.kubeconfig"
-    hub_kc.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    # The hub is one this project built: its kubeconfig is in its record in Vault.
+    site.bao.kv_put("openshift/clusters/hub1", {"kubeconfig": kube_api.kubeconfig(kube_api.admin_token)})
     make_cluster_ready(spoke_api, ["lab-sno-0"])
     set_cluster_id(spoke_api, OLD_ID)
     forget_on_hub(kube_api, "lab-sno")
-    extra = {"acm_hub_kubeconfig": str(hub_kc), "acm_wait": False}
+    extra = {"acm_hub_cluster": "hub1", "acm_wait": False}
     env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kc)}
 
     first = run_flow("site.yaml", "lab-sno", with_installer=True, extra=extra, env_more=env_more)
@@ -91,7 +91,7 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
     assert "conditions" not in mc.get("status", {}), "the new ManagedCluster carries the old one's state"
     secret = kube_api.get("/api/v1/namespaces/lab-sno/secrets/auto-import-secret")
     assert secret is not None, "the auto-import-secret was not written for the new cluster"
-    assert site.canary not in forced.output
+    assert site.canary not in forced.output and kube_api.admin_token not in forced.output
 
 
 def test_force_install_with_a_failing_preflight_deletes_nothing(run_flow, site, kube_api: KubeApi, tmp_path):
