@@ -134,7 +134,7 @@ def test_hub_credentials_from_the_k8s_auth_environment(run_playbook, kube_api: K
     spoke_kc.write_text(spoke_api.kubeconfig(spoke_api.kubeconfig_token))
     env = {"K8S_AUTH_HOST": kube_api.url, "K8S_AUTH_API_KEY": kube_api.admin_token,
            "K8S_AUTH_SSL_CA_CERT": kube_api.ca_cert, "K8S_AUTH_VERIFY_SSL": "true"}
-    only_spoke = {"cluster_name": c, "spoke_kubeconfig": str(spoke_kc), "klusterlet_addon_config": False}
+    only_spoke = {"cluster_name": c, "spoke_kubeconfig": str(spoke_kc)}
     run = run_playbook(play(task("import", only_spoke), task("read", {"name": c}, module="acm_cluster_info")),
                        env=env)
     assert run.rc == 0, run.output
@@ -148,7 +148,7 @@ def test_hub_credentials_from_the_k8s_auth_environment(run_playbook, kube_api: K
             "vars": {"acm_cluster_name": c, "acm_spoke_kubeconfig": str(spoke_kc), "acm_wait": False}}
     run = run_playbook(play(role), env=env)
     assert run.rc == 0, run.output
-    assert run.task("Import into or detach from the ACM hub")["changed"] is False
+    assert run.task("proxshift.openshift.acm : Import into or detach from the ACM hub")["changed"] is False
     # Without any hub the role says so and changes nothing.
     run = run_playbook(play(role))
     assert run.rc == 0, run.output
