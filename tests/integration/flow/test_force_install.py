@@ -74,8 +74,9 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
     forced = run_flow("site.yaml", "lab-sno", with_installer=True, extra={**extra, "force_install": True},
                       env_more=env_more)
     assert forced.rc == 0, forced.output
-    # Preflight (its VM plan, then the verdict), detach, delete the VMs, create them, import.
-    assert events(forced) == ["vms", "preflight", "detach", "vms", "vms", "import"], events(forced)
+    # Preflight (its VM plan, then the verdict), the rebuilt VMs planned as new ones, detach, delete the
+    # VMs, create them, import.
+    assert events(forced) == ["vms", "preflight", "vms", "detach", "vms", "vms", "import"], events(forced)
     detach = next(r["result"] for r in forced.results
                   if r["task"].endswith(DETACH_OR_IMPORT) and "detached" in r["result"].get("msg", ""))
     assert [a["action"] for a in detach["actions"]] == ["deleted", "deleted"], detach
@@ -110,8 +111,9 @@ def test_force_install_with_a_failing_preflight_deletes_nothing(run_flow, site, 
     # The new cluster would not fit: preflight stops the run before anything is deleted.
     run = run_flow("site.yaml", "lab-sno", extra=forced, args=["-e", '{"vm_defaults": {"memory": 9999999}}'])
     assert run.rc != 0
-    assert "Preflight found" in run.output, run.output
-    assert "detach" not in events(run) and events(run).count("vms") == 1, events(run)
+    assert "the rebuilt cluster's VMs would not fit" in run.output, run.output
+    assert "needs 9765.6 GiB" in run.output, run.output
+    assert "detach" not in events(run) and events(run).count("vms") == 2, events(run)
     # --tags vms alone would skip the preflight: refused.
     only_vms = run_flow("site.yaml", "lab-sno", extra=forced, tags="vms")
     assert only_vms.rc != 0
