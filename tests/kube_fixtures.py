@@ -6,7 +6,8 @@ The API server is started by the same Rust harness the cargo tests use (`kube_cl
 `cargo run --example testenv`), found by the envtest convention: KUBEBUILDER_ASSETS, defaulting to the
 cache that `scripts/deps/kube.sh` fills. Missing binaries FAIL the tests with instructions.
 
-Import the fixtures into a test module with `from kube_fixtures import kube_api, fake_oauth, KubeApi`.
+Import the fixtures into a test module with `from kube_fixtures import kube_api, fake_oauth, KubeApi`
+(`spoke_api`: a second API server, for a cluster imported into the hub `kube_api`).
 (Named distinctly so they cannot clash with another conftest in this folder.)
 """
 from __future__ import annotations
@@ -96,9 +97,8 @@ def condition(t: str, s: str, msg: str = "set by the test") -> dict:
     return {"type": t, "status": s, "reason": "Test", "message": msg, "lastTransitionTime": "2026-01-01T00:00:00Z"}
 
 
-@pytest.fixture(scope="session")
-def kube_api(tmp_path_factory):
-    log = tmp_path_factory.mktemp("kube") / "testenv.log"
+def _running_testenv(tmp_path_factory, name: str):
+    log = tmp_path_factory.mktemp(name) / "testenv.log"
     cmd = ["cargo", "run", "-q", "-p", "kube-client", "--features", "testenv", "--example", "testenv"]
     with open(log, "w") as err:
         proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
@@ -107,10 +107,22 @@ def kube_api(tmp_path_factory):
         proc.wait(timeout=30)
         pytest.fail("could not start the test kube-apiserver (`scripts/deps/kube.sh` builds it and "
                     f"KUBEBUILDER_ASSETS locates it):\n{log.read_text()[-3000:]}")
-    api = KubeApi(json.loads(line))
-    yield api
+    yield KubeApi(json.loads(line))
     proc.stdin.close()  # the harness exits; its watchdog stops the servers by PID
     proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def kube_api(tmp_path_factory):
+    """The ACM hub (and, for tests that need no second cluster, the cluster too)."""
+    yield from _running_testenv(tmp_path_factory, "kube")
+
+
+@pytest.fixture(scope="session")
+def spoke_api(tmp_path_factory):
+    """A second, separate API server: the cluster imported into the hub `kube_api` (importing the hub
+    into itself is refused)."""
+    yield from _running_testenv(tmp_path_factory, "spoke")
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@
 //! waits for (accepted, joined, available). Read-only: check mode runs the same GETs.
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
+use kube_client::connect::hub_env;
 use kube_client::objects::{conditions, known};
-use kube_client::{Client, ConnectionParams};
+use kube_client::{Client, HubOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -15,12 +16,18 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("name").aliases(&["cluster_name"]),
         Opt::str("label_selector"),
         // A kubeconfig given as text holds credentials.
-        Opt::str("hub_kubeconfig").no_log(),
-        Opt::str("hub_context"),
-        Opt::str("hub_host"),
-        Opt::str("hub_api_key").no_log(),
-        Opt::path("hub_ca_cert"),
-        Opt::bool("hub_validate_certs").default(true),
+        Opt::str("hub_kubeconfig")
+            .no_log()
+            .env(&[hub_env("hub_kubeconfig")]),
+        Opt::str("hub_context").env(&[hub_env("hub_context")]),
+        Opt::str("hub_host").env(&[hub_env("hub_host")]),
+        Opt::str("hub_api_key")
+            .no_log()
+            .env(&[hub_env("hub_api_key")]),
+        Opt::path("hub_ca_cert").env(&[hub_env("hub_ca_cert")]),
+        Opt::bool("hub_validate_certs")
+            .default(true)
+            .env(&[hub_env("hub_validate_certs")]),
     ])
     .required_one_of(&["hub_kubeconfig", "hub_host"])
     .mutually_exclusive(&["name", "label_selector"])
@@ -30,12 +37,8 @@ pub fn argument_spec() -> ArgSpec {
 struct Options {
     name: Option<String>,
     label_selector: Option<String>,
-    hub_kubeconfig: Option<String>,
-    hub_context: Option<String>,
-    hub_host: Option<String>,
-    hub_api_key: Option<String>,
-    hub_ca_cert: Option<std::path::PathBuf>,
-    hub_validate_certs: bool,
+    #[serde(flatten)]
+    hub: HubOptions,
 }
 
 fn condition_true(obj: &Value, type_: &str) -> bool {
@@ -72,27 +75,15 @@ pub fn summary(obj: &Value) -> Value {
 }
 
 fn hub(o: &Options, m: &mut Module) -> Result<Client, Failure> {
-    let params = ConnectionParams {
-        kubeconfig: o.hub_kubeconfig.clone(),
-        context: o.hub_context.clone(),
-        host: o.hub_host.clone(),
-        api_key: o.hub_api_key.clone(),
-        ca_cert: o.hub_ca_cert.clone(),
-        validate_certs: o.hub_validate_certs,
-    };
-    let conn = params
-        .resolve()
-        .map_err(|e| Failure::new(format!("hub connection: {e}")))?;
-    if let Some(t) = &conn.token {
-        m.add_secret(t.clone());
+    let hub =
+        kube_client::connect("hub", &o.hub.params()).map_err(|e| Failure::new(e.to_string()))?;
+    if let Some(t) = hub.token {
+        m.add_secret(t);
     }
-    if !conn.tls.validate_certs {
-        m.warn(format!(
-            "hub: validate_certs is off, the certificate of {} is not checked",
-            conn.server
-        ));
+    if let Some(w) = hub.warning {
+        m.warn(w);
     }
-    Client::new(&conn).map_err(|e| Failure::new(format!("hub connection: {e}")))
+    Ok(hub.client)
 }
 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {

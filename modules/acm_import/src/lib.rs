@@ -4,38 +4,62 @@
 //! KlusterletAddonConfig) and lets the hub's import controller reach the spoke. `mode: manual` writes
 //! the same hub objects minus the secret, waits for the hub's `<cluster>-import` secret and applies its
 //! `crds.yaml` then `import.yaml` to the spoke. Objects are updated in place (labels merged), never
-//! deleted and recreated. `state: absent` detaches the cluster.
+//! deleted and recreated — except the auto-import-secret when a different cluster now stands behind
+//! the name (see [`identity`]). Importing the hub into itself is refused. `state: absent` detaches.
 
+pub mod detach;
+pub mod error;
+pub mod identity;
+pub mod manual;
 pub mod resources;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
-use kube_client::objects::{
-    clean_manifest, conditions, known, name_of, parse_documents, unmet, Resource,
-};
-use kube_client::{Client, ConnectionParams, Ensured, KubeError, Method, Poll, WaitError};
+use kube_client::connect::{cluster_id_once, hub_env};
+use kube_client::objects::{conditions, known, unmet, Resource};
+use kube_client::{Client, ConnectionParams, Ensured, HubOptions, Method, WaitError};
 use resources::{Addons, SpokeCredentials};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+
+use error::ImportError;
+use identity::Replaced;
 
 const JOINED: [(&str, &str); 2] = [
     ("ManagedClusterJoined", "True"),
     ("ManagedClusterConditionAvailable", "True"),
 ];
 
-fn connection_opts(prefix: &'static str) -> Vec<Opt> {
-    // The option names are static strings; pick them per side.
-    let n = |hub: &'static str, spoke: &'static str| if prefix == "hub" { hub } else { spoke };
+/// The hub options, with the `K8S_AUTH_*` fallbacks AWX's Kubernetes credential injects.
+fn hub_opts() -> Vec<Opt> {
     vec![
         // A kubeconfig given as text holds credentials.
-        Opt::str(n("hub_kubeconfig", "spoke_kubeconfig")).no_log(),
-        Opt::str(n("hub_context", "spoke_context")),
-        Opt::str(n("hub_host", "spoke_host")),
-        Opt::str(n("hub_api_key", "spoke_api_key")).no_log(),
-        Opt::path(n("hub_ca_cert", "spoke_ca_cert")),
-        Opt::bool(n("hub_validate_certs", "spoke_validate_certs")).default(true),
+        Opt::str("hub_kubeconfig")
+            .no_log()
+            .env(&[hub_env("hub_kubeconfig")]),
+        Opt::str("hub_context").env(&[hub_env("hub_context")]),
+        Opt::str("hub_host").env(&[hub_env("hub_host")]),
+        Opt::str("hub_api_key")
+            .no_log()
+            .env(&[hub_env("hub_api_key")]),
+        Opt::path("hub_ca_cert").env(&[hub_env("hub_ca_cert")]),
+        Opt::bool("hub_validate_certs")
+            .default(true)
+            .env(&[hub_env("hub_validate_certs")]),
+    ]
+}
+
+/// The spoke options: no environment fallbacks (the environment's credential is the hub's).
+fn spoke_opts() -> Vec<Opt> {
+    vec![
+        Opt::str("spoke_kubeconfig").no_log(),
+        Opt::str("spoke_context"),
+        Opt::str("spoke_host"),
+        Opt::str("spoke_api_key").no_log(),
+        Opt::path("spoke_ca_cert"),
+        Opt::bool("spoke_validate_certs").default(true),
     ]
 }
 
@@ -66,14 +90,14 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("wait_timeout").default(600),
         Opt::int("poll_interval").default(10),
     ])
-    .with(connection_opts("hub"))
-    .with(connection_opts("spoke"))
+    .with(hub_opts())
+    .with(spoke_opts())
     .required_one_of(&["hub_kubeconfig", "hub_host"])
     .mutually_exclusive(&["spoke_kubeconfig", "spoke_api_key"])
 }
 
 #[derive(Debug, Deserialize)]
-struct Opts {
+pub struct Opts {
     state: String,
     cluster_name: String,
     mode: String,
@@ -87,12 +111,8 @@ struct Opts {
     wait: bool,
     wait_timeout: i64,
     poll_interval: i64,
-    hub_kubeconfig: Option<String>,
-    hub_context: Option<String>,
-    hub_host: Option<String>,
-    hub_api_key: Option<String>,
-    hub_ca_cert: Option<PathBuf>,
-    hub_validate_certs: bool,
+    #[serde(flatten)]
+    hub: HubOptions,
     spoke_kubeconfig: Option<String>,
     spoke_context: Option<String>,
     spoke_host: Option<String>,
@@ -102,16 +122,6 @@ struct Opts {
 }
 
 impl Opts {
-    fn hub(&self) -> ConnectionParams {
-        ConnectionParams {
-            kubeconfig: self.hub_kubeconfig.clone(),
-            context: self.hub_context.clone(),
-            host: self.hub_host.clone(),
-            api_key: self.hub_api_key.clone(),
-            ca_cert: self.hub_ca_cert.clone(),
-            validate_certs: self.hub_validate_certs,
-        }
-    }
     fn spoke(&self) -> ConnectionParams {
         ConnectionParams {
             kubeconfig: self.spoke_kubeconfig.clone(),
@@ -125,10 +135,19 @@ impl Opts {
     fn has_spoke(&self) -> bool {
         self.spoke_kubeconfig.is_some() || self.spoke_host.is_some()
     }
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.wait_timeout.max(0) as u64)
+    }
+    fn interval(&self) -> Duration {
+        Duration::from_secs(self.poll_interval.max(1) as u64)
+    }
+    fn clusterset(&self) -> Option<&str> {
+        self.clusterset.as_deref().filter(|s| !s.is_empty())
+    }
 }
 
 /// Collects what the run did, for `changed`, the result and the diff.
-struct Report {
+pub struct Report {
     actions: Vec<Value>,
     changed: bool,
 }
@@ -147,31 +166,34 @@ impl Report {
             );
         }
     }
-    fn fail(&self, msg: impl Into<String>) -> Failure {
-        Failure::new(msg)
+    fn note(&mut self, side: &str, object: String, action: impl Into<String>) {
+        self.actions
+            .push(json!({"side": side, "object": object, "action": action.into()}));
+    }
+    fn fail(&self, e: impl Into<ImportError>) -> Failure {
+        Failure::new(e.into().to_string())
             .changed(self.changed)
             .with("actions", json!(self.actions))
     }
 }
 
-fn client(what: &str, p: &ConnectionParams, m: &mut Module) -> Result<Client, Failure> {
-    let conn = p
-        .resolve()
-        .map_err(|e| Failure::new(format!("{what} connection: {e}")))?;
-    if let Some(t) = &conn.token {
-        m.add_secret(t.clone());
+/// Connect one side; its token is masked and a "certificates not checked" warning given.
+fn connect(
+    side: &'static str,
+    p: &ConnectionParams,
+    m: &mut Module,
+) -> Result<Client, ImportError> {
+    let c = kube_client::connect(side, p)?;
+    if let Some(t) = c.token {
+        m.add_secret(t);
     }
-    if !conn.tls.validate_certs {
-        m.warn(format!(
-            "{what}: validate_certs is off, the certificate of {} is not checked",
-            conn.server
-        ));
+    if let Some(w) = c.warning {
+        m.warn(w);
     }
-    Client::new(&conn).map_err(|e| Failure::new(format!("{what} connection: {e}")))
+    Ok(c.client)
 }
 
-pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
-    let o: Opts = m.options()?;
+fn check_options(o: &Opts) -> Result<(), Failure> {
     if o.wait_timeout < 0 || o.poll_interval < 1 {
         return Err(Failure::new(
             "wait_timeout must be >= 0 and poll_interval >= 1 (seconds)",
@@ -197,139 +219,289 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             )));
         }
     }
-    let hub = client("hub", &o.hub(), m)?;
+    if o.state == "present" && !o.has_spoke() {
+        return Err(Failure::new(if o.mode == "auto" {
+            "mode=auto needs the spoke's credentials for the auto-import-secret: spoke_kubeconfig, or spoke_host with spoke_api_key"
+        } else {
+            "mode=manual applies the import manifests to the spoke: give spoke_kubeconfig or spoke_host (with spoke_api_key)"
+        }));
+    }
+    Ok(())
+}
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Opts = m.options()?;
+    check_options(&o)?;
     let mut report = Report {
         actions: Vec::new(),
         changed: false,
     };
-    let timeout = Duration::from_secs(o.wait_timeout as u64);
-    let interval = Duration::from_secs(o.poll_interval as u64);
+    let hub = connect("hub", &o.hub.params(), m).map_err(|e| report.fail(e))?;
     if o.state == "absent" {
-        return detach(m, &o, &hub, &mut report, timeout, interval);
+        detach::detach(m, &o, &hub, &mut report).map_err(|e| report.fail(e))?;
+        return Ok(detached(m, &o, &report));
     }
-    if o.mode == "auto" && !o.has_spoke() {
-        return Err(Failure::new(
-            "mode=auto needs the spoke's credentials for the auto-import-secret: spoke_kubeconfig, or spoke_host with spoke_api_key",
-        ));
-    }
-    if o.mode == "manual" && !o.has_spoke() {
-        return Err(Failure::new("mode=manual applies the import manifests to the spoke: give spoke_kubeconfig or spoke_host (with spoke_api_key)"));
-    }
-    let mc_res = known::managed_clusters();
-    let existing = hub
-        .get(&mc_res, None, name)
-        .map_err(|e| report_fail(&report, e))?;
-    let already_imported = existing.as_ref().is_some_and(|mc| {
-        unmet(mc, &[("ManagedClusterImportSucceeded", "True")]).is_empty()
-            || unmet(mc, &[("ManagedClusterJoined", "True")]).is_empty()
-    });
+    present(m, &o, &hub, &mut report).map_err(|e| match e {
+        Stop::Failed(f) => f,
+        Stop::Error(e) => report.fail(e),
+    })
+}
 
-    // 1. Namespace.
-    let e = hub
-        .ensure(
-            &known::namespaces(),
-            &resources::namespace(name),
-            Method::Merge,
-            m.check_mode,
-        )
-        .map_err(|e| report_fail(&report, e))?;
-    report.record(m, "hub", &e);
-    if let Some(phase) = e
-        .object
-        .as_ref()
-        .and_then(|n| n.pointer("/status/phase"))
-        .and_then(Value::as_str)
-    {
-        if phase == "Terminating" {
-            return Err(report.fail(format!(
-                "namespace {name} on the hub is being deleted (a previous detach is still finishing); try again once it is gone"
-            )));
-        }
+/// Why `present` stopped: a failure already carrying its extra fields, or an error to report.
+enum Stop {
+    Failed(Failure),
+    Error(ImportError),
+}
+
+impl<E: Into<ImportError>> From<E> for Stop {
+    fn from(e: E) -> Self {
+        Stop::Error(e.into())
     }
-    // 2. auto-import-secret (skipped once imported: the hub ignores it then, and deletes it after use).
-    if o.mode == "auto" {
-        if already_imported {
-            report.actions.push(json!({"side": "hub", "object": format!("Secret {name}/{}", resources::AUTO_IMPORT_SECRET), "action": "skipped (cluster already imported)"}));
-        } else {
-            let creds = spoke_credentials(&o)?;
-            if let SpokeCredentials::Token { token, .. } = &creds {
-                m.add_secret(token.clone());
-            }
-            let secret = resources::auto_import_secret(name, &creds, o.keep_auto_import_secret);
-            let e = hub
-                .ensure(&known::secrets(), &secret, Method::Merge, m.check_mode)
-                .map_err(|e| report_fail(&report, e))?;
-            report.record(m, "hub", &e);
-        }
+}
+
+/// The spoke as far as the controller can see it.
+struct Spoke {
+    client: Client,
+    id: Option<String>,
+    /// Why the ID could not be read, for the result.
+    unread: Option<String>,
+}
+
+/// Connect the spoke and ask which cluster it is. A spoke the controller cannot reach (the hub may
+/// reach it when we cannot) is not an error: a new cluster behind the same name then goes
+/// unnoticed, and the result says why (`spoke_cluster_id_error`). Not a warning: it would repeat on
+/// every converged run.
+fn spoke(m: &mut Module, o: &Opts) -> Result<Spoke, ImportError> {
+    let mut client = connect("spoke", &o.spoke(), m)?;
+    let (id, unread) = match cluster_id_once(&mut client) {
+        Ok(id) => (id, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Ok(Spoke { client, id, unread })
+}
+
+fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Result<Outcome, Stop> {
+    let name = o.cluster_name.as_str();
+    let mc_res = known::managed_clusters();
+    // Auto mode checks the spoke's kubeconfig first, so a broken one is named as such.
+    let creds = match o.mode.as_str() {
+        "auto" => Some(spoke_credentials(o)?),
+        _ => None,
+    };
+    let spoke = spoke(m, o)?;
+    identity::refuse_self_import(hub, spoke.client.server(), spoke.id.as_deref())?;
+    let existing = hub.get(&mc_res, None, name)?;
+    let replaced = identity::replaced(existing.as_ref(), spoke.id.as_deref());
+    if let Some(r) = &replaced {
+        report.changed = true;
+        report.note(
+            "hub",
+            format!("ManagedCluster {name}"),
+            format!(
+                "re-imported: a different cluster now has this name (cluster ID {} was {})",
+                r.now, r.was
+            ),
+        );
     }
-    // 3. ManagedCluster, labels merged into whatever the hub already has.
-    if let Some(set) = o.clusterset.as_deref().filter(|s| !s.is_empty()) {
-        check_clusterset(m, &hub, set);
+    let already_imported = replaced.is_none()
+        && existing.as_ref().is_some_and(|mc| {
+            unmet(mc, &[("ManagedClusterImportSucceeded", "True")]).is_empty()
+                || unmet(mc, &[("ManagedClusterJoined", "True")]).is_empty()
+        });
+
+    ensure_namespace(m, hub, name, report)?;
+    if let Some(creds) = creds {
+        auto_import_secret(
+            m,
+            o,
+            hub,
+            creds,
+            already_imported,
+            replaced.is_some(),
+            report,
+        )?;
+    }
+    if let Some(set) = o.clusterset() {
+        check_clusterset(m, hub, set);
     }
     let mc = resources::managed_cluster(
         name,
         &o.labels,
-        o.clusterset.as_deref().filter(|s| !s.is_empty()),
+        o.clusterset(),
         existing.as_ref(),
+        &mc_annotations(o, spoke.id.as_deref(), replaced.as_ref()),
     );
-    let e = hub
-        .ensure(&mc_res, &mc, Method::Merge, m.check_mode)
-        .map_err(|e| report_fail(&report, e))?;
+    let e = hub.ensure(&mc_res, &mc, Method::Merge, m.check_mode)?;
     report.record(m, "hub", &e);
     let mut mc_now = e.object.clone();
-    // 4. KlusterletAddonConfig (ACM only; MCE hubs lack the CRD).
     if o.klusterlet_addon_config {
         let kac = resources::klusterlet_addon_config(name, &o.addons.clone().unwrap_or_default());
-        let e = hub.ensure(&known::klusterlet_addon_configs(), &kac, Method::Merge, m.check_mode).map_err(|e| {
-            let mut f = report_fail(&report, e);
-            if f.msg.contains("HTTP 404") {
-                f.msg.push_str(" (the hub has no KlusterletAddonConfig CRD: an MCE-only hub? set klusterlet_addon_config: false)");
-            }
-            f
-        })?;
+        let e = hub
+            .ensure(
+                &known::klusterlet_addon_configs(),
+                &kac,
+                Method::Merge,
+                m.check_mode,
+            )
+            .map_err(|source| {
+                if source.is_not_found() {
+                    ImportError::NoAddonCrd { source }
+                } else {
+                    ImportError::Kube(source)
+                }
+            })?;
         report.record(m, "hub", &e);
     }
-    // 5. Manual import: the hub's manifests onto the spoke.
     let mut spoke_applied = Vec::new();
     if o.mode == "manual" {
         if already_imported {
-            report.actions.push(json!({"side": "spoke", "object": "import manifests", "action": "skipped (cluster already imported)"}));
+            report.note(
+                "spoke",
+                "import manifests".into(),
+                "skipped (cluster already imported)",
+            );
         } else if m.check_mode && existing.is_none() {
-            report.actions.push(json!({"side": "spoke", "object": "import manifests", "action": "would be applied once the hub renders them"}));
+            report.note(
+                "spoke",
+                "import manifests".into(),
+                "would be applied once the hub renders them",
+            );
         } else {
-            let spoke = client("spoke", &o.spoke(), m)?;
-            spoke_applied = manual_import(m, &o, &hub, &spoke, &mut report, timeout, interval)?;
+            spoke_applied = manual::import(m, o, hub, &spoke.client, report)?;
         }
     }
-    // 6. Wait for the klusterlet to join.
     if o.wait && !(m.check_mode && existing.is_none()) {
-        match hub.wait_for_conditions(&mc_res, None, name, &JOINED, timeout, interval) {
-            Ok(obj) => mc_now = Some(obj),
-            Err(WaitError::Timeout { waited, pending }) => {
-                let now = hub.get(&mc_res, None, name).ok().flatten();
-                return Err(report
-                    .fail(format!(
-                        "timed out after {}s waiting for {name} to join the hub: {pending}",
-                        waited.as_secs()
-                    ))
+        mc_now = Some(wait_joined(o, hub, report)?);
+    }
+    Ok(outcome(m, o, report, mc_now.as_ref(), spoke_applied)
+        .with("spoke_cluster_id", json!(spoke.id))
+        .with("spoke_cluster_id_error", json!(spoke.unread)))
+}
+
+/// The annotations the ManagedCluster must carry: the spoke's cluster ID as we saw it, and on a
+/// re-import the hub's cue to apply the klusterlet again.
+fn mc_annotations(
+    o: &Opts,
+    spoke_id: Option<&str>,
+    replaced: Option<&Replaced>,
+) -> Map<String, Value> {
+    let mut a = Map::new();
+    if let Some(id) = spoke_id {
+        a.insert(identity::RECORDED_ID_ANNOTATION.into(), json!(id));
+    }
+    // Only on a re-import: the hub turns "" into "Completed", and setting it again on every run
+    // would re-import every run.
+    if replaced.is_some() && o.mode == "auto" {
+        a.insert(resources::IMMEDIATE_IMPORT_ANNOTATION.into(), json!(""));
+    }
+    a
+}
+
+fn ensure_namespace(
+    m: &mut Module,
+    hub: &Client,
+    name: &str,
+    report: &mut Report,
+) -> Result<(), ImportError> {
+    let e = hub.ensure(
+        &known::namespaces(),
+        &resources::namespace(name),
+        Method::Merge,
+        m.check_mode,
+    )?;
+    report.record(m, "hub", &e);
+    let phase = e
+        .object
+        .as_ref()
+        .and_then(|n| n.pointer("/status/phase"))
+        .and_then(Value::as_str);
+    if phase == Some("Terminating") {
+        return Err(ImportError::NamespaceTerminating(name.to_string()));
+    }
+    Ok(())
+}
+
+/// The auto-import-secret: skipped once imported (the hub ignores it then, and deletes it after
+/// use); deleted and written anew when a different cluster took the name, so the import controller
+/// sees a new secret for the new cluster.
+fn auto_import_secret(
+    m: &mut Module,
+    o: &Opts,
+    hub: &Client,
+    creds: SpokeCredentials,
+    already_imported: bool,
+    replaced: bool,
+    report: &mut Report,
+) -> Result<(), ImportError> {
+    let name = o.cluster_name.as_str();
+    let object = format!("Secret {name}/{}", resources::AUTO_IMPORT_SECRET);
+    if already_imported {
+        report.note("hub", object, "skipped (cluster already imported)");
+        return Ok(());
+    }
+    if let SpokeCredentials::Token { token, .. } = &creds {
+        m.add_secret(token.clone());
+    }
+    let secrets = known::secrets();
+    if replaced
+        && !m.check_mode
+        && hub.delete(&secrets, Some(name), resources::AUTO_IMPORT_SECRET)?
+    {
+        report.note(
+            "hub",
+            object,
+            "deleted (it held the old cluster's credentials)",
+        );
+    }
+    let secret = resources::auto_import_secret(name, &creds, o.keep_auto_import_secret);
+    let e = hub.ensure(&secrets, &secret, Method::Merge, m.check_mode)?;
+    report.record(m, "hub", &e);
+    Ok(())
+}
+
+fn wait_joined(o: &Opts, hub: &Client, report: &Report) -> Result<Value, Stop> {
+    let name = o.cluster_name.as_str();
+    let mc_res = known::managed_clusters();
+    match hub.wait_for_conditions(&mc_res, None, name, &JOINED, o.timeout(), o.interval()) {
+        Ok(obj) => Ok(obj),
+        Err(WaitError::Timeout { waited, pending }) => {
+            let now = hub.get(&mc_res, None, name).ok().flatten();
+            Err(Stop::Failed(
+                report
+                    .fail(ImportError::Timeout {
+                        waited,
+                        pending: format!("{name} to join the hub: {pending}"),
+                    })
                     .with(
                         "conditions",
                         json!(now.as_ref().map(conditions).unwrap_or_default()),
-                    ));
-            }
-            Err(WaitError::Failed(e)) => return Err(report_fail(&report, e)),
+                    ),
+            ))
         }
+        Err(WaitError::Failed(e)) => Err(e.into()),
     }
-    let conds = mc_now.as_ref().map(conditions).unwrap_or_default();
+}
+
+fn outcome(
+    m: &Module,
+    o: &Opts,
+    report: &Report,
+    mc_now: Option<&Value>,
+    spoke_applied: Vec<Value>,
+) -> Outcome {
+    let name = o.cluster_name.as_str();
+    let conds = mc_now.map(conditions).unwrap_or_default();
     let is_true = |t: &str| conds.iter().any(|c| c.type_ == t && c.status == "True");
-    let joined = is_true("ManagedClusterJoined");
-    let available = is_true("ManagedClusterConditionAvailable");
+    let (joined, available) = (
+        is_true("ManagedClusterJoined"),
+        is_true("ManagedClusterConditionAvailable"),
+    );
     let msg = match (report.changed, m.check_mode) {
         (true, true) => format!("{name} would be imported or updated on the hub"),
         (true, false) => format!("{name} imported or updated on the hub ({} mode)", o.mode),
         (false, _) => format!("{name} is already registered on the hub as desired"),
     };
-    Ok(Outcome::new(report.changed)
+    Outcome::new(report.changed)
         .msg(msg)
         .with("cluster_name", name)
         .with("mode", o.mode.as_str())
@@ -338,18 +510,26 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with(
             "labels",
             mc_now
-                .as_ref()
                 .and_then(|v| v.pointer("/metadata/labels"))
                 .cloned()
                 .unwrap_or(Value::Null),
         )
         .with("conditions", json!(conds))
         .with("joined", joined)
-        .with("available", available))
+        .with("available", available)
 }
 
-fn report_fail(r: &Report, e: KubeError) -> Failure {
-    r.fail(format!("{e}"))
+fn detached(m: &Module, o: &Opts, report: &Report) -> Outcome {
+    let name = o.cluster_name.as_str();
+    let msg = match (report.changed, m.check_mode) {
+        (false, _) => format!("{name} is not registered on the hub"),
+        (true, true) => format!("{name} would be detached from the hub"),
+        (true, false) => format!("{name} detached from the hub"),
+    };
+    Outcome::new(report.changed)
+        .msg(msg)
+        .with("cluster_name", name)
+        .with("actions", json!(report.actions))
 }
 
 /// A clusterset label naming a set that does not exist puts the cluster in no set at all: warn.
@@ -368,18 +548,20 @@ fn check_clusterset(m: &mut Module, hub: &Client, set: &str) {
     }
 }
 
-fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, Failure> {
+fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, ImportError> {
     if let Some(k) = &o.spoke_kubeconfig {
         let text = if kube_client::kubeconfig::looks_like_content(k) {
             k.clone()
         } else {
-            std::fs::read_to_string(k)
-                .map_err(|e| Failure::new(format!("cannot read spoke_kubeconfig {k}: {e}")))?
+            std::fs::read_to_string(k).map_err(|source| ImportError::ReadSpokeKubeconfig {
+                path: k.clone(),
+                source,
+            })?
         };
         // Catch a broken kubeconfig here rather than as a failed import on the hub later.
         kube_client::Kubeconfig::parse(&text)
             .and_then(|kc| kc.connection(o.spoke_context.as_deref(), None).map(|_| ()))
-            .map_err(|e| Failure::new(format!("spoke_kubeconfig: {e}")))?;
+            .map_err(|e| ImportError::SpokeKubeconfig(e.into()))?;
         return Ok(SpokeCredentials::Kubeconfig(text));
     }
     match (&o.spoke_host, &o.spoke_api_key) {
@@ -387,205 +569,8 @@ fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, Failure> {
             server: h.trim_end_matches('/').to_string(),
             token: t.clone(),
         }),
-        _ => Err(Failure::new(
-            "mode=auto needs spoke_kubeconfig, or spoke_host together with spoke_api_key",
-        )),
+        _ => Err(ImportError::NoSpokeToken),
     }
-}
-
-/// Wait for `<cluster>-import`, then apply `crds.yaml` and `import.yaml` to the spoke.
-fn manual_import(
-    m: &mut Module,
-    o: &Opts,
-    hub: &Client,
-    spoke: &Client,
-    report: &mut Report,
-    timeout: Duration,
-    interval: Duration,
-) -> Result<Vec<Value>, Failure> {
-    let name = &o.cluster_name;
-    let secret_name = format!("{name}-import");
-    let secrets = known::secrets();
-    // Check mode looks once instead of waiting.
-    let secret_wait = if m.check_mode {
-        Duration::ZERO
-    } else {
-        timeout
-    };
-    let waited = kube_client::wait_for(secret_wait, interval, || {
-        Ok(match hub.get(&secrets, Some(name), &secret_name)? {
-            None => Poll::Pending(format!(
-                "Secret {name}/{secret_name} to be rendered by the hub's import controller"
-            )),
-            Some(s) => match resources::import_manifests(&s).map_err(KubeError::Other)? {
-                Some(x) => Poll::Ready(x),
-                None => Poll::Pending(format!(
-                    "Secret {name}/{secret_name} to hold both crds.yaml and import.yaml"
-                )),
-            },
-        })
-    });
-    let (crds, import) = match waited {
-        Ok(x) => x,
-        Err(WaitError::Timeout { .. }) if m.check_mode => {
-            report.changed = true;
-            report.actions.push(json!({"side": "spoke", "object": "import manifests",
-                "action": format!("would be applied once the hub renders Secret {name}/{secret_name}")}));
-            return Ok(Vec::new());
-        }
-        Err(WaitError::Timeout { waited, pending }) => {
-            return Err(report.fail(format!(
-                "timed out after {}s waiting for {pending}",
-                waited.as_secs()
-            )))
-        }
-        Err(WaitError::Failed(e)) => return Err(report_fail(report, e)),
-    };
-    let mut applied = Vec::new();
-    for (file, text) in [("crds.yaml", &crds), ("import.yaml", &import)] {
-        let docs =
-            parse_documents(text).map_err(|e| report.fail(format!("{secret_name} {file}: {e}")))?;
-        for doc in docs.iter().map(clean_manifest) {
-            let api_version = doc
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let kind = doc
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let obj_name = name_of(&doc).0.unwrap_or_default();
-            // In check mode the CRDs of crds.yaml are not there: their kinds would be created.
-            if m.check_mode {
-                if let Err(KubeError::Other(_)) = spoke.resolve(&api_version, &kind) {
-                    report.changed = true;
-                    let what = format!("{kind} {obj_name}");
-                    report
-                        .actions
-                        .push(json!({"side": "spoke", "object": what, "action": "created"}));
-                    applied.push(json!({"object": what, "action": "created", "from": file}));
-                    continue;
-                }
-            }
-            // Kinds from crds.yaml appear in discovery a moment after their CRD is Established.
-            let res = kube_client::wait_for(
-                Duration::from_secs(60).min(timeout.max(Duration::from_secs(5))),
-                Duration::from_millis(500),
-                || match spoke.resolve(&api_version, &kind) {
-                    Ok(r) => Ok(Poll::Ready(r)),
-                    Err(KubeError::Other(msg)) => {
-                        spoke.forget_discovery();
-                        Ok(Poll::Pending(msg))
-                    }
-                    Err(e) => Err(e),
-                },
-            )
-            .map_err(|e| report.fail(format!("{file}: {kind} {obj_name}: {e}")))?;
-            let e = spoke
-                .ensure(
-                    &res,
-                    &doc,
-                    Method::Apply {
-                        force: o.force_conflicts,
-                    },
-                    m.check_mode,
-                )
-                .map_err(|e| {
-                    let mut f = report_fail(report, e);
-                    if f.msg.contains("HTTP 409") && !o.force_conflicts {
-                        f.msg
-                            .push_str(" (set force_conflicts: true to take these fields over)");
-                    }
-                    f
-                })?;
-            report.record(m, "spoke", &e);
-            applied
-                .push(json!({"object": e.description, "action": e.action.as_str(), "from": file}));
-            if res.kind == "CustomResourceDefinition" && !m.check_mode {
-                let crd_name = name_of(&doc).0.unwrap_or_default();
-                spoke
-                    .wait_for_conditions(
-                        &res,
-                        None,
-                        &crd_name,
-                        &[("Established", "True")],
-                        timeout,
-                        interval.min(Duration::from_secs(1)),
-                    )
-                    .map_err(|e| report.fail(format!("CRD {crd_name} on the spoke: {e}")))?;
-            }
-        }
-    }
-    Ok(applied)
-}
-
-/// `state: absent`: delete the ManagedCluster, wait for it, then for the cluster namespace.
-fn detach(
-    m: &mut Module,
-    o: &Opts,
-    hub: &Client,
-    report: &mut Report,
-    timeout: Duration,
-    interval: Duration,
-) -> Result<Outcome, Failure> {
-    let name = o.cluster_name.as_str();
-    let steps: Vec<(Resource, bool)> = vec![
-        (known::managed_clusters(), true),
-        (known::namespaces(), o.delete_namespace),
-    ];
-    let start = std::time::Instant::now();
-    for (res, delete) in steps {
-        let current = hub
-            .get(&res, None, name)
-            .map_err(|e| report_fail(report, e))?;
-        let Some(obj) = current else { continue };
-        let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
-        if delete && !terminating {
-            m.add_diff(
-                json!({"kind": res.kind, "name": name, "state": "present"}),
-                json!({"kind": res.kind, "name": name, "state": "absent"}),
-                &format!("hub: {}", res.describe(None, name)),
-                "",
-            );
-            report.changed = true;
-            report.actions.push(
-                json!({"side": "hub", "object": res.describe(None, name), "action": "deleted"}),
-            );
-            if !m.check_mode {
-                hub.delete(&res, None, name)
-                    .map_err(|e| report_fail(report, e))?;
-            }
-        } else if !delete {
-            // The hub removes the namespace itself once the cluster is gone; wait only if it is on its way.
-            if !terminating {
-                continue;
-            }
-        }
-        if !m.check_mode {
-            let left = timeout.saturating_sub(start.elapsed());
-            match hub.wait_deleted(&res, None, name, left, interval) {
-                Ok(()) => {}
-                Err(WaitError::Timeout { waited, pending }) => {
-                    return Err(report.fail(format!(
-                        "timed out after {}s waiting for {pending}",
-                        waited.as_secs()
-                    )));
-                }
-                Err(WaitError::Failed(e)) => return Err(report_fail(report, e)),
-            }
-        }
-    }
-    let msg = match (report.changed, m.check_mode) {
-        (false, _) => format!("{name} is not registered on the hub"),
-        (true, true) => format!("{name} would be detached from the hub"),
-        (true, false) => format!("{name} detached from the hub"),
-    };
-    Ok(Outcome::new(report.changed)
-        .msg(msg)
-        .with("cluster_name", name)
-        .with("actions", json!(report.actions)))
 }
 
 #[cfg(test)]

@@ -9,6 +9,13 @@ pub const KEEP_SECRET_ANNOTATION: &str =
     "managedcluster-import-controller.open-cluster-management.io/keeping-auto-import-secret";
 pub const AUTO_IMPORT_SECRET: &str = "auto-import-secret";
 
+/// Set on an existing ManagedCluster to have the hub apply the klusterlet manifests again, whatever its
+/// import state. Needed since ACM 2.14 (MCE 2.9), whose import controller defaults `autoImportStrategy`
+/// to `ImportOnly`: once a cluster has joined, a new auto-import-secret alone is ignored. Older hubs
+/// (`ImportAndSync`) ignore the annotation. Named as in stolostron/cluster-lifecycle-api
+/// `constants.AnnotationImmediateImport`; the hub sets it to `Completed` when done.
+pub const IMMEDIATE_IMPORT_ANNOTATION: &str = "import.open-cluster-management.io/immediate-import";
+
 /// Labels the hub rewrites after import (`auto-detect` → detected values); set only on creation.
 pub const DETECTED_LABELS: [&str; 2] = ["cloud", "vendor"];
 
@@ -27,12 +34,14 @@ pub fn namespace(cluster: &str) -> Value {
 }
 
 /// The ManagedCluster. `existing` is the object on the hub, if any: labels the hub detects are then
-/// left alone unless the user set them, and other labels are merged (never removed).
+/// left alone unless the user set them, and other labels are merged (never removed). `annotations`
+/// are merged the same way.
 pub fn managed_cluster(
     cluster: &str,
     user_labels: &Map<String, Value>,
     clusterset: Option<&str>,
     existing: Option<&Value>,
+    annotations: &Map<String, Value>,
 ) -> Value {
     let mut labels = Map::new();
     labels.insert("name".into(), json!(cluster));
@@ -50,10 +59,14 @@ pub fn managed_cluster(
     for (k, v) in user_labels {
         labels.insert(k.clone(), v.clone());
     }
+    let mut metadata = json!({"name": cluster, "labels": labels});
+    if !annotations.is_empty() {
+        metadata["annotations"] = Value::Object(annotations.clone());
+    }
     json!({
         "apiVersion": "cluster.open-cluster-management.io/v1",
         "kind": "ManagedCluster",
-        "metadata": {"name": cluster, "labels": labels},
+        "metadata": metadata,
         "spec": {"hubAcceptsClient": true},
     })
 }
@@ -101,22 +114,37 @@ pub fn auto_import_secret(cluster: &str, creds: &SpokeCredentials, keep: bool) -
     json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta, "data": data})
 }
 
+/// A key of the hub's `<cluster>-import` secret that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("key {key} of the import secret is not base64: {source}")]
+    NotBase64 {
+        key: &'static str,
+        source: base64::DecodeError,
+    },
+    #[error("key {key} of the import secret is not UTF-8: {source}")]
+    NotUtf8 {
+        key: &'static str,
+        source: std::string::FromUtf8Error,
+    },
+}
+
 /// The `<cluster>-import` secret's manifests, once both keys are there: `(crds.yaml, import.yaml)`.
-pub fn import_manifests(secret: &Value) -> Result<Option<(String, String)>, String> {
-    let get = |k: &str| -> Result<Option<String>, String> {
+pub fn import_manifests(secret: &Value) -> Result<Option<(String, String)>, ManifestError> {
+    let get = |key: &'static str| -> Result<Option<String>, ManifestError> {
         match secret
-            .pointer(&format!("/data/{}", k.replace('/', "~1")))
+            .pointer(&format!("/data/{}", key.replace('/', "~1")))
             .and_then(Value::as_str)
         {
             None | Some("") => Ok(None),
-            Some(b) => base64::engine::general_purpose::STANDARD
-                .decode(b)
-                .map_err(|e| format!("key {k} of the import secret is not base64: {e}"))
-                .and_then(|d| {
-                    String::from_utf8(d)
-                        .map_err(|e| format!("key {k} of the import secret is not UTF-8: {e}"))
-                })
-                .map(Some),
+            Some(b) => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|source| ManifestError::NotBase64 { key, source })?;
+                String::from_utf8(bytes)
+                    .map(Some)
+                    .map_err(|source| ManifestError::NotUtf8 { key, source })
+            }
         }
     };
     Ok(match (get("crds.yaml")?, get("import.yaml")?) {
@@ -133,7 +161,7 @@ mod tests {
     fn managed_cluster_labels_merge_and_keep_detected_values() {
         let mut user = Map::new();
         user.insert("env".into(), json!("lab"));
-        let mc = managed_cluster("sno1", &user, Some("lab-set"), None);
+        let mc = managed_cluster("sno1", &user, Some("lab-set"), None, &Map::new());
         assert_eq!(mc["spec"]["hubAcceptsClient"], json!(true));
         let l = &mc["metadata"]["labels"];
         assert_eq!(l["name"], json!("sno1"));
@@ -141,11 +169,11 @@ mod tests {
         assert_eq!(l[CLUSTERSET_LABEL], json!("lab-set"));
         assert_eq!(l["env"], json!("lab"));
         let existing = json!({"metadata": {"labels": {"cloud": "Other", "vendor": "OpenShift"}}});
-        let mc = managed_cluster("sno1", &Map::new(), None, Some(&existing));
+        let mc = managed_cluster("sno1", &Map::new(), None, Some(&existing), &Map::new());
         assert!(mc["metadata"]["labels"].get("cloud").is_none());
         assert!(mc["metadata"]["labels"].get(CLUSTERSET_LABEL).is_none());
         user.insert("vendor".into(), json!("OpenShift"));
-        let mc = managed_cluster("sno1", &user, None, Some(&existing));
+        let mc = managed_cluster("sno1", &user, None, Some(&existing), &Map::new());
         assert_eq!(mc["metadata"]["labels"]["vendor"], json!("OpenShift"));
     }
 

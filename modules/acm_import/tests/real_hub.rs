@@ -1,7 +1,9 @@
 //! acm_import end to end against a real kube-apiserver v1.20.2 + etcd with the upstream ACM CRDs.
 //! The test plays the hub's controllers: it renders `<cluster>-import`, patches ManagedCluster
 //! conditions and deletes the auto-import-secret after "importing". The spoke is the same API server
-//! reached through its own kubeconfig.
+//! reached under another name (`localhost` instead of `127.0.0.1`, both in its certificate), since
+//! the hub's own URL is refused as a spoke; no test here creates a ClusterVersion, so the two share
+//! no cluster ID either.
 
 use std::time::Duration;
 
@@ -40,6 +42,12 @@ fn failed(args: Value) -> Value {
 fn hub_args(env: &TestEnv, cluster: &str) -> Value {
     json!({"cluster_name": cluster, "hub_host": env.url, "hub_api_key": ADMIN_TOKEN,
            "hub_ca_cert": env.ca_path.display().to_string(), "poll_interval": 1, "wait_timeout": 20})
+}
+
+/// A kubeconfig for the same server under the name `localhost`: a spoke that is not the hub's URL.
+fn spoke_kubeconfig(env: &TestEnv, token: &str) -> String {
+    env.kubeconfig(token)
+        .replace("https://127.0.0.1:", "https://localhost:")
 }
 
 fn merged(mut a: Value, extra: Value) -> Value {
@@ -252,7 +260,7 @@ fn auto_import_check_create_rerun_labels_and_join() {
 fn auto_import_with_spoke_kubeconfig_and_keep_annotation() {
     let env = env();
     let c = unique("kc");
-    let kc = env.kubeconfig(SPOKE_TOKEN);
+    let kc = spoke_kubeconfig(env, SPOKE_TOKEN);
     let r = ok(merged(
         hub_args(env, &c),
         json!({"spoke_kubeconfig": kc, "keep_auto_import_secret": true, "klusterlet_addon_config": false}),
@@ -356,7 +364,7 @@ fn manual_import_waits_for_the_import_secret_and_applies_it() {
     let agent_ns = format!("ocm-agent-{c}");
     let args = merged(
         hub_args(env, &c),
-        json!({"mode": "manual", "spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN), "wait_timeout": 30}),
+        json!({"mode": "manual", "spoke_kubeconfig": spoke_kubeconfig(env, ADMIN_TOKEN), "wait_timeout": 30}),
     );
 
     // The hub renders the import secret a moment after the ManagedCluster appears.
@@ -464,13 +472,17 @@ fn manual_import_check_mode_predicts_without_writing() {
     let agent_ns = format!("ocm-agent-{c}");
     let args = merged(
         hub_args(env, &c),
-        json!({"mode": "manual", "spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN), "wait_timeout": 30}),
+        json!({"mode": "manual", "spoke_kubeconfig": spoke_kubeconfig(env, ADMIN_TOKEN), "wait_timeout": 30}),
     );
     // Nothing on the hub yet: check mode neither waits for the import secret nor writes.
-    let started = std::time::Instant::now();
     let r = ok(merged(args.clone(), json!({"_ansible_check_mode": true})));
-    assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(r["changed"], json!(true));
+    assert!(
+        actions(&r)
+            .iter()
+            .any(|a| a == "import manifests would be applied once the hub renders them"),
+        "check mode must predict the spoke's objects instead of waiting: {r:#}"
+    );
     assert!(hub
         .get(&known::managed_clusters(), None, &c)
         .unwrap()
@@ -524,7 +536,7 @@ fn manual_import_times_out_without_the_import_secret() {
     let c = unique("noimp");
     let r = failed(merged(
         hub_args(env, &c),
-        json!({"mode": "manual", "spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN), "wait_timeout": 2}),
+        json!({"mode": "manual", "spoke_kubeconfig": spoke_kubeconfig(env, ADMIN_TOKEN), "wait_timeout": 2}),
     ));
     let msg = r["msg"].as_str().unwrap();
     assert!(
@@ -636,4 +648,50 @@ fn detach_deletes_and_waits_and_times_out_on_stuck_namespaces() {
         hub_args(env, &c),
         json!({"state": "absent", "wait_timeout": 60}),
     ));
+}
+
+#[test]
+fn importing_the_hub_into_itself_is_refused_before_any_write() {
+    let env = env();
+    let c = unique("self");
+    for spoke in [
+        json!({"spoke_kubeconfig": env.kubeconfig(ADMIN_TOKEN)}),
+        json!({"spoke_host": format!("{}/", env.url), "spoke_api_key": SPOKE_TOKEN}),
+    ] {
+        let r = failed(merged(hub_args(env, &c), spoke));
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("refusing to import the hub into itself")
+                && msg.contains(&format!("API URL {} is the hub's", env.url)),
+            "{msg}"
+        );
+        assert_eq!(r["changed"], json!(false));
+        assert_eq!(r["actions"], json!([]));
+    }
+    let hub = env.admin();
+    assert!(hub.get(&known::namespaces(), None, &c).unwrap().is_none());
+    assert!(hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn the_spoke_cluster_id_is_recorded_on_the_managed_cluster() {
+    // The spoke here is not OpenShift (no ClusterVersion): nothing to record, and no re-import.
+    let env = env();
+    let c = unique("noid");
+    let args = merged(
+        hub_args(env, &c),
+        json!({"spoke_kubeconfig": spoke_kubeconfig(env, ADMIN_TOKEN), "klusterlet_addon_config": false}),
+    );
+    let r = ok(args.clone());
+    assert_eq!(r["changed"], json!(true));
+    let mc = env
+        .admin()
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .unwrap();
+    assert!(mc.pointer("/metadata/annotations").is_none(), "{mc:#}");
+    assert_eq!(ok(args)["changed"], json!(false));
 }

@@ -118,7 +118,9 @@ fn ctx(what: &str, e: KubeError) -> KubeError {
     match e {
         KubeError::Transport(m) => KubeError::Transport(format!("{what}: {m}")),
         KubeError::Other(m) => KubeError::Other(format!("{what}: {m}")),
-        api => KubeError::Other(format!("{what}: {api}")),
+        // An API answer names its method and path already, and callers decide by its status
+        // (`is_conflict`, `is_not_found`): keep it as it is.
+        api @ KubeError::Api { .. } => api,
     }
 }
 

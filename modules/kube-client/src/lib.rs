@@ -6,6 +6,7 @@
 //! `proxshift_http` layer (TLS options, retry with backoff, waiting).
 
 pub mod client;
+pub mod connect;
 pub mod ensure;
 pub mod error;
 pub mod kubeconfig;
@@ -15,6 +16,7 @@ pub mod objects;
 pub mod testenv;
 
 pub use client::{Client, PatchType};
+pub use connect::{connect, ConnectError, Connected, HubOptions};
 pub use ensure::{Action, Ensured, Method};
 pub use error::KubeError;
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig};

@@ -1,13 +1,13 @@
 """site.yaml through every phase — ISO, install waits, credentials in Vault, readiness, ACM import — with
-the openshift-install test double (tests/fixtures/bin) and a real kube-apiserver playing both the new
-cluster and the ACM hub."""
+the openshift-install test double (tests/fixtures/bin) and two real kube-apiservers: one plays the new
+cluster, the other the ACM hub (importing the hub into itself is refused)."""
 from __future__ import annotations
 
 import json
 import re
 import sys
 
-from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (pytest fixture)
+from kube_fixtures import KubeApi, condition, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
 from testlib import free_port
 
 
@@ -42,11 +42,14 @@ def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
             "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
 
 
-def test_every_phase_with_installer_double_vault_and_acm(run_flow, site, kube_api: KubeApi, tmp_path):
+def test_every_phase_with_installer_double_vault_and_acm(run_flow, site, kube_api: KubeApi, spoke_api: KubeApi,
+                                                         tmp_path):
     kubeconfig = tmp_path / "cluster.kubeconfig"
-    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
-    make_cluster_ready(kube_api, ["lab-compact-0", "lab-compact-1", "lab-compact-2"])
-    extra = {"acm_hub_kubeconfig": str(kubeconfig), "acm_wait": False}
+    kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
+    hub_kubeconfig = tmp_path / "hub.kubeconfig"
+    hub_kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    make_cluster_ready(spoke_api, ["lab-compact-0", "lab-compact-1", "lab-compact-2"])
+    extra = {"acm_hub_kubeconfig": str(hub_kubeconfig), "acm_wait": False}
     env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(kubeconfig)}
 
     first = run_flow("site.yaml", "lab-compact", with_installer=True, extra=extra, env_more=env_more)
@@ -84,16 +87,19 @@ def test_install_failure_shows_the_installer_log(run_flow, site, tmp_path):
     assert (site.work / "lab-sno" / ".installed").exists(), rerun.output
 
 
-def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site, kube_api: KubeApi, tmp_path):
+def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site, kube_api: KubeApi,
+                                                                  spoke_api: KubeApi, tmp_path):
     """Vault is sealed while the installer waits, so the first run stops at storing the credentials; the
     second finds the ACM hub unreachable and stops at the import. Each failure names its cause, nothing is
     lost or written twice, and the third run finishes without touching the VMs again."""
     kubeconfig = tmp_path / "cluster.kubeconfig"
-    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
-    make_cluster_ready(kube_api, ["lab-sno-0"])
+    kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
+    hub_kubeconfig = tmp_path / "hub.kubeconfig"
+    hub_kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    make_cluster_ready(spoke_api, ["lab-sno-0"])
     kube_api.request("DELETE", "/apis/cluster.open-cluster-management.io/v1/managedclusters/lab-sno")
     env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(kubeconfig)}
-    hub = {"acm_hub_kubeconfig": str(kubeconfig), "acm_wait": False}
+    hub = {"acm_hub_kubeconfig": str(hub_kubeconfig), "acm_wait": False}
     stored_path = "openshift/clusters/lab-sno"
 
     sealer = tmp_path / "seal_vault.py"
@@ -115,7 +121,7 @@ def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site
 
     dead_port = free_port()
     dead_hub = tmp_path / "dead-hub.kubeconfig"
-    dead_hub.write_text(re.sub(r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{dead_port}", kubeconfig.read_text()))
+    dead_hub.write_text(re.sub(r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{dead_port}", hub_kubeconfig.read_text()))
     no_hub = run_flow("site.yaml", "lab-sno", with_installer=True, env_more=env_more,
                       extra={**hub, "acm_hub_kubeconfig": str(dead_hub)})
     assert no_hub.rc != 0

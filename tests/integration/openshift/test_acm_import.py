@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from kube_fixtures import KubeApi, b64, condition, kube_api, unique  # noqa: F401 (fixture)
+from kube_fixtures import KubeApi, b64, condition, kube_api, spoke_api, unique  # noqa: F401 (fixtures)
 
 SPOKE_TOKEN = "spoke-token-canary-py-51c0"
 MC = "/apis/cluster.open-cluster-management.io/v1/managedclusters"
@@ -95,11 +95,11 @@ def import_secret(c: str, agent_ns: str, bootstrap: str) -> dict:
             "data": {"crds.yaml": b64(yaml.safe_dump(crd)), "import.yaml": b64(yaml.safe_dump_all(docs))}}
 
 
-def test_manual_import_and_conflicts(run_playbook, kube_api: KubeApi, tmp_path):
+def test_manual_import_and_conflicts(run_playbook, kube_api: KubeApi, spoke_api: KubeApi, tmp_path):
     c = unique("man")
     agent_ns = f"ocm-agent-{c}"
     spoke_kc = tmp_path / "spoke.kubeconfig"
-    spoke_kc.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    spoke_kc.write_text(spoke_api.kubeconfig(spoke_api.kubeconfig_token))
     # The hub has already rendered the import secret (its namespace exists).
     kube_api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": c}})
     kube_api.ok("POST", f"/api/v1/namespaces/{c}/secrets", import_secret(c, agent_ns, "bootstrap-v1"))
@@ -112,10 +112,10 @@ def test_manual_import_and_conflicts(run_playbook, kube_api: KubeApi, tmp_path):
         "CustomResourceDefinition klusterlets.operator.open-cluster-management.io", f"Namespace {agent_ns}",
         f"Secret {agent_ns}/bootstrap-hub-kubeconfig", f"Klusterlet klusterlet-{c}"]
     assert run.task("again")["changed"] is False
-    assert kube_api.get(f"/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet-{c}")["spec"]["clusterName"] == c
+    assert spoke_api.get(f"/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet-{c}")["spec"]["clusterName"] == c
 
     # Someone else took over the bootstrap secret's data; a new import manifest now conflicts.
-    kube_api.ok("PATCH", f"/api/v1/namespaces/{agent_ns}/secrets/bootstrap-hub-kubeconfig?fieldManager=hand-edit&force=true",
+    spoke_api.ok("PATCH", f"/api/v1/namespaces/{agent_ns}/secrets/bootstrap-hub-kubeconfig?fieldManager=hand-edit&force=true",
                 {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
                  "data": {"kubeconfig": b64("edited")}}, content_type="application/apply-patch+yaml")
     kube_api.ok("PUT", f"/api/v1/namespaces/{c}/secrets/{c}-import", import_secret(c, agent_ns, "bootstrap-v2"))
@@ -123,7 +123,7 @@ def test_manual_import_and_conflicts(run_playbook, kube_api: KubeApi, tmp_path):
     msg = run.task("conflict")["msg"]
     assert "HTTP 409 conflict" in msg and "hand-edit" in msg and "force_conflicts" in msg, msg
     assert run.task("forced")["changed"] is True
-    sec = kube_api.get(f"/api/v1/namespaces/{agent_ns}/secrets/bootstrap-hub-kubeconfig")
+    sec = spoke_api.get(f"/api/v1/namespaces/{agent_ns}/secrets/bootstrap-hub-kubeconfig")
     assert sec["data"]["kubeconfig"] == b64("bootstrap-v2")
 
 

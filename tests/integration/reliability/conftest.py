@@ -14,7 +14,7 @@ from services import LAB_SEED, running_openbao, running_pvesim
 
 # The 409 case reuses the openshift area's import-secret builder (test_acm_import.import_secret).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "openshift"))
-from kube_fixtures import kube_api  # noqa: E402,F401  (fixture)
+from kube_fixtures import kube_api, spoke_api  # noqa: E402,F401  (fixtures)
 
 from reliability_lib import EXPIRED_TOKEN_SECRET  # noqa: E402
 

@@ -59,29 +59,29 @@ def test_refused_hub_call_changes_nothing_and_the_rerun_imports_once(case, kube_
     assert SPOKE_TOKEN not in run.output
 
 
-def test_409_field_conflict_is_named_and_force_converges(kube_api, run_playbook, tmp_path):
+def test_409_field_conflict_is_named_and_force_converges(kube_api, spoke_api, run_playbook, tmp_path):
     """Manual import: another field manager took over the spoke's bootstrap secret; the import must
     refuse (naming the manager and the way out) without touching it, and force_conflicts converges."""
     c = unique("rel-409")
     agent_ns = f"ocm-agent-{c}"
     spoke_kc = tmp_path / "spoke.kubeconfig"
-    spoke_kc.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    spoke_kc.write_text(spoke_api.kubeconfig(spoke_api.kubeconfig_token))
     kube_api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": c}})
     kube_api.ok("POST", f"/api/v1/namespaces/{c}/secrets", import_secret(c, agent_ns, "bootstrap-v1"))
     args = dict(mode="manual", spoke_kubeconfig=str(spoke_kc), klusterlet_addon_config=False)
     assert run_playbook(play(imp("Prepare", kube_api, c, **args))).status("Prepare") == "ok"
     secret_path = f"/api/v1/namespaces/{agent_ns}/secrets/bootstrap-hub-kubeconfig"
-    kube_api.ok("PATCH", f"{secret_path}?fieldManager=hand-edit&force=true",
+    spoke_api.ok("PATCH", f"{secret_path}?fieldManager=hand-edit&force=true",
                 {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bootstrap-hub-kubeconfig", "namespace": agent_ns},
                  "data": {"kubeconfig": b64("edited")}}, content_type="application/apply-patch+yaml")
     kube_api.ok("PUT", f"/api/v1/namespaces/{c}/secrets/{c}-import", import_secret(c, agent_ns, "bootstrap-v2"))
 
     run = run_playbook(play(imp("Import", kube_api, c, **args)))
     assert_failed(run, "Import", r"HTTP 409 conflict", r"hand-edit", r"force_conflicts")
-    assert kube_api.get(secret_path)["data"]["kubeconfig"] == b64("edited"), "the refused apply wrote"
+    assert spoke_api.get(secret_path)["data"]["kubeconfig"] == b64("edited"), "the refused apply wrote"
 
     forced = {**args, "force_conflicts": True}
     run = run_playbook(play(imp("Rerun", kube_api, c, **forced), imp("Again", kube_api, c, **forced)))
     assert run.status("Rerun") == "ok" and run.status("Again") == "ok", run.output
     assert run.task("Again")["changed"] is False
-    assert kube_api.get(secret_path)["data"]["kubeconfig"] == b64("bootstrap-v2")
+    assert spoke_api.get(secret_path)["data"]["kubeconfig"] == b64("bootstrap-v2")
