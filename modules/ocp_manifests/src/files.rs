@@ -67,14 +67,7 @@ pub fn inspect(path: &Path, content: &str) -> Result<Pending, FileError> {
         Err(e) => return Err(read_error(e)),
     };
     let mode_changes = match &before {
-        Some(_) => {
-            fs::metadata(path)
-                .map_err(read_error)?
-                .permissions()
-                .mode()
-                & 0o7777
-                != MODE
-        }
+        Some(_) => fs::metadata(path).map_err(read_error)?.permissions().mode() & 0o7777 != MODE,
         None => false,
     };
     let content_changes = before.as_deref() != Some(content);

@@ -275,7 +275,9 @@ pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Built,
     create_image(bin, &work).map_err(|(kind, lines)| fail(kind, lines))?;
     let dest = output_dir.join(BUILD_DIR);
     if dest.exists() {
-        archived.push(files::archive(output_dir, &dest, BUILD_DIR).map_err(|e| fail(e.into(), vec![]))?);
+        archived.push(
+            files::archive(output_dir, &dest, BUILD_DIR).map_err(|e| fail(e.into(), vec![]))?,
+        );
     }
     fs::rename(&work, &dest).map_err(|source| {
         let to = dest.clone();

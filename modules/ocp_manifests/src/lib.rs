@@ -315,7 +315,12 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.keep_build {
         // Kept whatever its age or inputs: rebuilding would orphan the VMs that booted from it.
         let current = iso::Artifacts::in_dir(&out_dir.join(iso::BUILD_DIR));
-        outcome = with_iso(outcome, &current, false, "kept: the VMs booted from this build (keep_build)");
+        outcome = with_iso(
+            outcome,
+            &current,
+            false,
+            "kept: the VMs booted from this build (keep_build)",
+        );
         msg.push_str("; agent ISO kept (the VMs booted from it)");
         if !held.is_empty() {
             msg.push_str("; input changes held back, see the warning");
@@ -360,7 +365,10 @@ fn iso_step(
     let why = match reuse {
         Ok(why) => {
             let reason = format!("kept: {why}");
-            return Ok((with_iso(outcome, &current, false, &reason), "agent ISO up to date"));
+            return Ok((
+                with_iso(outcome, &current, false, &reason),
+                "agent ISO up to date",
+            ));
         }
         Err(why) => why,
     };
@@ -368,7 +376,10 @@ fn iso_step(
     outcome.changed = true;
     if check_mode {
         let reason = format!("would build: {why}");
-        return Ok((with_iso(outcome, &current, false, &reason), "would build the agent ISO"));
+        return Ok((
+            with_iso(outcome, &current, false, &reason),
+            "would build the agent ISO",
+        ));
     }
     let built = iso::build(bin, out_dir, inputs).map_err(|e| {
         Failure::new(e.to_string())
@@ -404,7 +415,11 @@ fn held_message(held: &[Value]) -> String {
                 .flatten()
                 .filter_map(Value::as_str)
                 .collect();
-            format!("{} ({})", h["file"].as_str().unwrap_or("?"), paths.join(", "))
+            format!(
+                "{} ({})",
+                h["file"].as_str().unwrap_or("?"),
+                paths.join(", ")
+            )
         })
         .collect();
     format!(
