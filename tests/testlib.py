@@ -119,3 +119,7 @@ def which_or_fail(name: str, hint: str) -> str:
     if not found:
         pytest.fail(f"{name} not found: {hint}")
     return found
+
+# The cluster ID the installer double records (PROXSHIFT_TEST_CLUSTER_ID) and the test API server's
+# ClusterVersion answers with: one and the same cluster for the record's identity check.
+TEST_CLUSTER_ID = "6c1f5a2e-0000-4000-8000-0000000000f1"

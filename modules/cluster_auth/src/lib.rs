@@ -222,14 +222,17 @@ fn present(
         let left = total.saturating_sub(started.elapsed());
         proxshift_wait(&client, &rest, expected, &mut last, left, interval)
     };
-    let version = last
-        .get("clusterversion")
-        .and_then(|c| c.get("version"))
-        .cloned()
-        .unwrap_or(Value::Null);
+    let fact = |key: &str| {
+        last.get("clusterversion")
+            .and_then(|c| c.get(key))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let (version, cluster_id) = (fact("version"), fact("cluster_id"));
     out = out
         .with("readiness", Value::Object(last))
-        .with("version", version);
+        .with("version", version)
+        .with("cluster_id", cluster_id);
     match waited {
         Ok(()) => Ok(out.msg(format!("{} is ready ({})", conn.server, targets.join(", ")))),
         Err(e) => Err(wait_failure(e, &conn.server, out.data)),

@@ -58,6 +58,11 @@ pub fn clusterversion(obj: &Value) -> TargetState {
         .pointer("/status/desired/version")
         .and_then(Value::as_str)
         .map(str::to_string);
+    // The cluster's identity: the installer's ClusterID, which a record in Vault is checked against.
+    let cluster_id = obj
+        .pointer("/spec/clusterID")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let history_state = obj
         .pointer("/status/history/0/state")
         .and_then(Value::as_str)
@@ -76,7 +81,7 @@ pub fn clusterversion(obj: &Value) -> TargetState {
     TargetState {
         ready: pending.is_empty(),
         pending,
-        facts: json!({"version": version, "history_state": history_state}),
+        facts: json!({"version": version, "history_state": history_state, "cluster_id": cluster_id}),
     }
 }
 
@@ -178,6 +183,7 @@ mod tests {
         let s = clusterversion(&cv);
         assert!(s.ready);
         assert_eq!(s.facts["version"], json!("4.19.3"));
+        assert_eq!(s.facts["cluster_id"], Value::Null);
         cv["status"]["conditions"][1] = cond("Progressing", "True");
         let s = clusterversion(&cv);
         assert!(!s.ready);

@@ -1,16 +1,25 @@
 //! The agent ISO: run `openshift-install agent create image` on a fresh copy of the rendered files
-//! and report the ISO and auth file paths; skip while an existing ISO is newer than its inputs and
-//! younger than its certificates' 24 h.
+//! and report the ISO, its sha256, the cluster ID and the auth file paths; skip while an existing
+//! ISO is newer than its inputs and younger than its certificates' 24 h. A build folder that is
+//! replaced (or a failed one) is archived, never deleted: it holds the only copy of that build's
+//! admin credentials.
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::files::{self, FileError};
 
 /// The directory under `output_dir` holding the last successful build.
 pub const BUILD_DIR: &str = "agent";
+/// The installer's asset state in a build folder (what `agent wait-for` loads).
+pub const STATE_FILE: &str = ".openshift_install_state.json";
+const WORK_PREFIX: &str = ".agent-build-";
 
 pub struct Artifacts {
     pub dir: PathBuf,
@@ -28,14 +37,30 @@ impl Artifacts {
             kubeadmin_password: dir.join("auth/kubeadmin-password"),
         }
     }
+    /// Paths, plus the facts a build folder holds: the ISO's sha256 (when the ISO is there) and
+    /// the cluster ID the installer generated (from its state file).
     pub fn to_json(&self) -> Value {
-        json!({"iso_path": self.iso, "kubeconfig_path": self.kubeconfig,
-               "kubeadmin_password_path": self.kubeadmin_password, "iso_dir": self.dir})
+        let iso_here = self.iso.is_file();
+        json!({"iso_path": if iso_here { json!(self.iso) } else { Value::Null },
+               "kubeconfig_path": self.kubeconfig,
+               "kubeadmin_password_path": self.kubeadmin_password, "iso_dir": self.dir,
+               "install_state_path": self.dir.join(STATE_FILE),
+               "iso_sha256": if iso_here { sha256_file(&self.iso).ok() } else { None },
+               "cluster_id": cluster_id(&self.dir)})
     }
 }
 
+/// Why the installer binary cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryError {
+    #[error("openshift_install: {} is not an executable file", .0.display())]
+    NotExecutable(PathBuf),
+    #[error("openshift_install: '{0}' was not found on PATH")]
+    NotOnPath(String),
+}
+
 /// A path (contains `/`) or a name looked up on PATH.
-pub fn resolve_binary(name: &str) -> Result<PathBuf, String> {
+pub fn resolve_binary(name: &str) -> Result<PathBuf, BinaryError> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -45,9 +70,7 @@ pub fn resolve_binary(name: &str) -> Result<PathBuf, String> {
         return if executable(&p) {
             Ok(p)
         } else {
-            Err(format!(
-                "openshift_install: {name} is not an executable file"
-            ))
+            Err(BinaryError::NotExecutable(p))
         };
     }
     std::env::var_os("PATH")
@@ -56,34 +79,46 @@ pub fn resolve_binary(name: &str) -> Result<PathBuf, String> {
                 .map(|d| d.join(name))
                 .find(|p| executable(p))
         })
-        .ok_or_else(|| format!("openshift_install: '{name}' was not found on PATH"))
+        .ok_or_else(|| BinaryError::NotOnPath(name.to_string()))
 }
 
-/// Why an existing build can be reused, or why not (`Err(reason)`).
+/// Why an existing build cannot be reused (the reason a new ISO is built).
+#[derive(Debug, thiserror::Error)]
+pub enum Stale {
+    #[error("{} does not exist", .0.display())]
+    Missing(PathBuf),
+    #[error("{} is newer than the ISO", .0.display())]
+    NewerInput(PathBuf),
+    #[error("the ISO is {hours} h old; its certificates are short-lived")]
+    TooOld { hours: u64 },
+    #[error("the manifests changed")]
+    ManifestsChanged,
+}
+
+/// Why an existing build can be reused, or why not.
 pub fn reusable(
     a: &Artifacts,
     inputs: &[PathBuf],
     max_age: Duration,
     now: SystemTime,
-) -> Result<String, String> {
+) -> Result<String, Stale> {
     let mtime = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
     for p in [&a.iso, &a.kubeconfig, &a.kubeadmin_password] {
         if mtime(p).is_none() {
-            return Err(format!("{} does not exist", p.display()));
+            return Err(Stale::Missing(p.clone()));
         }
     }
     let iso_time = mtime(&a.iso).unwrap_or(SystemTime::UNIX_EPOCH);
     for input in inputs {
         if mtime(input).is_none_or(|t| t > iso_time) {
-            return Err(format!("{} is newer than the ISO", input.display()));
+            return Err(Stale::NewerInput(input.clone()));
         }
     }
     let age = now.duration_since(iso_time).unwrap_or_default();
     if age >= max_age {
-        return Err(format!(
-            "the ISO is {} h old; its certificates are short-lived",
-            age.as_secs() / 3600
-        ));
+        return Err(Stale::TooOld {
+            hours: age.as_secs() / 3600,
+        });
     }
     Ok(format!(
         "the ISO is newer than its inputs and {} min old",
@@ -91,10 +126,74 @@ pub fn reusable(
     ))
 }
 
+/// Hex sha256 of a file, read in chunks (ISOs are ~1 GB).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut f = fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// The cluster ID the installer generated for this build (`*installconfig.ClusterID`.`UUID` in its
+/// state file); it becomes ClusterVersion `spec.clusterID` of the installed cluster.
+pub fn cluster_id(build_dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(build_dir.join(STATE_FILE)).ok()?;
+    let state: Value = serde_json::from_str(&text).ok()?;
+    state["*installconfig.ClusterID"]["UUID"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// What went wrong in one ISO build.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildErrorKind {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run {}: {source}", bin.display())]
+    Spawn {
+        bin: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("openshift-install agent create image failed ({status}): {last_line}")]
+    Installer {
+        status: ExitStatus,
+        last_line: String,
+    },
+    #[error("openshift-install succeeded but did not write {}", .0.display())]
+    MissingOutput(PathBuf),
+}
+
+/// A failed build: the cause, the installer's log tail and the (kept) work folder.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
 pub struct BuildError {
-    pub msg: String,
+    #[source]
+    pub kind: BuildErrorKind,
     pub log_tail: Vec<String>,
     pub work_dir: PathBuf,
+}
+
+/// A successful build: the artifacts, and where the build folder it replaced went.
+pub struct Built {
+    pub artifacts: Artifacts,
+    pub archived: Vec<PathBuf>,
 }
 
 fn tail(text: &str, n: usize) -> Vec<String> {
@@ -105,80 +204,90 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Copy the inputs into a fresh work dir, run the installer there, and on success move the result
-/// to `output_dir/agent` (the previous build stays in place until then).
-pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Artifacts, BuildError> {
-    let work = output_dir.join(format!(".agent-build-{}", std::process::id()));
-    let fail = |msg: String, log_tail: Vec<String>| BuildError {
-        msg,
-        log_tail,
-        work_dir: work.clone(),
-    };
-    // Work dirs of earlier failed builds were kept for inspection; a new build replaces them.
+/// Work folders of earlier failed builds were kept for inspection; a new build archives them.
+fn archive_failed_builds(output_dir: &Path) -> Result<Vec<PathBuf>, FileError> {
+    let mut archived = Vec::new();
     for entry in fs::read_dir(output_dir).into_iter().flatten().flatten() {
-        if entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(".agent-build-")
-        {
-            let _ = fs::remove_dir_all(entry.path());
+        if entry.file_name().to_string_lossy().starts_with(WORK_PREFIX) {
+            archived.push(files::archive(output_dir, &entry.path(), "failed-build")?);
         }
     }
-    fs::create_dir_all(&work)
-        .map_err(|e| fail(format!("cannot create {}: {e}", work.display()), vec![]))?;
-    for input in inputs {
-        let name = input.file_name().unwrap_or_default();
-        let data = fs::read(input)
-            .map_err(|e| fail(format!("cannot read {}: {e}", input.display()), vec![]))?;
-        crate::files::write_atomic(&work.join(name), &data).map_err(|e| fail(e, vec![]))?;
-    }
+    Ok(archived)
+}
+
+/// Run the installer in `work`; on failure the error names its last fatal line and keeps the log.
+fn create_image(bin: &Path, work: &Path) -> Result<(), (BuildErrorKind, Vec<String>)> {
     let out = Command::new(bin)
         .args(["agent", "create", "image", "--dir"])
-        .arg(&work)
+        .arg(work)
         .output()
-        .map_err(|e| fail(format!("cannot run {}: {e}", bin.display()), vec![]))?;
+        .map_err(|source| {
+            let bin = bin.to_path_buf();
+            (BuildErrorKind::Spawn { bin, source }, vec![])
+        })?;
     let log = fs::read_to_string(work.join(".openshift_install.log")).unwrap_or_default();
     if !out.status.success() {
         let mut lines = tail(&log, 25);
         if lines.is_empty() {
             lines = tail(&String::from_utf8_lossy(&out.stderr), 25);
         }
-        let last = lines
+        let last_line = lines
             .iter()
             .rev()
             .find(|l| l.contains("level=fatal") || l.contains("level=error"))
             .or(lines.last())
             .cloned()
             .unwrap_or_default();
-        return Err(fail(
-            format!(
-                "openshift-install agent create image failed ({}): {last}",
-                out.status
-            ),
-            lines,
-        ));
+        let status = out.status;
+        return Err((BuildErrorKind::Installer { status, last_line }, lines));
     }
-    let built = Artifacts::in_dir(&work);
+    let built = Artifacts::in_dir(work);
     for p in [&built.iso, &built.kubeconfig, &built.kubeadmin_password] {
         if !p.is_file() {
-            return Err(fail(
-                format!(
-                    "openshift-install succeeded but did not write {}",
-                    p.display()
-                ),
-                tail(&log, 25),
-            ));
+            return Err((BuildErrorKind::MissingOutput(p.clone()), tail(&log, 25)));
         }
     }
-    let dest = output_dir.join(BUILD_DIR);
-    let _ = fs::remove_dir_all(&dest);
-    fs::rename(&work, &dest).map_err(|e| {
-        fail(
-            format!("cannot move {} to {}: {e}", work.display(), dest.display()),
-            vec![],
-        )
+    Ok(())
+}
+
+/// Copy the inputs into a fresh work dir, run the installer there, and on success move the result
+/// to `output_dir/agent`; the previous build stays in place until then and is archived, not deleted.
+pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Built, BuildError> {
+    let work = output_dir.join(format!("{WORK_PREFIX}{}", std::process::id()));
+    let fail = |kind: BuildErrorKind, log_tail: Vec<String>| BuildError {
+        kind,
+        log_tail,
+        work_dir: work.clone(),
+    };
+    let mut archived = archive_failed_builds(output_dir).map_err(|e| fail(e.into(), vec![]))?;
+    fs::create_dir_all(&work).map_err(|source| {
+        let path = work.clone();
+        fail(BuildErrorKind::CreateDir { path, source }, vec![])
     })?;
-    Ok(Artifacts::in_dir(&dest))
+    for input in inputs {
+        let name = input.file_name().unwrap_or_default();
+        let data = fs::read(input).map_err(|source| {
+            let path = input.clone();
+            fail(FileError::Read { path, source }.into(), vec![])
+        })?;
+        files::write_atomic(&work.join(name), &data).map_err(|e| fail(e.into(), vec![]))?;
+    }
+    create_image(bin, &work).map_err(|(kind, lines)| fail(kind, lines))?;
+    let dest = output_dir.join(BUILD_DIR);
+    if dest.exists() {
+        archived.push(
+            files::archive(output_dir, &dest, BUILD_DIR).map_err(|e| fail(e.into(), vec![]))?,
+        );
+    }
+    fs::rename(&work, &dest).map_err(|source| {
+        let to = dest.clone();
+        let from = work.clone();
+        fail(FileError::Archive { from, to, source }.into(), vec![])
+    })?;
+    Ok(Built {
+        artifacts: Artifacts::in_dir(&dest),
+        archived,
+    })
 }
 
 #[cfg(test)]
@@ -194,11 +303,10 @@ mod tests {
         fs::write(&input, "x").unwrap();
         let a = Artifacts::in_dir(&d.join("agent"));
         let day = Duration::from_secs(86_400);
-        assert!(
-            reusable(&a, std::slice::from_ref(&input), day, SystemTime::now())
-                .unwrap_err()
-                .contains("does not exist")
-        );
+        assert!(matches!(
+            reusable(&a, std::slice::from_ref(&input), day, SystemTime::now()),
+            Err(Stale::Missing(_))
+        ));
         // Explicit mtimes, so the test does not depend on the file system's timestamp granularity.
         let set_mtime = |p: &Path, t: SystemTime| {
             fs::File::options()
@@ -215,27 +323,49 @@ mod tests {
             set_mtime(p, now - Duration::from_secs(30));
         }
         assert!(reusable(&a, std::slice::from_ref(&input), day, SystemTime::now()).is_ok());
-        assert!(reusable(
-            &a,
-            std::slice::from_ref(&input),
-            day,
-            SystemTime::now() + day
-        )
-        .unwrap_err()
-        .contains("24 h old"));
+        assert!(matches!(
+            reusable(&a, std::slice::from_ref(&input), day, now + day),
+            Err(Stale::TooOld { hours: 24 })
+        ));
         set_mtime(&input, now);
-        assert!(reusable(&a, &[input], day, SystemTime::now())
-            .unwrap_err()
-            .contains("newer than the ISO"));
+        assert!(matches!(
+            reusable(&a, &[input], day, SystemTime::now()),
+            Err(Stale::NewerInput(_))
+        ));
         fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn binary_resolution() {
-        assert!(resolve_binary("/nonexistent/openshift-install").is_err());
-        assert!(resolve_binary("surely-not-a-command-xyz")
-            .unwrap_err()
-            .contains("not found on PATH"));
+        assert!(matches!(
+            resolve_binary("/nonexistent/openshift-install"),
+            Err(BinaryError::NotExecutable(_))
+        ));
+        assert!(matches!(
+            resolve_binary("surely-not-a-command-xyz"),
+            Err(BinaryError::NotOnPath(_))
+        ));
         assert_eq!(resolve_binary("sh").unwrap().file_name().unwrap(), "sh");
+    }
+
+    #[test]
+    fn facts_of_a_build_folder() {
+        let d = std::env::temp_dir().join(format!("ocp-iso-facts-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        assert_eq!(cluster_id(&d), None);
+        fs::write(
+            d.join(STATE_FILE),
+            r#"{"*installconfig.ClusterID": {"UUID": "6c1f-x", "InfraID": "c-abcde"}}"#,
+        )
+        .unwrap();
+        assert_eq!(cluster_id(&d).as_deref(), Some("6c1f-x"));
+        fs::write(d.join("agent.x86_64.iso"), "abc").unwrap();
+        let facts = Artifacts::in_dir(&d).to_json();
+        assert_eq!(
+            facts["iso_sha256"],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -106,6 +106,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::bool("backup").default(true),
         Opt::path("openshift_install"),
         Opt::int("iso_max_age_hours").default(24),
+        Opt::bool("keep_build").default(false),
     ])
 }
 
@@ -143,7 +144,7 @@ pub(crate) fn nmstatectl_check(
             problems.push(Problem {
                 path: format!("nodes[{i}].network_config"),
                 rule: "nmstatectl-gc",
-                msg: e,
+                msg: e.to_string(),
             });
             continue;
         }
@@ -217,7 +218,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     diff_secrets.extend(planned.secrets.iter().cloned());
     let mut pending = Vec::new();
     for (path, content) in [(&ic_path, &install_config), (&ac_path, &agent_config)] {
-        let p = files::inspect(path, content).map_err(Failure::new)?;
+        let p = files::inspect(path, content).map_err(|e| Failure::new(e.to_string()))?;
         if p.content_changes {
             let before = p
                 .before
@@ -234,6 +235,17 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         }
         pending.push((p, content));
     }
+    // The VMs booted from the current build: a changed input is reported, never applied, and the
+    // files stay as that build was made from (`held_changes` says what would change).
+    let held = if o.keep_build {
+        held_changes(&pending)
+    } else {
+        Vec::new()
+    };
+    if !held.is_empty() {
+        m.warn(held_message(&held));
+        pending.clear();
+    }
     let files_changed = pending.iter().any(|(p, _)| p.changed());
     let mut backups = Vec::new();
     if files_changed && !m.check_mode {
@@ -248,7 +260,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         for (p, content) in &pending {
             if p.changed() {
                 if let Some(b) = files::apply(p, content, o.backup)
-                    .map_err(|e| Failure::new(e).changed(!backups.is_empty()))?
+                    .map_err(|e| Failure::new(e.to_string()).changed(!backups.is_empty()))?
                 {
                     backups.push(b);
                 }
@@ -261,6 +273,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("install_config_path", json!(ic_path))
         .with("agent_config_path", json!(ac_path))
         .with("backups", json!(backups))
+        .with("held_changes", json!(held))
         .with("topology", plan.topology.as_str())
         .with("platform", plan.platform.clone())
         .with("control_plane_replicas", plan.control_plane_replicas)
@@ -299,60 +312,120 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             "manifests up to date"
         }
     );
-    if let Some(bin_name) = &o.openshift_install {
-        let bin = iso::resolve_binary(bin_name)
-            .map_err(|e| Failure::new(e).changed(files_changed && !m.check_mode))?;
+    if o.keep_build {
+        // Kept whatever its age or inputs: rebuilding would orphan the VMs that booted from it.
         let current = iso::Artifacts::in_dir(&out_dir.join(iso::BUILD_DIR));
-        let max_age = Duration::from_secs(o.iso_max_age_hours.saturating_mul(3600));
-        let reuse = if files_changed {
-            Err("the manifests changed".to_string())
-        } else {
-            iso::reusable(
-                &current,
-                &[ic_path.clone(), ac_path.clone()],
-                max_age,
-                SystemTime::now(),
-            )
-        };
-        let (artifacts, built, needed, reason, note) = match reuse {
-            Ok(why) => (
-                current,
-                false,
-                false,
-                format!("kept: {why}"),
-                "agent ISO up to date",
-            ),
-            Err(why) if m.check_mode => (
-                current,
-                false,
-                true,
-                format!("would build: {why}"),
-                "would build the agent ISO",
-            ),
-            Err(why) => {
-                let built = iso::build(&bin, out_dir, &[ic_path.clone(), ac_path.clone()])
-                    .map_err(|e| {
-                        Failure::new(e.msg)
-                            .changed(files_changed)
-                            .with("installer_log_tail", json!(e.log_tail))
-                            .with("installer_dir", json!(e.work_dir))
-                    })?;
-                (
-                    built,
-                    true,
-                    true,
-                    format!("built: {why}"),
-                    "built the agent ISO",
-                )
-            }
-        };
-        // Building (or, in check mode, needing to build) the ISO is a change.
-        outcome.changed |= needed;
-        outcome = outcome.with("iso_built", built).with("iso_reason", reason);
-        for (k, v) in artifacts.to_json().as_object().into_iter().flatten() {
-            outcome = outcome.with(k, v.clone());
+        outcome = with_iso(
+            outcome,
+            &current,
+            false,
+            "kept: the VMs booted from this build (keep_build)",
+        );
+        msg.push_str("; agent ISO kept (the VMs booted from it)");
+        if !held.is_empty() {
+            msg.push_str("; input changes held back, see the warning");
         }
+    } else if let Some(bin_name) = &o.openshift_install {
+        let bin = iso::resolve_binary(bin_name)
+            .map_err(|e| Failure::new(e.to_string()).changed(files_changed && !m.check_mode))?;
+        let inputs = [ic_path.clone(), ac_path.clone()];
+        let (o2, note) = iso_step(m.check_mode, &bin, &o, &inputs, files_changed, outcome)?;
+        outcome = o2;
         msg.push_str(&format!("; {note}"));
     }
     Ok(outcome.msg(msg))
+}
+
+/// Add the build folder's paths and facts (ISO sha256, cluster ID) to the result.
+fn with_iso(mut outcome: Outcome, a: &iso::Artifacts, built: bool, reason: &str) -> Outcome {
+    outcome = outcome.with("iso_built", built).with("iso_reason", reason);
+    for (k, v) in a.to_json().as_object().into_iter().flatten() {
+        outcome = outcome.with(k, v.clone());
+    }
+    outcome
+}
+
+/// Keep the current ISO when it is still good, else build one (in check mode: say it would).
+fn iso_step(
+    check_mode: bool,
+    bin: &Path,
+    o: &Options,
+    inputs: &[std::path::PathBuf],
+    files_changed: bool,
+    mut outcome: Outcome,
+) -> Result<(Outcome, &'static str), Failure> {
+    let out_dir = &o.output_dir;
+    let current = iso::Artifacts::in_dir(&out_dir.join(iso::BUILD_DIR));
+    let max_age = Duration::from_secs(o.iso_max_age_hours.saturating_mul(3600));
+    let reuse = if files_changed {
+        Err(iso::Stale::ManifestsChanged)
+    } else {
+        iso::reusable(&current, inputs, max_age, SystemTime::now())
+    };
+    let why = match reuse {
+        Ok(why) => {
+            let reason = format!("kept: {why}");
+            return Ok((
+                with_iso(outcome, &current, false, &reason),
+                "agent ISO up to date",
+            ));
+        }
+        Err(why) => why,
+    };
+    // Building (or, in check mode, needing to build) the ISO is a change.
+    outcome.changed = true;
+    if check_mode {
+        let reason = format!("would build: {why}");
+        return Ok((
+            with_iso(outcome, &current, false, &reason),
+            "would build the agent ISO",
+        ));
+    }
+    let built = iso::build(bin, out_dir, inputs).map_err(|e| {
+        Failure::new(e.to_string())
+            .changed(files_changed)
+            .with("installer_log_tail", json!(e.log_tail))
+            .with("installer_dir", json!(e.work_dir))
+    })?;
+    let outcome = with_iso(outcome, &built.artifacts, true, &format!("built: {why}"))
+        .with("archived", json!(built.archived));
+    Ok((outcome, "built the agent ISO"))
+}
+
+/// What a kept build's inputs would change: per file, the YAML paths that differ (no values).
+fn held_changes(pending: &[(files::Pending, &String)]) -> Vec<Value> {
+    pending
+        .iter()
+        .filter(|(p, _)| p.content_changes)
+        .map(|(p, content)| {
+            let before = p.before.as_deref().unwrap_or_default();
+            let file = p.path.file_name().map(|n| n.to_string_lossy().to_string());
+            json!({"file": file, "paths": files::changed_paths(before, content, 20)})
+        })
+        .collect()
+}
+
+fn held_message(held: &[Value]) -> String {
+    let list: Vec<String> = held
+        .iter()
+        .map(|h| {
+            let paths: Vec<&str> = h["paths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "{} ({})",
+                h["file"].as_str().unwrap_or("?"),
+                paths.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "the cluster's VMs booted from the current agent ISO, so changed manifests inputs are not applied \
+         and no ISO is built: {}. Nothing was changed; to reinstall the cluster with them, rerun with \
+         -e force_install=true (this deletes the cluster's VMs).",
+        list.join("; ")
+    )
 }

@@ -40,6 +40,9 @@ pub struct Options {
     pub backup: bool,
     pub openshift_install: Option<String>,
     pub iso_max_age_hours: u64,
+    /// The VMs booted from the current build: never rebuild it, never rewrite its inputs.
+    #[serde(default)]
+    pub keep_build: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

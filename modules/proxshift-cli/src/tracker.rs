@@ -20,6 +20,8 @@ const ROLE_PHASES: &[(&str, &str)] = &[
     ("cluster_power", "start"),
     ("install_wait", "install"),
     ("credentials", "credentials"),
+    // The cluster's record is read in setup and written by several phases; their tags place those tasks.
+    ("record", "credentials"),
     ("cluster_ready", "install"),
     ("acm", "acm"),
 ];

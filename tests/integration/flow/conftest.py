@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from services import DEMO_SEED, running_openbao, running_pvesim
-from testlib import REPO
+from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID
 
 # The demo seed's least-privilege token (ProxShiftProvisioner on /), not root's.
 TOKEN_SECRET = "0d3e6f2a-demo-4b1c-9c55-proxshift0001"
@@ -50,7 +50,16 @@ class Site:
         env = {"PROXMOX_TOKEN_SECRET": TOKEN_SECRET, "VAULT_TOKEN": self.bao.token}
         if with_installer:
             env["PATH"] = f"{INSTALLER_DOUBLE}:{os.environ.get('PATH', '')}"
+            env["PROXSHIFT_TEST_CLUSTER_ID"] = CLUSTER_ID
         return env
+
+    def record(self, cluster: str) -> dict | None:
+        """The cluster's record in Vault (latest version)."""
+        return self.bao.kv_get(f"openshift/clusters/{cluster}")
+
+    def record_version(self, cluster: str) -> int:
+        status, meta = self.bao.api("GET", f"secret/metadata/openshift/clusters/{cluster}")
+        return meta["data"]["current_version"] if status == 200 else 0
 
     def owned_vms(self, cluster: str) -> list[dict]:
         tag = f"proxshift-{cluster}"

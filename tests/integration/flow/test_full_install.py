@@ -8,7 +8,7 @@ import re
 import sys
 
 from kube_fixtures import KubeApi, condition, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
-from testlib import free_port
+from testlib import TEST_CLUSTER_ID as CLUSTER_ID, free_port
 
 
 def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
@@ -16,7 +16,7 @@ def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
     if api.get("/apis/config.openshift.io/v1/clusterversions/version") is None:
         api.ok("POST", "/apis/config.openshift.io/v1/clusterversions", {
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
-            "spec": {"clusterID": "6c1f5a2e-0000-4000-8000-0000000000f1"}})
+            "spec": {"clusterID": CLUSTER_ID}})
     api.patch_status("/apis/config.openshift.io/v1/clusterversions/version", {
         "desired": {"version": "4.19.7", "image": "quay.io/x@sha256:0"}, "observedGeneration": 1, "versionHash": "x",
         "availableUpdates": [],
@@ -57,11 +57,14 @@ def test_every_phase_with_installer_double_vault_and_acm(run_flow, site, kube_ap
     # ISO built by the installer, uploaded and attached to every VM.
     vms = site.owned_vms("lab-compact")
     assert len(vms) == 3 and all("iso" in vm["config"].get("ide2", "") for vm in vms), vms
-    # Marked installed by install_wait once both wait-for stages succeeded (not the double's own log line).
-    assert (site.work / "lab-compact" / ".installed").read_text() == "installed\n", first.output
-    # Credentials stored in Vault.
-    stored = site.bao.kv_get("openshift/clusters/lab-compact")
+    # The cluster's record in Vault: credentials, identity, phase.
+    stored = site.record("lab-compact")
     assert stored and stored["api"] == "https://api.lab-compact.lab.example.com:6443"
+    assert stored["phase"] == "imported" and stored["hub"].startswith("https://127.0.0.1:"), sorted(stored)
+    assert stored["cluster_id"] == CLUSTER_ID and stored["version"] == "4.19.7"
+    assert stored["iso_volid"] == f"local:iso/lab-compact-agent-{stored['iso_sha256'][:12]}.iso"
+    assert {vm["config"]["ide2"].split(",")[0] for vm in vms} == {stored["iso_volid"]}
+    assert not (site.work / "lab-compact" / ".installed").exists()
     # The kubeconfig the installer wrote (the double copies PROXSHIFT_TEST_KUBECONFIG), not just any JSON.
     assert json.loads(stored["kubeconfig"]) == json.loads(kubeconfig.read_text())
     # Imported into the hub.
@@ -74,17 +77,22 @@ def test_every_phase_with_installer_double_vault_and_acm(run_flow, site, kube_ap
     assert second.changed_tasks() == [], second.changed_tasks()
 
 
-def test_install_failure_shows_the_installer_log(run_flow, site, tmp_path):
+def test_install_failure_shows_the_installer_log(run_flow, site, kube_api: KubeApi, tmp_path):
+    kubeconfig = tmp_path / "cluster.kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    make_cluster_ready(kube_api, ["lab-sno-0"])
+    env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(kubeconfig)}
     run = run_flow("site.yaml", "lab-sno", with_installer=True,
-                   env_more={"PROXSHIFT_TEST_INSTALL_FAIL": "bootstrap-complete"})
+                   env_more={**env_more, "PROXSHIFT_TEST_INSTALL_FAIL": "bootstrap-complete"})
     assert run.rc != 0
     assert "bootstrap-complete did not succeed" in run.output, run.output
     assert "ntp-synced" in run.output
     # The VMs stay; a rerun once the problem is fixed converges and finishes.
     assert len(site.owned_vms("lab-sno")) == 1
-    rerun = run_flow("site.yaml", "lab-sno", with_installer=True, extra={"acm_hub_kubeconfig": ""})
+    assert site.record("lab-sno")["phase"] == "installing"
+    rerun = run_flow("site.yaml", "lab-sno", with_installer=True, extra={"acm_hub_kubeconfig": ""}, env_more=env_more)
     assert rerun.rc == 0, rerun.output
-    assert (site.work / "lab-sno" / ".installed").exists(), rerun.output
+    assert site.record("lab-sno")["phase"] == "installed"
 
 
 def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site, kube_api: KubeApi,
@@ -113,11 +121,10 @@ def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site
     failed = [r["task"] for r in sealed.results if r["status"] == "failed"]
     assert len(failed) == 1 and "Store api, kubeconfig and kubeadmin password" in failed[0], failed
     assert re.search(r"(?i)sealed", sealed.output), sealed.output
-    assert (site.work / "lab-sno" / ".installed").exists()
     vms = {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms("lab-sno")}
     assert len(vms) == 1
     site.bao.unseal()
-    assert site.bao.kv_get(stored_path) is None, "a failed write left something behind"
+    assert site.bao.kv_get(stored_path)["phase"] == "installing", "a failed write left something behind"
 
     dead_port = free_port()
     dead_hub = tmp_path / "dead-hub.kubeconfig"
@@ -135,8 +142,9 @@ def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site
     assert final.rc == 0, final.output
     mc = kube_api.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/lab-sno")
     assert mc and mc["spec"]["hubAcceptsClient"] is True
-    status, meta = site.bao.api("GET", f"secret/metadata/{stored_path}")
-    assert status == 200 and meta["data"]["current_version"] == 1, "the credentials were written more than once"
+    # One version per step: the build (installing), installed, imported; nothing written twice.
+    assert site.record_version("lab-sno") == 3
+    assert site.record("lab-sno")["phase"] == "imported"
     assert {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms("lab-sno")} == vms
     assert [t for t in final.changed_tasks() if "VM" in t or "Start" in t] == [], final.changed_tasks()
     for run in (sealed, no_hub, final):

@@ -2,9 +2,10 @@
 to tags: on a provisioned cluster each changes nothing; on a fresh one each either works or names the
 phase to run first (issue #22 item 6).
 
-lab-sno is provisioned once for the module — every phase, with the installer double, OpenBao, and the
-kube-apiserver playing both the cluster and the ACM hub — and each tag runs against it. lab-compact stays
-fresh: nothing of it exists on Proxmox, and each fresh run gets an empty work folder of its own.
+lab-sno is provisioned once for the module — every phase, with the installer double, OpenBao, one
+kube-apiserver playing the cluster and another the ACM hub (importing the hub into itself is refused) —
+and each tag runs against it. lab-compact stays fresh: nothing of it exists on Proxmox, and each fresh run
+gets an empty work folder of its own.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kube_fixtures import KubeApi, kube_api  # noqa: F401 (pytest fixture)
+from kube_fixtures import KubeApi, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
 from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
 from test_full_install import make_cluster_ready
 from testlib import REPO, ansible_env
@@ -47,22 +48,29 @@ def site(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hub(kube_api: KubeApi, tmp_path_factory):  # noqa: F811
-    """The kube-apiserver as the installed cluster (the installer double hands out its kubeconfig) and
-    as the ACM hub."""
-    kubeconfig = tmp_path_factory.mktemp("hub") / "cluster.kubeconfig"
+    """The ACM hub's kubeconfig."""
+    kubeconfig = tmp_path_factory.mktemp("hub") / "hub.kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
     return kubeconfig
 
 
+@pytest.fixture(scope="module")
+def cluster_kubeconfig(spoke_api: KubeApi, tmp_path_factory):  # noqa: F811
+    """The installed cluster's kubeconfig, which the installer double hands out."""
+    kubeconfig = tmp_path_factory.mktemp("cluster") / "cluster.kubeconfig"
+    kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
+    return kubeconfig
+
+
 @pytest.fixture
-def flow(run_flow, hub: Path, kube_api: KubeApi):  # noqa: F811
+def flow(run_flow, hub: Path, cluster_kubeconfig: Path, spoke_api: KubeApi):  # noqa: F811
     """run_flow with the installer double, the hub and a ready cluster."""
-    make_cluster_ready(kube_api, ["lab-sno-0"])
+    make_cluster_ready(spoke_api, ["lab-sno-0"])
 
     def run(cluster: str, *, tags: str | None = None, extra: dict | None = None):
         return run_flow("site.yaml", cluster, with_installer=True, tags=tags,
                         extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **(extra or {})},
-                        env_more={"PROXSHIFT_TEST_KUBECONFIG": str(hub)})
+                        env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
 
     return run
 
@@ -78,7 +86,7 @@ def provisioned(flow, site, kube_api: KubeApi) -> dict:  # noqa: F811
     if "vmgenids" not in state:
         first = flow(PROVISIONED)
         assert first.rc == 0, first.output
-        assert (site.work / PROVISIONED / ".installed").exists()
+        assert site.record(PROVISIONED)["phase"] == "imported"
         assert site.bao.kv_get(f"openshift/clusters/{PROVISIONED}")["api"].startswith("https://api.lab-sno.")
         assert kube_api.get(f"/apis/cluster.open-cluster-management.io/v1/managedclusters/{PROVISIONED}")
         state["vmgenids"] = vmgenids(site, PROVISIONED)

@@ -227,7 +227,7 @@ def test_collection_roles_store_and_read_credentials(run_playbook, openbao, tmp_
     assert run.rc == 0, run.output
     stored = openbao.kv_get("openshift/clusters/c1")
     assert stored == {"api": "https://api.c1.example.com:6443", "kubeadmin": CANARY["canary_kubeadmin"],
-                      "kubeconfig": CANARY["canary_kubeconfig"]}
+                      "kubeconfig": CANARY["canary_kubeconfig"], "phase": "installed"}
     assert run.task(STORE_TASK)["changed"] is True
     assert_no_canary(run)
     # A second run stores nothing.

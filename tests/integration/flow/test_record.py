@@ -1,0 +1,238 @@
+"""The cluster's record in Vault is what a rerun goes by, not the work folder (#22): a run that stops during
+the install and a rerun in a new, empty work folder; a changed input on an installing cluster; Vault sealed
+at each write point; and the AWX shape (ansible-runner, a fresh private data dir per job). Real
+ansible-playbook, OpenBao, pvesim, the installer double and a kube-apiserver playing the new cluster."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import ansible_runner
+import pytest
+import yaml
+
+from kube_fixtures import KubeApi, kube_api  # noqa: F401 (pytest fixture)
+from test_full_install import make_cluster_ready
+from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID, VENV
+
+CLUSTER = "lab-sno"
+
+
+@pytest.fixture
+def cluster_api(kube_api: KubeApi, tmp_path):
+    """The installed cluster's API (the double copies this kubeconfig into auth/)."""
+    kubeconfig = tmp_path / "cluster.kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    make_cluster_ready(kube_api, [f"{CLUSTER}-0"])
+    return kubeconfig
+
+
+def installer_env(tmp_path, kubeconfig: Path, **more) -> dict:
+    return {"PROXSHIFT_TEST_KUBECONFIG": str(kubeconfig),
+            "PROXSHIFT_TEST_INSTALLER_CALLS": str(tmp_path / "installer-calls"), **more}
+
+
+def image_builds(tmp_path) -> int:
+    calls = tmp_path / "installer-calls"
+    return sum(1 for line in calls.read_text().splitlines() if line.startswith("agent create image")) \
+        if calls.exists() else 0
+
+
+def vmgenids(site) -> dict:
+    return {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms(CLUSTER)}
+
+
+def sealer(site, tmp_path) -> str:
+    script = tmp_path / "seal_vault.py"
+    script.write_text(
+        "import urllib.request\n"
+        f"urllib.request.urlopen(urllib.request.Request({site.bao.addr + '/v1/sys/seal'!r}, method='PUT',"
+        f" headers={{'X-Vault-Token': {site.bao.token!r}}}))\n")
+    return f"{sys.executable} {script}"
+
+
+def assert_no_record_secret(site, canary, *runs) -> None:
+    """The record's secrets appear in no output: the kubeadmin password joins the session's leak scan (the
+    kubeconfig would register its non-secret server URL too, so it is checked here, whole)."""
+    record = site.record(CLUSTER) or {}
+    if record.get("kubeadmin"):
+        canary(record["kubeadmin"])
+    for run in runs:
+        for key in ("kubeadmin", "kubeconfig", "install_state"):
+            if record.get(key):
+                assert record[key] not in run.output, key
+
+
+def test_rerun_in_an_empty_work_folder_resumes_the_install(run_flow, site, cluster_api, tmp_path, canary):
+    env = installer_env(tmp_path, cluster_api)
+    hub = {"acm_hub_kubeconfig": ""}
+    stopped = run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub,
+                       env_more={**env, "PROXSHIFT_TEST_INSTALL_FAIL": "install-complete"})
+    assert stopped.rc != 0 and "install-complete did not succeed" in stopped.output, stopped.output
+    record = site.record(CLUSTER)
+    assert record["phase"] == "installing", sorted(record)
+    first_build = site.work / CLUSTER / "agent"
+    assert record["kubeconfig"] == (first_build / "auth/kubeconfig").read_text()
+    assert record["kubeadmin"] == (first_build / "auth/kubeadmin-password").read_text()
+    assert record["install_state"] == (first_build / ".openshift_install_state.json").read_text()
+    assert record["cluster_id"] and len(record["iso_sha256"]) == 64
+    vms = vmgenids(site)
+    assert len(vms) == 1 and image_builds(tmp_path) == 1
+
+    empty = tmp_path / "fresh-checkout"
+    resumed = run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
+                       extra={**hub, "proxshift_work_dir": str(empty)})
+    assert resumed.rc == 0, resumed.output
+    assert image_builds(tmp_path) == 1, "the ISO was built again"
+    assert vmgenids(site) == vms, "the VMs were replaced"
+    calls = (tmp_path / "installer-calls").read_text()
+    assert f"agent wait-for install-complete --dir {empty / CLUSTER / 'agent'}" in calls, calls
+    after = site.record(CLUSTER)
+    assert after["phase"] == "installed" and after["version"] == "4.19.7"
+    for key in ("kubeconfig", "kubeadmin", "install_state", "cluster_id", "iso_sha256", "iso_volid"):
+        assert after[key] == record[key], f"{key} changed"
+    # The restored build is the first one, byte for byte.
+    assert (empty / CLUSTER / "agent/auth/kubeconfig").read_text() == record["kubeconfig"]
+
+    # Installed: a third empty folder checks the cluster by logging in and changes nothing.
+    version = site.record_version(CLUSTER)
+    third = run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
+                     extra={**hub, "proxshift_work_dir": str(tmp_path / "third")})
+    assert third.rc == 0, third.output
+    assert site.record_version(CLUSTER) == version
+    assert image_builds(tmp_path) == 1
+    calls = (tmp_path / "installer-calls").read_text()
+    assert str(tmp_path / "third") not in calls, "an installed cluster was waited for again"
+    assert [t for t in third.changed_tasks() if "Restore" not in t and "work folders" not in t] == [], \
+        third.changed_tasks()
+    assert not list((tmp_path / "third").rglob(".installed"))
+    assert_no_record_secret(site, canary, stopped, resumed, third)
+
+
+def test_a_different_cluster_behind_the_name_is_refused(run_flow, site, cluster_api, kube_api: KubeApi, tmp_path):
+    env = installer_env(tmp_path, cluster_api)
+    assert run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
+                    extra={"acm_hub_kubeconfig": ""}).rc == 0
+    set_id = lambda cid: kube_api.ok(  # noqa: E731
+        "PATCH", "/apis/config.openshift.io/v1/clusterversions/version", {"spec": {"clusterID": cid}},
+        content_type="application/merge-patch+json")
+    set_id("00000000-0000-4000-8000-00000000dead")
+    try:
+        other = run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
+                         extra={"acm_hub_kubeconfig": "", "proxshift_work_dir": str(tmp_path / "w2")})
+    finally:
+        set_id(CLUSTER_ID)  # the API server is shared by the session's tests
+    assert other.rc != 0
+    assert "00000000-0000-4000-8000-00000000dead" in other.output and "force_install" in other.output, other.output
+    assert site.record(CLUSTER)["phase"] == "installed"
+
+
+def test_changed_input_on_an_installing_cluster_is_reported_not_applied(run_flow, site, cluster_api, tmp_path):
+    env = installer_env(tmp_path, cluster_api)
+    hub = {"acm_hub_kubeconfig": ""}
+    stopped = run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub,
+                       env_more={**env, "PROXSHIFT_TEST_INSTALL_FAIL": "bootstrap-complete"})
+    assert stopped.rc != 0
+    agent_config = (site.work / CLUSTER / "agent-config.yaml").read_text()
+    version = site.record_version(CLUSTER)
+
+    changed = run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
+                       extra={**hub, "ntp_sources": ["192.0.2.123"]})
+    assert changed.rc == 0, changed.output
+    assert image_builds(tmp_path) == 1, "an ISO was built for the changed input"
+    assert (site.work / CLUSTER / "agent-config.yaml").read_text() == agent_config, "the manifests were rewritten"
+    assert "agent-config.yaml (additionalNTPSources" in changed.output, changed.output
+    assert "-e force_install=true" in changed.output
+    assert not list((site.work / CLUSTER).glob("archive"))
+    # The install went on with the build the VMs booted from.
+    assert site.record(CLUSTER)["phase"] == "installed"
+    assert site.record_version(CLUSTER) == version + 1
+
+
+@pytest.mark.parametrize("point", ["build", "installed"])
+def test_vault_sealed_at_a_write_point(run_flow, site, cluster_api, tmp_path, point, canary):
+    hook = {"build": "PROXSHIFT_TEST_ON_IMAGE", "installed": "PROXSHIFT_TEST_ON_INSTALLED"}[point]
+    env = installer_env(tmp_path, cluster_api)
+    hub = {"acm_hub_kubeconfig": ""}
+    sealed = run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub,
+                      env_more={**env, hook: sealer(site, tmp_path)})
+    assert sealed.rc != 0
+    failed = [r["task"] for r in sealed.results if r["status"] == "failed"]
+    expected = {"build": "Write the cluster's record to Vault", "installed": "Store api, kubeconfig"}[point]
+    assert len(failed) == 1 and expected in failed[0], failed
+    assert "sealed" in sealed.output.lower(), sealed.output
+    if point == "build":
+        # Stopped before any VM exists (let alone boots from the ISO).
+        assert site.owned_vms(CLUSTER) == []
+    site.bao.unseal()
+    if point == "build":
+        assert site.record(CLUSTER) is None
+    else:
+        assert site.record(CLUSTER)["phase"] == "installing"
+    before = site.record(CLUSTER)
+
+    # The build point's only copy is the work folder (nothing booted from it yet); after that the record is.
+    work = site.work if point == "build" else tmp_path / "fresh"
+    rerun = run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
+                     extra={**hub, "proxshift_work_dir": str(work)})
+    assert rerun.rc == 0, rerun.output
+    assert image_builds(tmp_path) == 1
+    record = site.record(CLUSTER)
+    assert record["phase"] == "installed"
+    if before:
+        assert record["kubeadmin"] == before["kubeadmin"]
+    assert_no_record_secret(site, canary, sealed, rerun)
+
+
+def test_sealed_vault_stops_the_run_before_anything_happens(run_flow, site, tmp_path):
+    site.bao.api("PUT", "sys/seal")
+    run = run_flow("site.yaml", CLUSTER, with_installer=True, extra={"acm_hub_kubeconfig": ""})
+    assert run.rc != 0
+    failed = [r["task"] for r in run.results if r["status"] == "failed"]
+    assert failed and "Read the cluster's record" in failed[0], failed
+    assert "sealed" in run.output.lower()
+    assert site.owned_vms(CLUSTER) == []
+    site.bao.unseal()
+
+
+def awx_job(tmp_path, site, n: int, env: dict):
+    """One AWX job: a fresh private data dir and a fresh project checkout's work folder."""
+    pdd = tmp_path / f"job{n}"
+    (pdd / "env").mkdir(parents=True)
+    extra = site.extra_vars(CLUSTER, acm_hub_kubeconfig="", proxshift_work_dir=str(pdd / "project" / ".proxshift"))
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump(extra))
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump({
+        **site.env(with_installer=True), **env,
+        "ANSIBLE_COLLECTIONS_PATH": str(REPO),
+        "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
+        "ANSIBLE_HOME": str(tmp_path / f"ansible-home{n}"),
+        "PATH": f"{REPO / 'tests/fixtures/bin'}:{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+    }))
+    return ansible_runner.run(private_data_dir=str(pdd), project_dir=str(REPO), playbook="playbooks/site.yaml",
+                              inventory=str(REPO / "inventory"), quiet=True, timeout=900)
+
+
+def changed_actions(job) -> list[str]:
+    return [e["event_data"].get("resolved_action") for e in job.events
+            if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed")]
+
+
+def test_awx_jobs_in_fresh_private_data_dirs_converge(site, cluster_api, tmp_path):
+    env = installer_env(tmp_path, cluster_api)
+    first = awx_job(tmp_path, site, 1, env)
+    assert first.status == "successful", first.stdout.read()[-4000:]
+    vms = vmgenids(site)
+    version = site.record_version(CLUSTER)
+    second = awx_job(tmp_path, site, 2, env)
+    assert second.status == "successful", second.stdout.read()[-4000:]
+    assert image_builds(tmp_path) == 1
+    assert vmgenids(site) == vms
+    assert site.record_version(CLUSTER) == version and site.record(CLUSTER)["phase"] == "installed"
+    # Only the local cache was filled in; nothing on Proxmox or in Vault changed.
+    assert set(changed_actions(second)) <= {"ansible.builtin.copy", "ansible.builtin.file"}, changed_actions(second)
+    everything = json.dumps(list(second.events)) + second.stdout.read()
+    record = site.record(CLUSTER)
+    for secret in (site.canary, record["kubeadmin"], site.bao.token):
+        assert secret not in everything
