@@ -17,6 +17,7 @@ pub mod faults;
 mod handlers;
 pub mod model;
 pub mod multipart;
+pub mod ops;
 pub mod propstr;
 pub mod schema;
 pub mod server;

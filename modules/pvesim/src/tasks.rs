@@ -69,14 +69,7 @@ pub enum Action {
     Template {
         vmid: u32,
     },
-    Upload {
-        node: String,
-        storage: String,
-        name: String,
-        size: u64,
-        content: String,
-        checksum_error: Option<String>,
-    },
+    Upload(crate::ops::upload::NewFile),
     /// HA request: the power change lands a little after the task.
     Ha {
         vmid: u32,

@@ -1,6 +1,7 @@
 //! Endpoint handlers, one file per API area.
 
 mod access;
+mod agent;
 mod cluster;
 mod pools;
 mod qemu;
@@ -63,9 +64,9 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
             qemu::power(ctx, &action)
         }
         ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces") => {
-            qemu::agent_interfaces(ctx)
+            agent::agent_interfaces(ctx)
         }
-        ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => qemu::agent_ping(ctx),
+        ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => agent::agent_ping(ctx),
 
         ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),
         ("DELETE", "/nodes/{node}/tasks/{upid}") => tasks::stop(ctx),
