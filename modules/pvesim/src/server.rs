@@ -13,7 +13,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::handlers;
 use crate::schema::{self, MethodDef, RouteMatch};
 use crate::sim::{RequestRecord, Sim};
@@ -134,7 +134,7 @@ pub fn json_response(status: u16, v: &Value) -> Resp {
     )
 }
 
-fn error_response(e: &ApiError, with_message: bool) -> Resp {
+fn error_response(e: &ErrorReply, with_message: bool) -> Resp {
     let mut body = json!({ "data": null });
     if with_message {
         let mut m = e.message.clone();
@@ -225,23 +225,23 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
     let with_message = shared.lock().opts.error_message;
     let Some(api_path) = path.strip_prefix(API_PREFIX) else {
         return Ok(error_response(
-            &ApiError::not_implemented("no such uri"),
+            &ErrorReply::not_implemented("no such uri"),
             with_message,
         ));
     };
     let api_path = if api_path.is_empty() { "/" } else { api_path }.to_string();
     if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "DELETE") {
-        let e = ApiError::not_implemented(format!("method '{method}' not available"));
+        let e = ErrorReply::not_implemented(format!("method '{method}' not available"));
         return Ok(error_response(&e, with_message));
     }
     if (method == "GET" || method == "DELETE") && has_body {
-        let e = ApiError::not_implemented(format!("Unexpected content for method '{method}'"));
+        let e = ErrorReply::not_implemented(format!("Unexpected content for method '{method}'"));
         record(&shared, &method, &api_path, BTreeMap::new(), None, 501);
         return Ok(error_response(&e, with_message));
     }
     let is_multipart = ctype.starts_with("multipart/form-data");
     if bytes.len() > MAX_BODY && !is_multipart {
-        let e = ApiError::new(413, "request entity too large");
+        let e = ErrorReply::new(413, "request entity too large");
         return Ok(error_response(&e, with_message));
     }
 
@@ -254,7 +254,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
                 Ok(Value::Object(m)) => params.extend(m),
                 Ok(Value::Null) => {}
                 _ => {
-                    let e = ApiError::new(400, "JSON decoding error - body is not a JSON object");
+                    let e = ErrorReply::new(400, "JSON decoding error - body is not a JSON object");
                     return Ok(error_response(&e, with_message));
                 }
             }
@@ -338,14 +338,14 @@ fn process(
     let mut delay = Duration::from_millis(sim.faults.take_latency(api_path));
     let mut user = None;
 
-    let result: ApiResult<Reply> = (|| {
+    let result: ReplyResult<Reply> = (|| {
         if let Some((status, msg)) = sim.faults.take_http_error(method, api_path) {
-            return Err(ApiError::new(status, msg));
+            return Err(ErrorReply::new(status, msg));
         }
         let (def, vars) = match schema::schema().find(method, api_path) {
             RouteMatch::Found(d, v) => (d, v),
             RouteMatch::NoMethod | RouteMatch::NoPath => {
-                return Err(ApiError::not_implemented(format!(
+                return Err(ErrorReply::not_implemented(format!(
                     "Method '{method} {api_path}' not implemented"
                 )))
             }
@@ -353,7 +353,7 @@ fn process(
         for (k, v) in vars {
             match params.get(&k) {
                 Some(existing) if schema::value_str(existing) != v => {
-                    return Err(ApiError::param(
+                    return Err(ErrorReply::param(
                         &k,
                         "duplicate parameter (already defined in URI) with conflicting values!",
                     ))
@@ -373,17 +373,20 @@ fn process(
         let who = match credentials(headers) {
             // `/access/ticket` is open to the world; a stale cookie must not block a login.
             _ if world => anonymous,
-            Creds::None => return Err(ApiError::new(401, "No ticket")),
+            Creds::None => return Err(ErrorReply::new(401, "No ticket")),
             Creds::Ticket(t) => {
                 let Some((userid, ttime)) = sim.access.verify_ticket(&t, now) else {
-                    return Err(ApiError::new(401, "authentication failure"));
+                    return Err(ErrorReply::new(401, "authentication failure"));
                 };
                 // Uploads skip CSRF (they check Datastore.AllocateTemplate instead).
                 let is_upload = def.path.ends_with("/upload");
                 if method != "GET" && !is_upload {
                     let csrf = header(headers, "csrfpreventiontoken");
                     if !sim.access.check_csrf(&userid, ttime, csrf) {
-                        return Err(ApiError::new(401, "Permission denied - invalid csrf token"));
+                        return Err(ErrorReply::new(
+                            401,
+                            "Permission denied - invalid csrf token",
+                        ));
                     }
                 }
                 Principal {
@@ -394,19 +397,19 @@ fn process(
             }
             Creds::Token(v) => match sim.access.verify_token(&v, now) {
                 Some(p) => p,
-                None => return Err(ApiError::new(401, "Authentication failed!")),
+                None => return Err(ErrorReply::new(401, "Authentication failed!")),
             },
         };
         if !who.userid.is_empty() {
             user = Some(who.auth_id());
         }
         if who.tokenid.is_some() && !def.allowtoken {
-            return Err(ApiError::perm(format!(
+            return Err(ErrorReply::perm(format!(
                 "URI '{api_path}' not available with API token, need proper ticket."
             )));
         }
         if let Err(errors) = schema::validate(def, &params) {
-            return Err(ApiError::params(errors));
+            return Err(ErrorReply::params(errors));
         }
         if def.proxyto_node {
             let node = params
@@ -415,12 +418,12 @@ fn process(
                 .unwrap_or_default();
             match sim.nodes.get(&node) {
                 None => {
-                    return Err(ApiError::die(format!(
+                    return Err(ErrorReply::die(format!(
                         "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
                     )))
                 }
                 Some(n) if !n.online => {
-                    return Err(ApiError::new(
+                    return Err(ErrorReply::new(
                         595,
                         "Errors during connection establishment, proxy handshake: No route to host",
                     ))
@@ -511,18 +514,21 @@ fn new_ctx<'a>(
 }
 
 /// Parses an upload body. PVE requires the file part to be named `filename`.
-fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>, Option<Upload>)> {
+fn parse_upload(
+    ctype: &str,
+    body: &[u8],
+) -> ReplyResult<(BTreeMap<String, Value>, Option<Upload>)> {
     let boundary = crate::multipart::boundary(ctype)
-        .ok_or_else(|| ApiError::new(400, "unable to parse multipart boundary"))?;
+        .ok_or_else(|| ErrorReply::new(400, "unable to parse multipart boundary"))?;
     let parts = crate::multipart::parse(body, &boundary)
-        .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
+        .map_err(|e| ErrorReply::new(400, format!("multipart parse error: {e}")))?;
     let mut fields = BTreeMap::new();
     let mut file = None;
     for p in parts {
         match p.filename {
             Some(fname) => {
                 if p.name != "filename" {
-                    return Err(ApiError::new(
+                    return Err(ErrorReply::new(
                         400,
                         format!(
                             "wrong field name '{}' for file upload, expected 'filename'",
@@ -581,7 +587,7 @@ mod tests {
 
     #[test]
     fn reason_phrase_is_first_line_ascii() {
-        let e = ApiError::die("first line\nsecond line");
+        let e = ErrorReply::die("first line\nsecond line");
         let r = error_response(&e, true);
         let rp = r.extensions().get::<hyper::ext::ReasonPhrase>().unwrap();
         assert_eq!(rp.as_bytes(), b"first line");

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::propstr;
 use crate::server::Ctx;
 use crate::vmconfig::parse_net;
@@ -15,22 +15,22 @@ pub fn agent_enabled(conf: &BTreeMap<String, String>) -> bool {
         .unwrap_or(false)
 }
 
-fn agent_ready(ctx: &Ctx) -> ApiResult<()> {
+fn agent_ready(ctx: &Ctx) -> ReplyResult<()> {
     let vmid = ctx.vmid();
     let vm = ctx.sim.vm(&ctx.node(), vmid)?;
     if !agent_enabled(&vm.conf) {
-        return Err(ApiError::die("No QEMU guest agent configured"));
+        return Err(ErrorReply::die("No QEMU guest agent configured"));
     }
     if !vm.running() {
-        return Err(ApiError::die(format!("VM {vmid} is not running")));
+        return Err(ErrorReply::die(format!("VM {vmid} is not running")));
     }
     if vm.agent_ready_at.map(|t| t > ctx.sim.now()).unwrap_or(true) {
-        return Err(ApiError::die("QEMU guest agent is not running"));
+        return Err(ErrorReply::die("QEMU guest agent is not running"));
     }
     Ok(())
 }
 
-pub fn agent_ping(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn agent_ping(ctx: &mut Ctx) -> ReplyResult<Value> {
     agent_ready(ctx)?;
     Ok(json!({"result": {}}))
 }
@@ -60,7 +60,7 @@ fn ip_entry(cidr: &str) -> Value {
     json!({"ip-address": ip, "ip-address-type": if v6 { "ipv6" } else { "ipv4" }, "prefix": prefix})
 }
 
-pub fn agent_interfaces(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn agent_interfaces(ctx: &mut Ctx) -> ReplyResult<Value> {
     agent_ready(ctx)?;
     let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
     // Right after boot only link-local addresses exist (bpg #776).

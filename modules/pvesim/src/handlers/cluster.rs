@@ -2,13 +2,13 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::RunState;
 use crate::server::Ctx;
 use crate::sim::Sim;
 use crate::vmconfig::{is_cdrom, is_drive_key, parse_drive, split_volid};
 
-pub fn version(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn version(ctx: &mut Ctx) -> ReplyResult<Value> {
     let v = &ctx.sim.cluster.version;
     let release: String = v.split('.').take(2).collect::<Vec<_>>().join(".");
     Ok(
@@ -16,10 +16,10 @@ pub fn version(ctx: &mut Ctx) -> ApiResult<Value> {
     )
 }
 
-pub fn nextid(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn nextid(ctx: &mut Ctx) -> ReplyResult<Value> {
     if let Some(id) = ctx.num("vmid") {
         if ctx.sim.vms.contains_key(&(id as u32)) {
-            return Err(ApiError::param("vmid", format!("VM {id} already exists")));
+            return Err(ErrorReply::param("vmid", format!("VM {id} already exists")));
         }
         return Ok(json!(id.to_string()));
     }
@@ -28,7 +28,7 @@ pub fn nextid(ctx: &mut Ctx) -> ApiResult<Value> {
     let id = (lower..upper)
         .find(|i| !ctx.sim.vms.contains_key(i))
         .ok_or_else(|| {
-            ApiError::die(format!(
+            ErrorReply::die(format!(
                 "unable to get any free VMID in range [{lower}, {upper}]"
             ))
         })?;
@@ -77,7 +77,7 @@ pub fn node_used_mem(sim: &Sim, node: &str) -> u64 {
             .sum::<u64>()
 }
 
-pub fn resources(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn resources(ctx: &mut Ctx) -> ReplyResult<Value> {
     let ty = ctx.opt("type");
     let sim = &*ctx.sim;
     let mut out = Vec::new();
@@ -179,7 +179,7 @@ pub fn resources(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(out))
 }
 
-pub fn nodes(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn nodes(ctx: &mut Ctx) -> ReplyResult<Value> {
     let sim = &*ctx.sim;
     let list = sim
         .nodes
@@ -199,13 +199,13 @@ pub fn nodes(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(list))
 }
 
-pub fn node_status(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn node_status(ctx: &mut Ctx) -> ReplyResult<Value> {
     let node = ctx.node();
     let sim = &*ctx.sim;
     let n = sim
         .nodes
         .get(&node)
-        .ok_or_else(|| ApiError::die(format!("no such node '{node}'")))?;
+        .ok_or_else(|| ErrorReply::die(format!("no such node '{node}'")))?;
     let used = node_used_mem(sim, &node).min(n.maxmem);
     let running = sim
         .vms

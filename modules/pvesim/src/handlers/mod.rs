@@ -9,11 +9,11 @@ mod storage;
 mod tasks;
 mod users;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::server::{Ctx, Reply};
 
 /// Routes a validated, authenticated request to its handler.
-pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
+pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
     let (m, p) = (ctx.def.method.as_str(), ctx.def.path.as_str());
     // Handlers that add top-level keys (`total`) return a full Reply.
     match (m, p) {
@@ -80,7 +80,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
         ("PUT", "/pools") | ("PUT", "/pools/{poolid}") => pools::update(ctx),
         ("GET", "/pools/{poolid}") => pools::get(ctx),
         ("DELETE", "/pools/{poolid}") => pools::delete(ctx),
-        _ => Err(ApiError::not_implemented(format!(
+        _ => Err(ErrorReply::not_implemented(format!(
             "Method '{m} {p}' not implemented"
         ))),
     };

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{RunState, Vm};
 use crate::ops::{self, vm_path};
 use crate::schema::value_str;
@@ -64,7 +64,7 @@ fn qmpstatus(vm: &Vm) -> &'static str {
     }
 }
 
-pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let node = ctx.node();
     let full = ctx.flag("full");
     let sim = &*ctx.sim;
@@ -102,7 +102,7 @@ pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(out))
 }
 
-pub fn index(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn index(ctx: &mut Ctx) -> ReplyResult<Value> {
     ctx.sim.vm(&ctx.node(), ctx.vmid())?;
     let dirs = [
         "config",
@@ -130,7 +130,7 @@ pub fn index(ctx: &mut Ctx) -> ApiResult<Value> {
     ))
 }
 
-pub fn status_index(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn status_index(ctx: &mut Ctx) -> ReplyResult<Value> {
     ctx.sim.vm(&ctx.node(), ctx.vmid())?;
     let dirs = [
         "current", "start", "stop", "reset", "shutdown", "suspend", "reboot", "resume",
@@ -164,10 +164,10 @@ fn requested_keys(ctx: &Ctx) -> BTreeMap<String, String> {
 
 /// Shared normalisation and synchronous checks for create and config updates.
 /// `creating`: volume existence is then checked by the create task (a task error), as
-pub fn config_get(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn config_get(ctx: &mut Ctx) -> ReplyResult<Value> {
     let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
     if let Some(s) = ctx.opt("snapshot") {
-        return Err(ApiError::die(format!("snapshot '{s}' does not exist")));
+        return Err(ErrorReply::die(format!("snapshot '{s}' does not exist")));
     }
     let conf = if ctx.flag("current") {
         vm.conf.clone()
@@ -179,7 +179,7 @@ pub fn config_get(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Object(out))
 }
 
-pub fn pending(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn pending(ctx: &mut Ctx) -> ReplyResult<Value> {
     let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
     let keys: BTreeSet<&String> = vm
         .conf
@@ -217,7 +217,7 @@ fn split_list(s: Option<String>) -> Vec<String> {
 }
 
 /// `POST` (async, UPID) and `PUT` (sync, null) `/config`.
-pub fn status_current(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn status_current(ctx: &mut Ctx) -> ReplyResult<Value> {
     let sim = &*ctx.sim;
     let vm = sim.vm(&ctx.node(), ctx.vmid())?;
     let conf = vm.effective_conf();
@@ -250,7 +250,7 @@ pub fn status_current(ctx: &mut Ctx) -> ApiResult<Value> {
 }
 
 /// `POST /nodes/{node}/qemu`.
-pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let req = ops::create::CreateVm {
         node: ctx.node(),
         vmid: ctx.vmid(),
@@ -264,7 +264,7 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
 }
 
 /// `POST` (async, UPID) and `PUT` (sync, null) `/config`.
-pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
+pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ReplyResult<Value> {
     let req = ops::config::UpdateConfig {
         node: ctx.node(),
         vmid: ctx.vmid(),
@@ -284,7 +284,7 @@ pub fn config_update(ctx: &mut Ctx, is_async: bool) -> ApiResult<Value> {
     ops::config::apply(ctx.sim, &who, req, is_async)
 }
 
-pub fn resize(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn resize(ctx: &mut Ctx) -> ReplyResult<Value> {
     let req = ops::resize::ResizeDisk {
         node: ctx.node(),
         vmid: ctx.vmid(),
@@ -297,7 +297,7 @@ pub fn resize(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(json!(ops::resize::start(ctx.sim, &who, req)?))
 }
 
-pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn clone(ctx: &mut Ctx) -> ReplyResult<Value> {
     let req = ops::clone::CloneVm {
         node: ctx.node(),
         vmid: ctx.vmid(),
@@ -315,13 +315,13 @@ pub fn clone(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(json!(ops::clone::start(ctx.sim, &who, req)?))
 }
 
-pub fn template(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn template(ctx: &mut Ctx) -> ReplyResult<Value> {
     let who = ctx.who.clone();
     let (node, vmid) = (ctx.node(), ctx.vmid());
     Ok(json!(ops::template::start(ctx.sim, &who, node, vmid)?))
 }
 
-pub fn destroy(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn destroy(ctx: &mut Ctx) -> ReplyResult<Value> {
     let req = ops::destroy::DestroyVm {
         node: ctx.node(),
         vmid: ctx.vmid(),
@@ -334,7 +334,7 @@ pub fn destroy(ctx: &mut Ctx) -> ApiResult<Value> {
 }
 
 /// `POST /status/{action}`.
-pub fn power(ctx: &mut Ctx, action: &str) -> ApiResult<Value> {
+pub fn power(ctx: &mut Ctx, action: &str) -> ReplyResult<Value> {
     let req = ops::power::PowerAction {
         node: ctx.node(),
         vmid: ctx.vmid(),

@@ -2,12 +2,12 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::ops;
 use crate::server::Ctx;
 use crate::vmconfig::storage_formats;
 
-pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let node = ctx.node();
     let content = ctx.opt("content");
     let only = ctx.opt("storage");
@@ -17,7 +17,7 @@ pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
     let n = sim
         .nodes
         .get(&node)
-        .ok_or_else(|| ApiError::die(format!("no such node '{node}'")))?;
+        .ok_or_else(|| ErrorReply::die(format!("no such node '{node}'")))?;
     let mut out = Vec::new();
     for sid in &n.storages {
         let Some(st) = sim.storage(&node, sid) else {
@@ -55,7 +55,7 @@ pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(out))
 }
 
-pub fn content(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn content(ctx: &mut Ctx) -> ReplyResult<Value> {
     let node = ctx.node();
     let sid = ctx.str("storage");
     let content = ctx.opt("content");
@@ -63,9 +63,9 @@ pub fn content(ctx: &mut Ctx) -> ApiResult<Value> {
     let st = ctx
         .sim
         .storage(&node, &sid)
-        .ok_or_else(|| ApiError::die(format!("storage '{sid}' does not exist")))?;
+        .ok_or_else(|| ErrorReply::die(format!("storage '{sid}' does not exist")))?;
     if !st.enabled {
-        return Err(ApiError::die(format!("storage '{sid}' is disabled")));
+        return Err(ErrorReply::die(format!("storage '{sid}' is disabled")));
     }
     let list = st
         .volumes
@@ -88,12 +88,12 @@ pub fn content(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(list))
 }
 
-pub fn upload(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn upload(ctx: &mut Ctx) -> ReplyResult<Value> {
     if ctx.params.contains_key("tmpfilename") {
-        return Err(ApiError::param("tmpfilename", "not allowed"));
+        return Err(ErrorReply::param("tmpfilename", "not allowed"));
     }
     let Some(file) = ctx.upload.clone() else {
-        return Err(ApiError::param(
+        return Err(ErrorReply::param(
             "filename",
             "property is missing and it is not optional",
         ));

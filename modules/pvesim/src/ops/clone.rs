@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
-use crate::error::{locked, ApiError, ApiResult};
+use crate::error::{locked, ErrorReply, ReplyResult};
 use crate::model::{format_size, Vm};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
@@ -32,14 +32,14 @@ pub struct CloneVm {
 }
 
 /// Checks the request and starts the `qmclone` worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ReplyResult<String> {
     let (node, vmid, newid) = (req.node.clone(), req.vmid, req.newid);
     let src = sim.vm(&node, vmid)?.clone();
     if let Some(l) = src.lock() {
-        return Err(ApiError::die(locked(l)));
+        return Err(ErrorReply::die(locked(l)));
     }
     if sim.vms.contains_key(&newid) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "unable to create VM {newid}: config file already exists"
         )));
     }
@@ -47,13 +47,13 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ApiResult<String> 
     let full = req.full.unwrap_or(!src.is_template());
     check_linked(full, &req)?;
     if let Some(s) = &req.snapname {
-        return Err(ApiError::die(format!("snapshot '{s}' does not exist")));
+        return Err(ErrorReply::die(format!("snapshot '{s}' does not exist")));
     }
     let target = req.target.clone().unwrap_or_else(|| node.clone());
     match sim.nodes.get(&target) {
-        None => return Err(ApiError::die(format!("no such node '{target}'"))),
+        None => return Err(ErrorReply::die(format!("no such node '{target}'"))),
         Some(n) if !n.online => {
-            return Err(ApiError::die(format!(
+            return Err(ErrorReply::die(format!(
                 "target node '{target}' is not online"
             )))
         }
@@ -103,17 +103,17 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ApiResult<String> 
     ))
 }
 
-fn check_linked(full: bool, req: &CloneVm) -> ApiResult<()> {
+fn check_linked(full: bool, req: &CloneVm) -> ReplyResult<()> {
     if full {
         return Ok(());
     }
     if req.storage.is_some() {
-        return Err(ApiError::die(
+        return Err(ErrorReply::die(
             "parameter 'storage' not allowed for linked clones",
         ));
     }
     if req.format.is_some() {
-        return Err(ApiError::die(
+        return Err(ErrorReply::die(
             "parameter 'format' not allowed for linked clones",
         ));
     }
@@ -128,7 +128,7 @@ fn disk_targets(
     node: &str,
     target: &str,
     storage: Option<&str>,
-) -> ApiResult<(u64, Vec<String>)> {
+) -> ReplyResult<(u64, Vec<String>)> {
     let mut total = 0u64;
     let mut targets: Vec<String> = Vec::new();
     for (k, v) in src
@@ -149,7 +149,7 @@ fn disk_targets(
             .map(|v| v.size)
             .unwrap_or(0);
         if target != node && storage.is_none() && !st.map(|s| s.shared).unwrap_or(false) {
-            return Err(ApiError::die(format!(
+            return Err(ErrorReply::die(format!(
                 "can't clone VM to node '{target}' (VM uses local storage)"
             )));
         }
@@ -167,12 +167,12 @@ fn check_target_storage(
     node: &str,
     target: &str,
     s: &str,
-) -> ApiResult<()> {
+) -> ReplyResult<()> {
     let st = sim
         .storage(target, s)
-        .ok_or_else(|| ApiError::die(format!("storage '{s}' does not exist")))?;
+        .ok_or_else(|| ErrorReply::die(format!("storage '{s}' does not exist")))?;
     if target != node && !st.shared {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "can't clone to non-shared storage '{s}'"
         )));
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::schema::{lookup_prop, MethodDef};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action, ConfigChanges};
@@ -41,12 +41,12 @@ pub fn apply(
     who: &Principal,
     req: UpdateConfig,
     is_async: bool,
-) -> ApiResult<Value> {
+) -> ReplyResult<Value> {
     let (node, vmid) = (req.node.clone(), req.vmid);
     let skip = skiplock_allowed(who, req.skiplock)?;
     let mut changes = req.changes;
     if changes.set.is_empty() && changes.delete.is_empty() && changes.revert.is_empty() {
-        return Err(ApiError::die("no options specified"));
+        return Err(ErrorReply::die("no options specified"));
     }
     check_delete_keys(req.def, &changes)?;
     let vm = sim.vm(&node, vmid)?.clone();
@@ -74,12 +74,12 @@ pub fn apply(
     sim.check_flock(vmid, req.arrived)?;
     sim.vm_mut(&node, vmid)?.stage(&changes);
     let mut log = Vec::new();
-    apply_pending(sim, vmid, false, &mut log).map_err(ApiError::die)?;
+    apply_pending(sim, vmid, false, &mut log).map_err(ErrorReply::die)?;
     Ok(Value::Null)
 }
 
 /// `delete` may not name a key that is also set, nor one the schema does not know.
-fn check_delete_keys(def: &MethodDef, changes: &ConfigChanges) -> ApiResult<()> {
+fn check_delete_keys(def: &MethodDef, changes: &ConfigChanges) -> ReplyResult<()> {
     let mut perr = BTreeMap::new();
     for k in &changes.delete {
         if changes.set.contains_key(k) {
@@ -98,12 +98,12 @@ fn check_delete_keys(def: &MethodDef, changes: &ConfigChanges) -> ApiResult<()> 
     if perr.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::params(perr))
+        Err(ErrorReply::params(perr))
     }
 }
 
 /// Checks on the config as it would be after the change.
-fn check_result(current: &BTreeMap<String, String>, changes: &ConfigChanges) -> ApiResult<()> {
+fn check_result(current: &BTreeMap<String, String>, changes: &ConfigChanges) -> ReplyResult<()> {
     let mut after = current.clone();
     for (k, v) in &changes.set {
         after.insert(k.clone(), v.clone());
@@ -113,7 +113,7 @@ fn check_result(current: &BTreeMap<String, String>, changes: &ConfigChanges) -> 
     }
     check_balloon(&after)?;
     if let Some(dev) = missing_boot_device(&after) {
-        return Err(ApiError::param(
+        return Err(ErrorReply::param(
             "boot",
             format!("invalid bootorder: device '{dev}' does not exist'"),
         ));
@@ -128,7 +128,7 @@ fn spawn_worker(
     vmid: u32,
     changes: ConfigChanges,
     background_delay: bool,
-) -> ApiResult<Value> {
+) -> ReplyResult<Value> {
     let upid = sim.spawn(
         who,
         Spawn {

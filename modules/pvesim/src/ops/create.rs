@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
 use crate::vmconfig::{
@@ -27,7 +27,7 @@ pub struct CreateVm {
 }
 
 /// Checks the request and starts the `qmcreate` worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ReplyResult<String> {
     let CreateVm {
         node,
         vmid,
@@ -45,12 +45,12 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ApiResult<String>
             .require(who, &vm_path(vmid), &["VM.Allocate"], false)?;
     }
     if restore {
-        return Err(ApiError::die(
+        return Err(ErrorReply::die(
             "pvesim: restore from archive is not simulated",
         ));
     }
     if let Some(other) = sim.vms.get(&vmid) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "unable to create VM {vmid} - VM {vmid} already exists on node '{}'",
             other.node
         )));

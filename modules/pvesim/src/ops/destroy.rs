@@ -2,7 +2,7 @@
 //! and lock checks, then the `qmdestroy` worker frees the disks and removes the VM.
 
 use crate::auth::Principal;
-use crate::error::{locked, ApiError, ApiResult};
+use crate::error::{locked, ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
 use crate::vmconfig::is_drive_key;
@@ -19,22 +19,22 @@ pub struct DestroyVm {
 }
 
 /// Checks the request and starts the `qmdestroy` worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, req: DestroyVm) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, req: DestroyVm) -> ReplyResult<String> {
     let (node, vmid) = (req.node, req.vmid);
     let skip = skiplock_allowed(who, req.skiplock)?;
     let vm = sim.vm(&node, vmid)?.clone();
     if vm.conf.get("protection").map(|p| p == "1").unwrap_or(false) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "can't remove VM {vmid} - protection mode enabled"
         )));
     }
     if vm.ha && !req.purge {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "unable to remove VM {vmid} - used in HA resources and purge parameter not set."
         )));
     }
     if vm.running() {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "VM {vmid} is running - destroy failed"
         )));
     }

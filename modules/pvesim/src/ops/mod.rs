@@ -17,7 +17,7 @@ pub mod upload;
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
 use crate::sim::Sim;
 use crate::vmconfig::{
@@ -30,18 +30,18 @@ pub fn vm_path(vmid: u32) -> String {
 }
 
 /// `skiplock` is root's privilege.
-pub fn skiplock_allowed(who: &Principal, requested: bool) -> ApiResult<bool> {
+pub fn skiplock_allowed(who: &Principal, requested: bool) -> ReplyResult<bool> {
     if requested && !who.is_root() {
-        return Err(ApiError::perm("Only root may use this option."));
+        return Err(ErrorReply::perm("Only root may use this option."));
     }
     Ok(requested)
 }
 
 /// A `digest` given with the request must match the VM's current config.
-pub fn check_digest(sim: &Sim, vm: &Vm, digest: Option<&str>) -> ApiResult<()> {
+pub fn check_digest(sim: &Sim, vm: &Vm, digest: Option<&str>) -> ReplyResult<()> {
     if let Some(d) = digest {
         if d != sim.digest(vm) {
-            return Err(ApiError::die(
+            return Err(ErrorReply::die(
                 "checksum mismatch (file change by other user?)",
             ));
         }
@@ -59,7 +59,7 @@ pub fn normalise(
     vmid: u32,
     keys: &mut BTreeMap<String, String>,
     creating: bool,
-) -> ApiResult<()> {
+) -> ReplyResult<()> {
     let mut errors = BTreeMap::new();
     for (k, v) in keys.iter_mut() {
         if is_net_key(k) {
@@ -75,7 +75,7 @@ pub fn normalise(
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::params(errors))
+        Err(ErrorReply::params(errors))
     }
 }
 
@@ -89,12 +89,12 @@ fn check_drive(
     key: &str,
     value: &str,
     creating: bool,
-) -> ApiResult<Option<String>> {
+) -> ReplyResult<Option<String>> {
     let d = parse_drive(key, value);
     let file = d.get("file").unwrap_or_default().to_string();
     if let Some((sid, _)) = alloc_request(&file) {
         if sim.storage(node, sid).is_none() {
-            return Err(ApiError::die(format!("storage '{sid}' does not exist")));
+            return Err(ErrorReply::die(format!("storage '{sid}' does not exist")));
         }
         sim.access.require(
             who,
@@ -106,7 +106,7 @@ fn check_drive(
         // Checked by the qmcreate task.
     } else if is_cdrom(&d) {
         if file != "none" && file != "cdrom" && !sim.volume_exists(node, &file) {
-            return Err(ApiError::die(format!("volume {file} does not exist")));
+            return Err(ErrorReply::die(format!("volume {file} does not exist")));
         }
     } else if let Some((sid, name)) = split_volid(&file) {
         // Attaching an existing volume: it must exist and belong to this VM.
@@ -121,10 +121,10 @@ fn check_drive(
     Ok(None)
 }
 
-pub fn check_balloon(conf: &BTreeMap<String, String>) -> ApiResult<()> {
+pub fn check_balloon(conf: &BTreeMap<String, String>) -> ReplyResult<()> {
     if let Some(b) = conf.get("balloon").and_then(|b| b.parse::<u64>().ok()) {
         if b > memory_mib(conf.get("memory").map(String::as_str)) {
-            return Err(ApiError::die(
+            return Err(ErrorReply::die(
                 "balloon value too large (must be smaller than assigned memory)",
             ));
         }
@@ -133,10 +133,10 @@ pub fn check_balloon(conf: &BTreeMap<String, String>) -> ApiResult<()> {
 }
 
 /// The `pool` of a create or clone, which must exist.
-pub fn existing_pool(sim: &Sim, pool: Option<String>) -> ApiResult<Option<String>> {
+pub fn existing_pool(sim: &Sim, pool: Option<String>) -> ReplyResult<Option<String>> {
     match pool {
         Some(p) if !sim.pools.contains_key(&p) => {
-            Err(ApiError::die(format!("pool '{p}' does not exist")))
+            Err(ErrorReply::die(format!("pool '{p}' does not exist")))
         }
         other => Ok(other),
     }

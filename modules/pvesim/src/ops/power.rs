@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::auth::Principal;
-use crate::error::{locked, ApiError, ApiResult};
+use crate::error::{locked, ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
@@ -31,7 +31,7 @@ const PAUSED: &str = "VM is paused - cannot shutdown";
 const POWERDOWN_TIMEOUT: &str = "VM quit/powerdown failed - got timeout";
 
 /// Checks the request and starts the worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, req: PowerAction) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, req: PowerAction) -> ReplyResult<String> {
     let skip = skiplock_allowed(who, req.skiplock)?;
     let vm = sim.vm(&req.node, req.vmid)?.clone();
     let (kind, action, secs) = match req.action.as_str() {
@@ -45,7 +45,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: PowerAction) -> ApiResult<Stri
         "shutdown" => shutdown_task(&vm, &req, skip)?,
         "reboot" | "reset" | "suspend" | "resume" => running_vm_task(&vm, &req, skip)?,
         other => {
-            return Err(ApiError::not_implemented(format!(
+            return Err(ErrorReply::not_implemented(format!(
                 "Method 'POST /nodes/{}/qemu/{}/status/{other}' not implemented",
                 req.node, req.vmid
             )))
@@ -96,10 +96,10 @@ fn stop_task(vm: &Vm) -> Task {
     }
 }
 
-fn shutdown_task(vm: &Vm, req: &PowerAction, skip: bool) -> ApiResult<Task> {
+fn shutdown_task(vm: &Vm, req: &PowerAction, skip: bool) -> ReplyResult<Task> {
     let (vmid, force) = (vm.vmid, req.force_stop);
     if vm.state == RunState::Paused && !force {
-        return Err(ApiError::die(PAUSED));
+        return Err(ErrorReply::die(PAUSED));
     }
     Sim::check_lock(vm, skip)?;
     // A guest that ignores ACPI keeps the task running until the timeout.
@@ -116,14 +116,14 @@ fn shutdown_task(vm: &Vm, req: &PowerAction, skip: bool) -> ApiResult<Task> {
 }
 
 /// reboot, reset, suspend, resume: only on a running VM.
-fn running_vm_task(vm: &Vm, req: &PowerAction, skip: bool) -> ApiResult<Task> {
+fn running_vm_task(vm: &Vm, req: &PowerAction, skip: bool) -> ReplyResult<Task> {
     let vmid = vm.vmid;
     let action = req.action.as_str();
     if !vm.running() {
-        return Err(ApiError::die(format!("VM {vmid} not running")));
+        return Err(ErrorReply::die(format!("VM {vmid} not running")));
     }
     if action == "reboot" && vm.state == RunState::Paused {
-        return Err(ApiError::die(PAUSED));
+        return Err(ErrorReply::die(PAUSED));
     }
     if action != "resume" {
         Sim::check_lock(vm, skip)?;

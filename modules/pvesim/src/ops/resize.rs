@@ -2,7 +2,7 @@
 //! the `resize` worker grows the volume if the storage has room.
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{format_size, parse_size};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
@@ -22,7 +22,7 @@ pub struct ResizeDisk {
 }
 
 /// Checks the request and starts the `resize` worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, req: ResizeDisk) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, req: ResizeDisk) -> ReplyResult<String> {
     let ResizeDisk {
         node,
         vmid,
@@ -38,10 +38,10 @@ pub fn start(sim: &mut Sim, who: &Principal, req: ResizeDisk) -> ApiResult<Strin
     let value = vm
         .conf
         .get(&disk)
-        .ok_or_else(|| ApiError::die(format!("disk '{disk}' does not exist")))?;
+        .ok_or_else(|| ErrorReply::die(format!("disk '{disk}' does not exist")))?;
     let d = parse_drive(&disk, value);
     if is_cdrom(&d) {
-        return Err(ApiError::die("you can't resize a cdrom"));
+        return Err(ErrorReply::die("you can't resize a cdrom"));
     }
     let cur = d
         .get("file")
@@ -49,9 +49,9 @@ pub fn start(sim: &mut Sim, who: &Principal, req: ResizeDisk) -> ApiResult<Strin
         .and_then(|(s, n)| sim.storage(&node, s)?.volumes.get(n).map(|v| v.size))
         .or_else(|| d.get("size").and_then(parse_size))
         .unwrap_or(0);
-    let size = resize_target(&size, cur).map_err(|e| ApiError::param("size", e.to_string()))?;
+    let size = resize_target(&size, cur).map_err(|e| ErrorReply::param("size", e.to_string()))?;
     if size < cur {
-        return Err(ApiError::die("shrinking disks is not supported"));
+        return Err(ErrorReply::die("shrinking disks is not supported"));
     }
     Ok(sim.spawn(
         who,

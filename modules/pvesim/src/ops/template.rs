@@ -2,7 +2,7 @@
 //! VM becomes a template in the `qmtemplate` worker.
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action};
 
@@ -10,14 +10,14 @@ const RUNNING: &str = "you can't convert a VM to template if VM is running";
 const ALREADY: &str = "you can't convert a template to a template";
 
 /// Checks the request and starts the `qmtemplate` worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, node: String, vmid: u32) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, node: String, vmid: u32) -> ReplyResult<String> {
     let vm = sim.vm(&node, vmid)?.clone();
     Sim::check_lock(&vm, false)?;
     if vm.is_template() {
-        return Err(ApiError::die(ALREADY));
+        return Err(ErrorReply::die(ALREADY));
     }
     if vm.running() {
-        return Err(ApiError::die(RUNNING));
+        return Err(ErrorReply::die(RUNNING));
     }
     Ok(sim.spawn(
         who,

@@ -4,7 +4,7 @@
 use sha2::Digest;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::Volume;
 use crate::server::Upload;
 use crate::sim::{Sim, Spawn};
@@ -34,7 +34,7 @@ pub struct NewFile {
 }
 
 /// Checks the upload and starts the `imgcopy` worker; returns its UPID.
-pub fn start(sim: &mut Sim, who: &Principal, req: UploadFile) -> ApiResult<String> {
+pub fn start(sim: &mut Sim, who: &Principal, req: UploadFile) -> ReplyResult<String> {
     let UploadFile {
         node,
         storage: sid,
@@ -44,21 +44,21 @@ pub fn start(sim: &mut Sim, who: &Principal, req: UploadFile) -> ApiResult<Strin
     } = &req;
     let st = sim
         .storage(node, sid)
-        .ok_or_else(|| ApiError::die(format!("storage '{sid}' does not exist")))?;
+        .ok_or_else(|| ErrorReply::die(format!("storage '{sid}' does not exist")))?;
     if !matches!(content.as_str(), "iso" | "vztmpl" | "import") {
-        return Err(ApiError::param(
+        return Err(ErrorReply::param(
             "content",
             format!("upload content type '{content}' not allowed"),
         ));
     }
     if !st.is_file_based() {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "can't upload to storage type '{}', not a file based storage!",
             st.kind
         )));
     }
     if !st.content.contains(content) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "storage '{sid}' does not support '{content}' content"
         )));
     }
@@ -69,7 +69,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: UploadFile) -> ApiResult<Strin
         .unwrap_or_default()
         .to_string();
     if !extension_ok(content, &fname) {
-        return Err(ApiError::param("filename", "wrong file extension"));
+        return Err(ErrorReply::param("filename", "wrong file extension"));
     }
     let checksum_error = checksum_error(&req)?;
     let size = file.data.len() as u64;
@@ -107,7 +107,7 @@ fn extension_ok(content: &str, fname: &str) -> bool {
 }
 
 /// The worker's error when the given checksum does not match the data.
-fn checksum_error(req: &UploadFile) -> ApiResult<Option<String>> {
+fn checksum_error(req: &UploadFile) -> ReplyResult<Option<String>> {
     let data = &req.file.data;
     match (&req.checksum, &req.checksum_algorithm) {
         (Some(want), Some(alg)) => {
@@ -123,7 +123,7 @@ fn checksum_error(req: &UploadFile) -> ApiResult<Option<String>> {
             Ok((got != want.to_lowercase())
                 .then(|| format!("checksum mismatch: got '{got}' != expect '{want}'")))
         }
-        (Some(_), None) => Err(ApiError::param(
+        (Some(_), None) => Err(ErrorReply::param(
             "checksum-algorithm",
             "parameter is required with 'checksum'",
         )),

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{flock_timeout, locked, ApiError, ApiResult};
+use crate::error::{flock_timeout, locked, ErrorReply, ReplyResult};
 use crate::model::Vm;
 use crate::tasks::Action;
 
@@ -16,7 +16,7 @@ impl Sim {
     /// Fails while another worker holds the VM's config file lock. `busy_until` tells the
     /// server to wait and retry: until the holder is done, or until the (scaled) lock
     /// timeout has passed, after which the retry fails with PVE's `got timeout`.
-    pub fn check_flock(&self, vmid: u32, waited_since: Instant) -> ApiResult<()> {
+    pub fn check_flock(&self, vmid: u32, waited_since: Instant) -> ReplyResult<()> {
         let now = self.now();
         let Some(until) = self
             .vms
@@ -27,7 +27,7 @@ impl Sim {
             return Ok(());
         };
         let deadline = waited_since + self.lock_timeout();
-        let mut busy = ApiError::die(flock_timeout(vmid));
+        let mut busy = ErrorReply::die(flock_timeout(vmid));
         if until <= deadline {
             busy.busy_until = Some(until);
             return Err(busy);
@@ -38,18 +38,18 @@ impl Sim {
         Err(busy)
     }
 
-    pub fn check_lock(vm: &Vm, skiplock: bool) -> ApiResult<()> {
+    pub fn check_lock(vm: &Vm, skiplock: bool) -> ReplyResult<()> {
         match vm.lock() {
-            Some(l) if !skiplock => Err(ApiError::die(locked(l))),
+            Some(l) if !skiplock => Err(ErrorReply::die(locked(l))),
             _ => Ok(()),
         }
     }
 
-    pub fn require_quorum(&self) -> ApiResult<()> {
+    pub fn require_quorum(&self) -> ReplyResult<()> {
         if self.opts.quorate {
             Ok(())
         } else {
-            Err(ApiError::die("cluster not ready - no quorum?"))
+            Err(ErrorReply::die("cluster not ready - no quorum?"))
         }
     }
 

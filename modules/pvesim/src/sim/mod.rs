@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Access;
-use crate::error::{no_such_vm, ApiResult};
+use crate::error::{no_such_vm, ReplyResult};
 use crate::faults::{Fault, Faults};
 use crate::model::{ClusterSeed, Node, Pool, Storage, Vm};
 use crate::tasks::Task;
@@ -221,13 +221,13 @@ impl Sim {
     }
 
     /// A VM on `node`; a VM elsewhere or missing gives PVE's "does not exist" 500.
-    pub fn vm(&self, node: &str, vmid: u32) -> ApiResult<&Vm> {
+    pub fn vm(&self, node: &str, vmid: u32) -> ReplyResult<&Vm> {
         self.vms
             .get(&vmid)
             .filter(|v| v.node == node)
             .ok_or_else(|| no_such_vm(node, vmid))
     }
-    pub fn vm_mut(&mut self, node: &str, vmid: u32) -> ApiResult<&mut Vm> {
+    pub fn vm_mut(&mut self, node: &str, vmid: u32) -> ReplyResult<&mut Vm> {
         self.vms
             .get_mut(&vmid)
             .filter(|v| v.node == node)
