@@ -277,8 +277,13 @@ fn invalid_seeds_are_rejected_with_a_reason() {
     let bad =
         Seed::from_yaml("nodes: [{name: a, storages: []}]\nvms: [{vmid: 1, node: b}]\n").unwrap();
     let err = Simulator::start(Config::with_seed(bad)).err().unwrap();
-    assert_eq!(err, "vm 1: unknown node b");
+    assert_eq!(err.to_string(), "vm 1: unknown node b");
+    assert!(matches!(
+        err,
+        pvesim::StartError::Seed(pvesim::SeedError::VmNode { vmid: 1, .. })
+    ));
     assert!(Seed::from_yaml("nodes: [{name: a, bogus: 1}]")
         .unwrap_err()
+        .to_string()
         .contains("bogus"));
 }

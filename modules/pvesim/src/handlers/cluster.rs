@@ -9,11 +9,11 @@ use crate::sim::Sim;
 use crate::vmconfig::{is_cdrom, is_drive_key, parse_drive, split_volid};
 
 pub fn version(ctx: &mut Ctx) -> ReplyResult<Value> {
-    let v = &ctx.sim.cluster.version;
-    let release: String = v.split('.').take(2).collect::<Vec<_>>().join(".");
-    Ok(
-        json!({"version": v, "release": release, "repoid": "b5b5e27f1d43a2c9", "console": "xtermjs"}),
-    )
+    let v = ctx.sim.version;
+    Ok(json!({
+        "version": v.to_string(), "release": v.release(),
+        "repoid": "b5b5e27f1d43a2c9", "console": "xtermjs",
+    }))
 }
 
 pub fn nextid(ctx: &mut Ctx) -> ReplyResult<Value> {
@@ -220,7 +220,7 @@ pub fn node_status(ctx: &mut Ctx) -> ReplyResult<Value> {
         "rootfs": {"total": 100u64 << 30, "used": 8u64 << 30, "free": 92u64 << 30, "avail": 92u64 << 30},
         "loadavg": ["0.10", "0.08", "0.05"],
         "uptime": sim.started_secs() + 86400,
-        "pveversion": format!("pve-manager/{}/b5b5e27f1d43a2c9", sim.cluster.version),
+        "pveversion": format!("pve-manager/{}/b5b5e27f1d43a2c9", sim.version),
         "kversion": "Linux 6.14.8-2-pve #1 SMP PREEMPT_DYNAMIC PMX 6.14.8-2",
         "boot-info": {"mode": "efi", "secureboot": 0},
         "current-kernel": {"sysname": "Linux", "release": "6.14.8-2-pve", "machine": "x86_64"},

@@ -4,6 +4,7 @@
 
 mod locks;
 mod seed;
+pub mod version;
 mod volumes;
 mod worker;
 
@@ -14,11 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Access;
 use crate::error::{no_such_vm, ReplyResult};
-use crate::faults::{Fault, Faults};
+use crate::faults::{Fault, FaultError, Faults};
 use crate::model::{ClusterSeed, Node, Pool, Storage, Vm};
 use crate::tasks::Task;
 use crate::vmconfig::{parse_net, print_net, random_mac, render, sha1_hex};
 
+pub use seed::SeedError;
+pub use version::{Generation, PveVersion};
 pub use worker::Spawn;
 
 /// Behaviour switches (CLI flags, `PUT /_pvesim/options`, `SimHandle::set_options`).
@@ -104,6 +107,8 @@ pub fn redact(params: &mut BTreeMap<String, String>) {
 
 pub struct Sim {
     pub opts: Options,
+    /// The PVE release played (from the seed's `cluster.version`).
+    pub version: PveVersion,
     pub cluster: ClusterSeed,
     pub nodes: BTreeMap<String, Node>,
     /// Storage instances keyed by `node/id`, or `*/id` for shared ones.
@@ -239,28 +244,19 @@ impl Sim {
     }
 
     /// Applies an injected state fault.
-    pub fn apply_fault(&mut self, f: Fault) -> Result<(), String> {
+    pub fn apply_fault(&mut self, f: Fault) -> Result<(), FaultError> {
         match f {
             Fault::NodeOffline { node, offline } => {
-                let n = self
-                    .nodes
-                    .get_mut(&node)
-                    .ok_or_else(|| format!("no node '{node}'"))?;
+                let n = self.nodes.get_mut(&node).ok_or(FaultError::NoNode(node))?;
                 n.online = !offline;
             }
             Fault::StaleLock { vmid, lock } => {
-                let vm = self
-                    .vms
-                    .get_mut(&vmid)
-                    .ok_or_else(|| format!("no VM {vmid}"))?;
+                let vm = self.vms.get_mut(&vmid).ok_or(FaultError::NoVm(vmid))?;
                 vm.conf.insert("lock".into(), lock);
             }
             Fault::HoldFileLock { vmid, seconds } => {
                 let until = self.now() + Duration::from_secs_f64(seconds.max(0.0));
-                let vm = self
-                    .vms
-                    .get_mut(&vmid)
-                    .ok_or_else(|| format!("no VM {vmid}"))?;
+                let vm = self.vms.get_mut(&vmid).ok_or(FaultError::NoVm(vmid))?;
                 vm.flock_until = Some(until);
             }
             Fault::FillStorage {
@@ -268,9 +264,12 @@ impl Sim {
                 storage,
                 free,
             } => {
-                let st = self
-                    .storage_mut(&node, &storage)
-                    .ok_or_else(|| format!("no storage '{storage}' on node '{node}'"))?;
+                let st =
+                    self.storage_mut(&node, &storage)
+                        .ok_or_else(|| FaultError::NoStorage {
+                            node: node.clone(),
+                            storage: storage.clone(),
+                        })?;
                 let vols: u64 = st.volumes.values().map(|v| v.size).sum();
                 st.other_used = st.total.saturating_sub(vols).saturating_sub(free);
             }
