@@ -28,6 +28,10 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// Parses `64G`, `512M`, `1.5T`, `1024` (bytes) into bytes.
+///
+/// pvesim keeps its own size (and property-string) parsing on purpose: the simulator must
+/// not share the client's (`pve-types`) assumptions, or a bug there would be mirrored here
+/// and no test would see it. It follows qemu-server's behaviour, not our client's.
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let (num, unit) = match s.char_indices().last()? {

@@ -63,12 +63,24 @@ fn flag(v: Option<&Value>) -> bool {
     }
 }
 
+/// The embedded schema subset is malformed (a build-time mistake).
+#[derive(Debug, thiserror::Error)]
+enum SchemaError {
+    #[error("schema is not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("schema entry without {0}")]
+    Missing(&'static str),
+}
+
 impl Schema {
-    fn parse(text: &str) -> Result<Schema, String> {
-        let entries: Vec<Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    fn parse(text: &str) -> Result<Schema, SchemaError> {
+        let entries: Vec<Value> = serde_json::from_str(text)?;
         let mut routes = Vec::new();
         for e in entries {
-            let path = e["path"].as_str().ok_or("path")?.to_string();
+            let path = e["path"]
+                .as_str()
+                .ok_or(SchemaError::Missing("path"))?
+                .to_string();
             let segments = path
                 .split('/')
                 .filter(|s| !s.is_empty())
@@ -81,7 +93,10 @@ impl Schema {
                 })
                 .collect();
             let mut methods = HashMap::new();
-            for (m, def) in e["methods"].as_object().ok_or("methods")? {
+            for (m, def) in e["methods"]
+                .as_object()
+                .ok_or(SchemaError::Missing("methods"))?
+            {
                 let params = &def["parameters"];
                 methods.insert(
                     m.clone(),
@@ -372,7 +387,7 @@ pub fn is_number(s: &str) -> bool {
 /// Validates a property string against its sub-schema: keys, aliases, required keys and
 /// each sub-value.
 pub fn check_prop_string(fmt: &Map<String, Value>, text: &str) -> Result<(), String> {
-    let ps = propstr::parse(fmt, text)?;
+    let ps = propstr::parse(fmt, text).map_err(|e| e.to_string())?;
     let mut errs = Vec::new();
     for (k, v) in &ps.items {
         if let Some(sub) = fmt.get(k) {

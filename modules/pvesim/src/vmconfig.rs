@@ -269,14 +269,19 @@ pub fn privilege_for(key: &str, value: Option<&str>) -> &'static str {
     }
 }
 
+/// A size pvesim cannot read (`64G`, `+10G`, bytes).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid size '{0}'")]
+pub struct SizeError(pub String);
+
 /// Resize target: `+10G` (relative) or `130G` (absolute), in bytes.
-pub fn resize_target(spec: &str, current: u64) -> Result<u64, String> {
+pub fn resize_target(spec: &str, current: u64) -> Result<u64, SizeError> {
     let (rel, rest) = match spec.strip_prefix('+') {
         Some(r) => (true, r),
         None => (false, spec),
     };
     // A bare number means bytes in the resize API.
-    let n = crate::model::parse_size(rest).ok_or_else(|| format!("invalid size '{spec}'"))?;
+    let n = crate::model::parse_size(rest).ok_or_else(|| SizeError(spec.to_string()))?;
     Ok(if rel { current + n } else { n })
 }
 
