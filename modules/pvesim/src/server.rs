@@ -273,18 +273,21 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
     parse_form(&query, &mut params);
 
     let arrived = Instant::now();
+    let mut lock_waits = 0;
     loop {
-        let outcome = process(
-            &shared,
-            &method,
-            &api_path,
-            &parts.headers,
-            params.clone(),
-            upload.clone(),
+        let attempt = Attempt {
+            method: &method,
+            api_path: &api_path,
+            headers: &parts.headers,
             arrived,
-        );
+            lock_waits,
+        };
+        let outcome = process(&shared, &attempt, params.clone(), upload.clone());
         match outcome {
-            Outcome::Retry(wait) => tokio::time::sleep(wait).await,
+            Outcome::Retry(wait) => {
+                lock_waits += 1;
+                tokio::time::sleep(wait).await
+            }
             Outcome::Done { resp, delay } => {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
@@ -319,139 +322,37 @@ fn record(
         params,
         user,
         status,
+        delay_ms: 0,
+        lock_waits: 0,
     });
+}
+
+/// What stays the same across a request's attempts.
+struct Attempt<'a> {
+    method: &'a str,
+    api_path: &'a str,
+    headers: &'a HeaderMap,
+    /// When the request first arrived (for lock-wait timeouts across retries).
+    arrived: Instant,
+    /// Earlier attempts that waited for a config file lock.
+    lock_waits: u32,
 }
 
 /// One attempt at a request under the state lock.
 fn process(
     shared: &Shared,
-    method: &str,
-    api_path: &str,
-    headers: &HeaderMap,
+    attempt: &Attempt,
     mut params: BTreeMap<String, Value>,
     upload: Option<Upload>,
-    arrived: Instant,
 ) -> Outcome {
+    let (method, api_path) = (attempt.method, attempt.api_path);
     let mut sim = shared.lock();
     sim.tick();
     let with_message = sim.opts.error_message;
     let mut delay = Duration::from_millis(sim.faults.take_latency(api_path));
     let mut user = None;
 
-    let result: ReplyResult<Reply> = (|| {
-        if let Some((status, msg)) = sim.faults.take_http_error(method, api_path) {
-            return Err(ErrorReply::new(status, msg));
-        }
-        let (def, vars) = match schema::schema().find(method, api_path) {
-            RouteMatch::Found(d, v) => (d, v),
-            RouteMatch::NoMethod | RouteMatch::NoPath => {
-                return Err(ErrorReply::not_implemented(format!(
-                    "Method '{method} {api_path}' not implemented"
-                )))
-            }
-        };
-        for (k, v) in vars {
-            match params.get(&k) {
-                Some(existing) if schema::value_str(existing) != v => {
-                    return Err(ErrorReply::param(
-                        &k,
-                        "duplicate parameter (already defined in URI) with conflicting values!",
-                    ))
-                }
-                _ => {
-                    params.insert(k, Value::String(v));
-                }
-            }
-        }
-        let world = def.permissions.get("user").and_then(Value::as_str) == Some("world");
-        let now = sim.unix_now();
-        let anonymous = Principal {
-            userid: String::new(),
-            tokenid: None,
-            via_ticket: false,
-        };
-        let who = match credentials(headers) {
-            // `/access/ticket` is open to the world; a stale cookie must not block a login.
-            _ if world => anonymous,
-            Creds::None => return Err(ErrorReply::new(401, "No ticket")),
-            Creds::Ticket(t) => {
-                let Some((userid, ttime)) = sim.access.verify_ticket(&t, now) else {
-                    return Err(ErrorReply::new(401, "authentication failure"));
-                };
-                // Uploads skip CSRF (they check Datastore.AllocateTemplate instead).
-                let is_upload = def.path.ends_with("/upload");
-                if method != "GET" && !is_upload {
-                    let csrf = header(headers, "csrfpreventiontoken");
-                    if !sim.access.check_csrf(&userid, ttime, csrf) {
-                        return Err(ErrorReply::new(
-                            401,
-                            "Permission denied - invalid csrf token",
-                        ));
-                    }
-                }
-                Principal {
-                    userid,
-                    tokenid: None,
-                    via_ticket: true,
-                }
-            }
-            Creds::Token(v) => match sim.access.verify_token(&v, now) {
-                Some(p) => p,
-                None => return Err(ErrorReply::new(401, "Authentication failed!")),
-            },
-        };
-        if !who.userid.is_empty() {
-            user = Some(who.auth_id());
-        }
-        if who.tokenid.is_some() && !def.allowtoken {
-            return Err(ErrorReply::perm(format!(
-                "URI '{api_path}' not available with API token, need proper ticket."
-            )));
-        }
-        if let Err(errors) = schema::validate(def, &params) {
-            return Err(ErrorReply::params(errors));
-        }
-        if def.proxyto_node {
-            let node = params
-                .get("node")
-                .map(schema::value_str)
-                .unwrap_or_default();
-            match sim.nodes.get(&node) {
-                None => {
-                    return Err(ErrorReply::die(format!(
-                        "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
-                    )))
-                }
-                Some(n) if !n.online => {
-                    return Err(ErrorReply::new(
-                        595,
-                        "Errors during connection establishment, proxy handshake: No route to host",
-                    ))
-                }
-                _ => {}
-            }
-        }
-        if method != "GET" && !world {
-            sim.require_quorum()?;
-        }
-        if let Some(check) = def.permissions.get("check") {
-            let flat: BTreeMap<String, String> = params
-                .iter()
-                .map(|(k, v)| (k.clone(), schema::value_str(v)))
-                .collect();
-            sim.access.eval_check(&who, check, &flat)?;
-        }
-        let mut ctx = new_ctx(
-            &mut sim,
-            def,
-            params.clone(),
-            headers,
-            upload.clone(),
-            arrived,
-            who,
-        );
-        handlers::dispatch(&mut ctx)
-    })();
+    let result = run(&mut sim, attempt, &mut params, upload, &mut user);
     sim.tick();
 
     if let Err(e) = &result {
@@ -464,6 +365,9 @@ fn process(
         Ok(_) => 200,
         Err(e) => e.status,
     };
+    if status == 401 {
+        delay += Duration::from_millis(sim.opts.auth_failure_delay_ms);
+    }
     let params_for_log = params
         .iter()
         .map(|(k, v)| (k.clone(), schema::value_str(v)))
@@ -475,6 +379,8 @@ fn process(
         params: params_for_log,
         user,
         status,
+        delay_ms: delay.as_millis() as u64,
+        lock_waits: attempt.lock_waits,
     });
     let resp = match result {
         Ok(reply) => {
@@ -483,14 +389,149 @@ fn process(
             body.extend(reply.extra);
             json_response(200, &Value::Object(body))
         }
-        Err(e) => {
-            if e.status == 401 {
-                delay += Duration::from_millis(sim.opts.auth_failure_delay_ms);
-            }
-            error_response(&e, with_message)
-        }
+        Err(e) => error_response(&e, with_message),
     };
     Outcome::Done { resp, delay }
+}
+
+/// Routes, authenticates, validates and dispatches one attempt.
+fn run(
+    sim: &mut Sim,
+    attempt: &Attempt,
+    params: &mut BTreeMap<String, Value>,
+    upload: Option<Upload>,
+    user: &mut Option<String>,
+) -> ReplyResult<Reply> {
+    let (method, api_path, headers, arrived) = (
+        attempt.method,
+        attempt.api_path,
+        attempt.headers,
+        attempt.arrived,
+    );
+    if let Some((status, msg)) = sim.faults.take_http_error(method, api_path) {
+        return Err(ErrorReply::new(status, msg));
+    }
+    let (def, vars) = match schema::schema().find(method, api_path) {
+        RouteMatch::Found(d, v) => (d, v),
+        RouteMatch::NoMethod | RouteMatch::NoPath => {
+            return Err(ErrorReply::not_implemented(format!(
+                "Method '{method} {api_path}' not implemented"
+            )))
+        }
+    };
+    for (k, v) in vars {
+        match params.get(&k) {
+            Some(existing) if schema::value_str(existing) != v => {
+                return Err(ErrorReply::param(
+                    &k,
+                    "duplicate parameter (already defined in URI) with conflicting values!",
+                ))
+            }
+            _ => {
+                params.insert(k, Value::String(v));
+            }
+        }
+    }
+    let world = def.permissions.get("user").and_then(Value::as_str) == Some("world");
+    let who = authenticate(sim, def, headers, method, world)?;
+    if !who.userid.is_empty() {
+        *user = Some(who.auth_id());
+    }
+    if who.tokenid.is_some() && !def.allowtoken {
+        return Err(ErrorReply::perm(format!(
+            "URI '{api_path}' not available with API token, need proper ticket."
+        )));
+    }
+    if let Err(errors) = schema::validate(def, params) {
+        return Err(ErrorReply::params(errors));
+    }
+    if def.proxyto_node {
+        let node = params
+            .get("node")
+            .map(schema::value_str)
+            .unwrap_or_default();
+        match sim.nodes.get(&node) {
+            None => {
+                return Err(ErrorReply::die(format!(
+                    "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
+                )))
+            }
+            Some(n) if !n.online => {
+                return Err(ErrorReply::new(
+                    595,
+                    "Errors during connection establishment, proxy handshake: No route to host",
+                ))
+            }
+            _ => {}
+        }
+    }
+    if method != "GET" && !world {
+        sim.require_quorum()?;
+    }
+    if let Some(check) = def.permissions.get("check") {
+        let flat: BTreeMap<String, String> = params
+            .iter()
+            .map(|(k, v)| (k.clone(), schema::value_str(v)))
+            .collect();
+        sim.access.eval_check(&who, check, &flat)?;
+    }
+    let mut ctx = new_ctx(
+        sim,
+        def,
+        params.clone(),
+        headers,
+        upload.clone(),
+        arrived,
+        who,
+    );
+    handlers::dispatch(&mut ctx)
+}
+
+/// Who sent the request: a ticket (cookie or header, CSRF-checked for writes) or a token;
+/// anonymous on the world-open `/access/ticket`.
+fn authenticate(
+    sim: &Sim,
+    def: &MethodDef,
+    headers: &HeaderMap,
+    method: &str,
+    world: bool,
+) -> ReplyResult<Principal> {
+    let now = sim.unix_now();
+    let anonymous = Principal {
+        userid: String::new(),
+        tokenid: None,
+        via_ticket: false,
+    };
+    match credentials(headers) {
+        // `/access/ticket` is open to the world; a stale cookie must not block a login.
+        _ if world => Ok(anonymous),
+        Creds::None => Err(ErrorReply::new(401, "No ticket")),
+        Creds::Ticket(t) => {
+            let Some((userid, ttime)) = sim.access.verify_ticket(&t, now) else {
+                return Err(ErrorReply::new(401, "authentication failure"));
+            };
+            // Uploads skip CSRF (they check Datastore.AllocateTemplate instead).
+            let is_upload = def.path.ends_with("/upload");
+            if method != "GET" && !is_upload {
+                let csrf = header(headers, "csrfpreventiontoken");
+                if !sim.access.check_csrf(&userid, ttime, csrf) {
+                    return Err(ErrorReply::new(
+                        401,
+                        "Permission denied - invalid csrf token",
+                    ));
+                }
+            }
+            Ok(Principal {
+                userid,
+                tokenid: None,
+                via_ticket: true,
+            })
+        }
+        Creds::Token(v) => match sim.access.verify_token(&v, now) {
+            Some(p) => Ok(p),
+            None => Err(ErrorReply::new(401, "Authentication failed!")),
+        },
+    }
 }
 
 fn new_ctx<'a>(

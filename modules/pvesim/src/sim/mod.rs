@@ -79,6 +79,14 @@ pub struct RequestRecord {
     /// Authenticated id (`user@realm` or `user@realm!token`), if any.
     pub user: Option<String>,
     pub status: u16,
+    /// Deliberate delay before the answer was sent, in milliseconds: an injected `latency`
+    /// fault plus the 401 delay (`auth_failure_delay_ms`).
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// How often the request was parked waiting for a VM's config file lock (held by a
+    /// worker or a `hold_file_lock` fault) before it was answered.
+    #[serde(default)]
+    pub lock_waits: u32,
 }
 
 impl RequestRecord {
