@@ -227,3 +227,10 @@ pub fn node_status(ctx: &mut Ctx) -> ReplyResult<Value> {
         "idle": 0, "wait": 0,
     }))
 }
+
+/// `GET /nodes/{node}/lxc` (pve-container `src/PVE/API2/LXC.pm`, `vmlist`): the containers
+/// the caller may audit. pvesim simulates no containers, so the list is empty; clients that
+/// inventory both kinds (community.proxmox's inventory plugin) need the route to exist.
+pub fn lxc_list(_ctx: &mut Ctx) -> ReplyResult<Value> {
+    Ok(json!([]))
+}

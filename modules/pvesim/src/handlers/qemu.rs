@@ -249,6 +249,18 @@ pub fn status_current(ctx: &mut Ctx) -> ReplyResult<Value> {
     Ok(o)
 }
 
+/// `GET /snapshot` (qemu-server `PVE/API2/Qemu.pm`, `snapshot_list`): one entry per
+/// snapshot, then `current`. pvesim takes no snapshots, so only `current` is listed.
+pub fn snapshot_list(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
+    Ok(json!([{
+        "name": "current",
+        "digest": ctx.sim.digest(vm),
+        "running": if vm.running() { 1 } else { 0 },
+        "description": "You are here!",
+    }]))
+}
+
 /// `POST /nodes/{node}/qemu`.
 pub fn create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let req = ops::create::CreateVm {
