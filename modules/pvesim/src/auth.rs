@@ -462,7 +462,7 @@ pub fn expand(tmpl: &str, params: &BTreeMap<String, String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{builtin_roles, Access, AclEntry, Principal, Token, User, TICKET_LIFETIME};
 
     fn access() -> Access {
         let mut a = Access {

@@ -230,7 +230,7 @@ impl Faults {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Fault, Faults, Scenario};
 
     #[test]
     fn task_failures_are_counted() {

@@ -81,7 +81,7 @@ pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, MultipartError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{boundary, parse};
 
     #[test]
     fn parses_fields_and_file() {

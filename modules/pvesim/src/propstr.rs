@@ -140,7 +140,7 @@ pub fn parse_loose(text: &str, default_key: &str) -> PropString {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{parse, parse_loose, Map, Value};
     use serde_json::json;
 
     fn net_format() -> Map<String, Value> {

@@ -518,7 +518,7 @@ pub fn config_format(key: &str) -> Option<&'static Map<String, Value>> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{lookup_prop, schema, validate, BTreeMap, MethodDef, Value};
     use serde_json::json;
 
     fn create() -> &'static MethodDef {

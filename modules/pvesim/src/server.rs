@@ -596,7 +596,7 @@ fn parse_upload(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{credentials, error_response, Creds, ErrorReply, HeaderMap, HeaderValue};
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

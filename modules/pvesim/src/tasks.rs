@@ -219,7 +219,7 @@ pub fn base_duration(kind: &str) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{decode_upid, encode_upid};
 
     #[test]
     fn upid_roundtrip() {

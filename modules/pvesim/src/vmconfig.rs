@@ -344,7 +344,11 @@ pub fn json_value(key: &str, value: &str) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{
+        alloc_request, applies_live, default_boot, is_drive_key, missing_boot_device,
+        normalize_tags, parse_drive, parse_net, print_net, random_mac, resize_target, schema,
+        BTreeMap,
+    };
 
     #[test]
     fn tags_are_normalised() {

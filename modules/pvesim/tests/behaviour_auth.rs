@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::*;
+use common::{start, start_with, Api, Auth, CI_TOKEN, ROOT_PASSWORD, ROOT_TOKEN};
 use pvesim::{Fault, Options};
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::*;
+use common::{agent, start, Api, ROOT_TOKEN};
 use pvesim::{Config, Fault, Scenario, Seed, Simulator, Tls};
 use serde_json::{json, Value};
 

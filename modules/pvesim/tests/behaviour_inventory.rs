@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::*;
+use common::{start, Api, CI_TOKEN};
 use serde_json::json;
 
 #[test]

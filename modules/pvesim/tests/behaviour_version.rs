@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::*;
+use common::{start, start_seed, Api};
 use pvesim::{Generation, PveVersion, Seed};
 
 #[test]

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::{enc, realtime, start, start_seed, start_with, Api};
 use pvesim::Options;
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use common::*;
+use common::{agent, ROOT_TOKEN};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pvesim");
 

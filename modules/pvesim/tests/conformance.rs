@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::*;
+use common::{enc, start, Api, Resp};
 use pvesim::schema::{schema, MethodDef};
 use serde_json::Value;
 
