@@ -4,6 +4,26 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+/// A worker's failure: the text it ends with (`exitstatus`, `TASK ERROR: …` in its log).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct TaskError(pub String);
+
+impl From<String> for TaskError {
+    fn from(s: String) -> Self {
+        TaskError(s)
+    }
+}
+
+impl From<&str> for TaskError {
+    fn from(s: &str) -> Self {
+        TaskError(s.to_string())
+    }
+}
+
+/// A worker's outcome: `Ok(warnings)` or its failure.
+pub type TaskResult = Result<u32, TaskError>;
+
 /// One config update as the API received it: staged into `[PENDING]` under the config lock.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigChanges {

@@ -7,7 +7,7 @@ use crate::auth::Principal;
 use crate::error::{locked, ErrorReply, ReplyResult};
 use crate::model::{format_size, Vm};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskError, TaskResult};
 use crate::vmconfig::{
     is_cdrom, is_drive_key, is_net_key, parse_drive, parse_net, print_drive, print_net, random_mac,
     split_volid, uuid_v4,
@@ -215,15 +215,15 @@ pub fn finish(
     storage: Option<String>,
     format: Option<String>,
     log: &mut Vec<String>,
-) -> Result<u32, String> {
-    let fail = |sim: &mut Sim, e: String| {
+) -> TaskResult {
+    let fail = |sim: &mut Sim, e: TaskError| {
         sim.vms.remove(&newid);
-        Err(format!("clone failed: {e}"))
+        Err(format!("clone failed: {e}").into())
     };
     let Some(source) = sim.vms.get(&src).cloned() else {
         return fail(
             sim,
-            format!("Configuration file 'nodes/?/qemu-server/{src}.conf' does not exist"),
+            format!("Configuration file 'nodes/?/qemu-server/{src}.conf' does not exist").into(),
         );
     };
     let target = sim
@@ -290,7 +290,7 @@ fn copy_config(
     sim: &mut Sim,
     c: &DiskCopy,
     log: &mut Vec<String>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, TaskError> {
     let mut conf = BTreeMap::new();
     let mut allocated: Vec<(String, String)> = Vec::new();
     for (k, v) in &c.source.conf {
@@ -338,7 +338,7 @@ fn copy_disk(
     k: &str,
     v: &str,
     log: &mut Vec<String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, TaskError> {
     let d = parse_drive(k, v);
     if is_cdrom(&d) {
         return Ok(None);
@@ -352,7 +352,7 @@ fn copy_disk(
         .map(|v| v.size)
         .unwrap_or(0);
     if !c.full && !c.source.is_template() {
-        return Err("clone_image only works on base images".to_string());
+        return Err("clone_image only works on base images".into());
     }
     let dst = c.storage.unwrap_or(sid).to_string();
     let mut nd = d.clone();

@@ -11,7 +11,7 @@ use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::schema::{lookup_prop, MethodDef};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action, ConfigChanges};
+use crate::tasks::{base_duration, Action, ConfigChanges, TaskError, TaskResult};
 use crate::vmconfig::{
     alloc_request, applies_live, is_cdrom, is_drive_key, missing_boot_device, parse_drive,
     privilege_for,
@@ -74,7 +74,7 @@ pub fn apply(
     sim.check_flock(vmid, req.arrived)?;
     sim.vm_mut(&node, vmid)?.stage(&changes);
     let mut log = Vec::new();
-    apply_pending(sim, vmid, false, &mut log).map_err(ErrorReply::die)?;
+    apply_pending(sim, vmid, false, &mut log).map_err(|e| ErrorReply::die(e.0))?;
     Ok(Value::Null)
 }
 
@@ -157,7 +157,7 @@ pub fn finish(
     vmid: u32,
     changes: &ConfigChanges,
     log: &mut Vec<String>,
-) -> Result<u32, String> {
+) -> TaskResult {
     sim.vms
         .get_mut(&vmid)
         .ok_or_else(|| format!("Configuration file 'qemu-server/{vmid}.conf' does not exist"))?
@@ -173,7 +173,7 @@ pub fn apply_pending(
     vmid: u32,
     all: bool,
     log: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), TaskError> {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?.clone();
     let node = vm.node.clone();
     let live_all = all || !vm.running();

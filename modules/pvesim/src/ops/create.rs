@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskError, TaskResult};
 use crate::vmconfig::{
     alloc_request, default_boot, is_cdrom, is_drive_key, normalize_tags, parse_drive, print_drive,
     uuid_v4,
@@ -80,7 +80,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ReplyResult<Strin
 }
 
 /// The `qmcreate` worker: allocates the staged disks, writes the config, optionally starts.
-pub fn finish(sim: &mut Sim, vmid: u32, start: bool, log: &mut Vec<String>) -> Result<u32, String> {
+pub fn finish(sim: &mut Sim, vmid: u32, start: bool, log: &mut Vec<String>) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?;
     let node = vm.node.clone();
     let spec = vm.staged.clone();
@@ -88,7 +88,7 @@ pub fn finish(sim: &mut Sim, vmid: u32, start: bool, log: &mut Vec<String>) -> R
         Ok(conf) => conf,
         Err(e) => {
             sim.vms.remove(&vmid);
-            return Err(format!("unable to create VM {vmid} - {e}"));
+            return Err(format!("unable to create VM {vmid} - {e}").into());
         }
     };
     let ha = conf.remove("ha-managed").map(|v| v == "1").unwrap_or(false);
@@ -126,10 +126,10 @@ fn allocate_disks(
     vmid: u32,
     spec: &BTreeMap<String, String>,
     log: &mut Vec<String>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, TaskError> {
     let mut conf = BTreeMap::new();
     let mut allocated: Vec<(String, String)> = Vec::new();
-    let mut fail = None;
+    let mut fail: Option<TaskError> = None;
     // BTreeMap order = alphabetical: efidisk0 gets disk-0 before scsi0, like PVE.
     for (k, v) in spec {
         if !is_drive_key(k) {
@@ -140,7 +140,7 @@ fn allocate_disks(
         if is_cdrom(&d) {
             let f = d.get("file").unwrap_or("none");
             if f != "none" && f != "cdrom" && !sim.volume_exists(node, f) {
-                fail = Some(format!("volume {f} does not exist"));
+                fail = Some(format!("volume {f} does not exist").into());
                 break;
             }
             conf.insert(k.clone(), print_drive(&d));
@@ -148,7 +148,7 @@ fn allocate_disks(
         }
         let f = d.get("file").unwrap_or_default().to_string();
         if alloc_request(&f).is_none() && !sim.volume_exists(node, &f) {
-            fail = Some(format!("volume {f} does not exist"));
+            fail = Some(format!("volume {f} does not exist").into());
             break;
         }
         match sim.allocate(node, vmid, k, d, false) {

@@ -4,7 +4,7 @@
 use crate::auth::Principal;
 use crate::error::{locked, ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskResult};
 use crate::vmconfig::is_drive_key;
 
 use super::skiplock_allowed;
@@ -59,16 +59,11 @@ pub fn start(sim: &mut Sim, who: &Principal, req: DestroyVm) -> ReplyResult<Stri
 
 /// The `qmdestroy` worker: frees the VM's volumes (and, if asked, every volume owned by its
 /// vmid) and removes it.
-pub fn finish(
-    sim: &mut Sim,
-    vmid: u32,
-    unreferenced: bool,
-    log: &mut Vec<String>,
-) -> Result<u32, String> {
+pub fn finish(sim: &mut Sim, vmid: u32, unreferenced: bool, log: &mut Vec<String>) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?.clone();
     if let Some(l) = vm.lock() {
         if l != "destroyed" {
-            return Err(locked(l));
+            return Err(locked(l).into());
         }
     }
     for (k, v) in vm.conf.iter().chain(vm.pending.iter()) {

@@ -8,7 +8,7 @@ use crate::auth::Principal;
 use crate::error::{locked, ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskResult};
 
 use super::skiplock_allowed;
 
@@ -170,14 +170,14 @@ pub fn power_off(sim: &mut Sim, vmid: u32) {
 
 /// Starts a VM: lock, template and node memory checks, pending changes applied, the guest
 /// agent up after its delay.
-pub fn start_vm(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> Result<u32, String> {
+pub fn start_vm(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?;
     if vm.running() {
-        return Err(format!("VM {vmid} already running"));
+        return Err(format!("VM {vmid} already running").into());
     }
     match vm.lock() {
         Some("suspended") | None => {}
-        Some(l) => return Err(locked(l)),
+        Some(l) => return Err(locked(l).into()),
     }
     if vm.is_template() {
         return Err("you can't start a vm if it's a template".into());
@@ -214,12 +214,7 @@ pub fn start_vm(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> Result<u32, 
     Ok(0)
 }
 
-pub fn finish_shutdown(
-    sim: &mut Sim,
-    vmid: u32,
-    force: bool,
-    log: &mut Vec<String>,
-) -> Result<u32, String> {
+pub fn finish_shutdown(sim: &mut Sim, vmid: u32, force: bool, log: &mut Vec<String>) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?;
     if !vm.running() {
         return Ok(0);
@@ -234,7 +229,7 @@ pub fn finish_shutdown(
     Ok(0)
 }
 
-pub fn finish_reboot(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> Result<u32, String> {
+pub fn finish_reboot(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?;
     if vm.ignore_shutdown {
         return Err(POWERDOWN_TIMEOUT.into());
@@ -244,7 +239,7 @@ pub fn finish_reboot(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> Result<
 }
 
 /// A reset restarts the guest: its agent is gone until it has booted again.
-pub fn finish_reset(sim: &mut Sim, vmid: u32) -> Result<u32, String> {
+pub fn finish_reset(sim: &mut Sim, vmid: u32) -> TaskResult {
     let delay = agent_delay_of(sim, vmid);
     let now = sim.effect_now();
     let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
@@ -253,7 +248,7 @@ pub fn finish_reset(sim: &mut Sim, vmid: u32) -> Result<u32, String> {
 }
 
 /// `todisk`: hibernate (stopped, `lock: suspended`); otherwise pause in memory.
-pub fn finish_pause(sim: &mut Sim, vmid: u32, todisk: bool) -> Result<u32, String> {
+pub fn finish_pause(sim: &mut Sim, vmid: u32, todisk: bool) -> TaskResult {
     if todisk {
         power_off(sim, vmid);
         let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
@@ -265,7 +260,7 @@ pub fn finish_pause(sim: &mut Sim, vmid: u32, todisk: bool) -> Result<u32, Strin
     Ok(0)
 }
 
-pub fn finish_resume(sim: &mut Sim, vmid: u32) -> Result<u32, String> {
+pub fn finish_resume(sim: &mut Sim, vmid: u32) -> TaskResult {
     let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
     if vm.state == RunState::Paused {
         vm.state = RunState::Running;
@@ -275,12 +270,7 @@ pub fn finish_resume(sim: &mut Sim, vmid: u32) -> Result<u32, String> {
 
 /// An HA request: the HA manager starts or stops the VM (a start that fails is retried by
 /// the manager, not reported by the task).
-pub fn finish_ha(
-    sim: &mut Sim,
-    vmid: u32,
-    start: bool,
-    log: &mut Vec<String>,
-) -> Result<u32, String> {
+pub fn finish_ha(sim: &mut Sim, vmid: u32, start: bool, log: &mut Vec<String>) -> TaskResult {
     log.push(format!(
         "Requesting HA {} for VM {vmid}",
         if start { "start" } else { "stop" }

@@ -5,7 +5,7 @@ use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{format_size, parse_size};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskResult};
 use crate::vmconfig::{is_cdrom, parse_drive, print_drive, resize_target, split_volid};
 
 use super::{check_digest, skiplock_allowed};
@@ -68,7 +68,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: ResizeDisk) -> ReplyResult<Str
 }
 
 /// The `resize` worker: grows the volume and the drive's `size`.
-pub fn finish(sim: &mut Sim, vmid: u32, disk: &str, size: u64) -> Result<u32, String> {
+pub fn finish(sim: &mut Sim, vmid: u32, disk: &str, size: u64) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?;
     let node = vm.node.clone();
     let value = vm
@@ -89,7 +89,8 @@ pub fn finish(sim: &mut Sim, vmid: u32, disk: &str, size: u64) -> Result<u32, St
     if size > cur && size - cur > st.avail() {
         return Err(format!(
             "error resizing volume '{sid}:{name}': not enough free space on storage '{sid}'"
-        ));
+        )
+        .into());
     }
     if let Some(v) = st.volumes.get_mut(&name) {
         v.size = size;

@@ -4,7 +4,7 @@
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskResult};
 
 const RUNNING: &str = "you can't convert a VM to template if VM is running";
 const ALREADY: &str = "you can't convert a template to a template";
@@ -34,7 +34,7 @@ pub fn start(sim: &mut Sim, who: &Principal, node: String, vmid: u32) -> ReplyRe
 }
 
 /// The `qmtemplate` worker (the VM may have changed since the request).
-pub fn finish(sim: &mut Sim, vmid: u32) -> Result<u32, String> {
+pub fn finish(sim: &mut Sim, vmid: u32) -> TaskResult {
     let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
     if vm.running() {
         return Err(RUNNING.into());

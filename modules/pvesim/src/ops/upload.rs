@@ -8,7 +8,7 @@ use crate::error::{ErrorReply, ReplyResult};
 use crate::model::Volume;
 use crate::server::Upload;
 use crate::sim::{Sim, Spawn};
-use crate::tasks::{base_duration, Action};
+use crate::tasks::{base_duration, Action, TaskResult};
 
 /// An upload as parsed by the handler (the file part is present).
 pub struct UploadFile {
@@ -136,9 +136,9 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// The `imgcopy` worker: stores the file if the storage has room.
-pub fn finish(sim: &mut Sim, f: NewFile, log: &mut Vec<String>) -> Result<u32, String> {
+pub fn finish(sim: &mut Sim, f: NewFile, log: &mut Vec<String>) -> TaskResult {
     if let Some(e) = f.checksum_error {
-        return Err(e);
+        return Err(e.into());
     }
     let now = sim.unix_now();
     let st = sim
@@ -149,7 +149,8 @@ pub fn finish(sim: &mut Sim, f: NewFile, log: &mut Vec<String>) -> Result<u32, S
         return Err(format!(
             "error during upload: write to '{}': No space left on device",
             f.name
-        ));
+        )
+        .into());
     }
     let format = if f.content == "iso" {
         "iso".into()

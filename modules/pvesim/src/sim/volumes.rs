@@ -7,6 +7,7 @@ use crate::vmconfig::{
 };
 
 use super::Sim;
+use crate::tasks::TaskError;
 
 impl Sim {
     // -- storage allocation ----------------------------------------------------
@@ -19,7 +20,7 @@ impl Sim {
         key: &str,
         mut drive: PropString,
         fallback_format: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, TaskError> {
         let file = drive.get("file").unwrap_or_default().to_string();
         let Some((sid, gib)) = alloc_request(&file) else {
             return Ok(print_drive(&drive));
@@ -29,9 +30,7 @@ impl Sim {
             .storage(node, &sid)
             .ok_or_else(|| format!("storage '{sid}' does not exist"))?;
         if !st.content.contains("images") {
-            return Err(format!(
-                "storage '{sid}' does not support content-type 'images'"
-            ));
+            return Err(format!("storage '{sid}' does not support content-type 'images'").into());
         }
         let (default_fmt, supported) = storage_formats(&st.kind);
         let fmt = match drive.remove("format") {
@@ -41,7 +40,8 @@ impl Sim {
                     format!("unsupported format '{f}' at /usr/share/perl5/PVE/Storage/LvmThinPlugin.pm line 102.")
                 } else {
                     format!("unsupported format '{f}'")
-                })
+                }
+                .into())
             }
             _ => default_fmt.to_string(),
         };
@@ -88,7 +88,8 @@ impl Sim {
                 _ => format!(
                     "unable to create image: qemu-img: {name}: Could not resize file: No space left on device (requested {need}G)"
                 ),
-            });
+            }
+            .into());
         }
         let now = self.unix_now();
         let st = self.storage_mut(node, &sid).unwrap();

@@ -2,7 +2,7 @@
 //! has come, and handing each finished task to its operation's effect in `crate::ops`.
 
 use crate::auth::Principal;
-use crate::tasks::{encode_upid, Action, Task};
+use crate::tasks::{encode_upid, Action, Task, TaskError, TaskResult};
 
 use super::Sim;
 use crate::ops;
@@ -126,7 +126,7 @@ impl Sim {
         let result = match injected {
             Some(msg) => {
                 self.cleanup_failed(&action);
-                Err(msg)
+                Err(TaskError(msg))
             }
             None => self.run_action(&action, &mut log),
         };
@@ -139,7 +139,7 @@ impl Sim {
         t.exitstatus = Some(match result {
             Ok(0) => "OK".to_string(),
             Ok(n) => format!("WARNINGS: {n}"),
-            Err(e) => e,
+            Err(TaskError(e)) => e,
         });
         t.warnings = 0;
         let ends_at = self.tasks[i].ends_at;
@@ -160,7 +160,7 @@ impl Sim {
     }
 
     /// Runs a task's effect (its operation's `finish`); Ok(warnings) or the task error.
-    fn run_action(&mut self, action: &Action, log: &mut Vec<String>) -> Result<u32, String> {
+    fn run_action(&mut self, action: &Action, log: &mut Vec<String>) -> TaskResult {
         match action.clone() {
             Action::None => Ok(0),
             Action::Create { vmid, start } => ops::create::finish(self, vmid, start, log),
