@@ -1,6 +1,7 @@
 //! The simulated cluster's state, clock and lookups. What each API operation checks and does
 //! lives in `crate::ops`; here are the pieces they share, one file each: `seed` (seed and dump),
-//! `worker` (tasks and their completion), `volumes` (allocation) and `locks` (config locks).
+//! `worker` (tasks and their completion), `volumes` (allocation), `locks` (config locks) and
+//! `version` (the PVE release played, which operations match on).
 
 mod locks;
 mod seed;
