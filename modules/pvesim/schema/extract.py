@@ -12,7 +12,7 @@ driven by upstream data.
 import json
 import sys
 
-# (path, [methods]) implemented by pvesim. Keep in sync with src/router.rs.
+# (path, [methods]) implemented by pvesim. Keep in sync with src/handlers/mod.rs.
 SUBSET = {
     "/version": ["GET"],
     "/access/ticket": ["POST"],
@@ -46,6 +46,8 @@ SUBSET = {
     "/nodes/{node}/qemu/{vmid}/status/resume": ["POST"],
     "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": ["GET"],
     "/nodes/{node}/qemu/{vmid}/agent/ping": ["POST"],
+    "/nodes/{node}/qemu/{vmid}/snapshot": ["GET"],
+    "/nodes/{node}/lxc": ["GET"],
     "/nodes/{node}/tasks": ["GET"],
     "/nodes/{node}/tasks/{upid}": ["DELETE"],
     "/nodes/{node}/tasks/{upid}/status": ["GET"],

@@ -20,32 +20,47 @@ use crate::faults::Fault;
 use crate::server::{json_response, Shared};
 use crate::sim::Options;
 
-fn bad(msg: impl Into<String>) -> Response<Full<Bytes>> {
-    json_response(400, &json!({"error": msg.into()}))
+fn bad(msg: impl std::fmt::Display) -> Response<Full<Bytes>> {
+    json_response(400, &json!({"error": msg.to_string()}))
 }
 
-pub fn parse_faults(body: &[u8]) -> Result<Vec<Fault>, String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
+/// A bad admin request body; the text is the `error` of the 400 answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("invalid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("invalid fault: {0}")]
+    Fault(#[source] serde_json::Error),
+    #[error("options must be a JSON object")]
+    NotObject,
+    #[error("{0}")]
+    Current(#[source] serde_json::Error),
+    #[error("invalid options: {0}")]
+    Options(#[source] serde_json::Error),
+}
+
+pub fn parse_faults(body: &[u8]) -> Result<Vec<Fault>, AdminError> {
+    let v: Value = serde_json::from_slice(body).map_err(AdminError::Json)?;
     let list = match v {
         Value::Array(a) => a,
         other => vec![other],
     };
     list.into_iter()
-        .map(|f| serde_json::from_value(f).map_err(|e| format!("invalid fault: {e}")))
+        .map(|f| serde_json::from_value(f).map_err(AdminError::Fault))
         .collect()
 }
 
 /// Merges a partial options object over the current options.
-pub fn merge_options(cur: &Options, patch: &[u8]) -> Result<Options, String> {
-    let patch: Value = serde_json::from_slice(patch).map_err(|e| format!("invalid JSON: {e}"))?;
-    let mut base = serde_json::to_value(cur).map_err(|e| e.to_string())?;
+pub fn merge_options(cur: &Options, patch: &[u8]) -> Result<Options, AdminError> {
+    let patch: Value = serde_json::from_slice(patch).map_err(AdminError::Json)?;
+    let mut base = serde_json::to_value(cur).map_err(AdminError::Current)?;
     let Value::Object(p) = patch else {
-        return Err("options must be a JSON object".into());
+        return Err(AdminError::NotObject);
     };
     for (k, v) in p {
         base[k] = v;
     }
-    serde_json::from_value(base).map_err(|e| format!("invalid options: {e}"))
+    serde_json::from_value(base).map_err(AdminError::Options)
 }
 
 pub fn handle(

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::error::ErrorReply;
 use crate::model::{AclEntry, Token, User};
 
 /// Who is calling.
@@ -335,7 +335,7 @@ impl Access {
         path: &str,
         privs: &[&str],
         any: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), ErrorReply> {
         let have = self.privs(who, path);
         let missing: Vec<&str> = privs
             .iter()
@@ -355,7 +355,7 @@ impl Access {
             } else {
                 missing.join(", ")
             };
-            Err(ApiError::perm(format!("{path}, {shown}")))
+            Err(ErrorReply::perm(format!("{path}, {shown}")))
         }
     }
 
@@ -365,7 +365,7 @@ impl Access {
         who: &Principal,
         check: &Value,
         params: &BTreeMap<String, String>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), ErrorReply> {
         let Some(list) = check.as_array() else {
             return Ok(());
         };
@@ -386,7 +386,7 @@ impl Access {
                         Some("require_param") => {
                             let p = list.get(i + 1).and_then(Value::as_str).unwrap_or_default();
                             if !params.contains_key(p) {
-                                return Err(ApiError::perm(format!("missing parameter '{p}'")));
+                                return Err(ErrorReply::perm(format!("missing parameter '{p}'")));
                             }
                         }
                         _ => {}
@@ -412,7 +412,7 @@ impl Access {
                         }
                     }
                 }
-                Err(first_err.unwrap_or_else(|| ApiError::perm("/")))
+                Err(first_err.unwrap_or_else(|| ErrorReply::perm("/")))
             }
             "userid-param" => {
                 let uid = params.get("userid").map(String::as_str).unwrap_or_default();
@@ -431,7 +431,7 @@ impl Access {
                 if who.tokenid.is_none() && who.userid == uid {
                     Ok(())
                 } else {
-                    Err(ApiError::perm("user mismatch"))
+                    Err(ErrorReply::perm("user mismatch"))
                 }
             }
             "userid-group" => {
@@ -462,7 +462,7 @@ pub fn expand(tmpl: &str, params: &BTreeMap<String, String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{builtin_roles, Access, AclEntry, Principal, Token, User, TICKET_LIFETIME};
 
     fn access() -> Access {
         let mut a = Access {

@@ -1,10 +1,13 @@
-//! API errors and how Proxmox renders them.
+//! `ErrorReply`: the HTTP error response a handler answers with (status, PVE's `die` text,
+//! per-parameter errors) — not a Rust error of the simulator itself; those are the
+//! `thiserror` enums next to the code that fails (`SeedError`, `FaultError`, …).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+/// An error answer as pve-http-server renders it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
+pub struct ErrorReply {
     pub status: u16,
     /// The `die` text; its first line becomes the HTTP reason phrase.
     pub message: String,
@@ -14,9 +17,9 @@ pub struct ApiError {
     pub busy_until: Option<Instant>,
 }
 
-impl ApiError {
+impl ErrorReply {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        ApiError {
+        ErrorReply {
             status,
             message: message.into(),
             errors: None,
@@ -28,7 +31,7 @@ impl ApiError {
         Self::new(500, message)
     }
     pub fn params(errors: BTreeMap<String, String>) -> Self {
-        ApiError {
+        ErrorReply {
             status: 400,
             message: "Parameter verification failed.".into(),
             errors: Some(errors),
@@ -48,11 +51,11 @@ impl ApiError {
     }
 }
 
-pub type ApiResult<T> = Result<T, ApiError>;
+pub type ReplyResult<T> = Result<T, ErrorReply>;
 
 /// Exact texts shared by several handlers.
-pub fn no_such_vm(node: &str, vmid: u32) -> ApiError {
-    ApiError::die(format!(
+pub fn no_such_vm(node: &str, vmid: u32) -> ErrorReply {
+    ErrorReply::die(format!(
         "Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist"
     ))
 }

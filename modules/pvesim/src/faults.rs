@@ -81,19 +81,45 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
 }
 
+/// Why a scenario file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid scenario: {0}")]
+    Syntax(#[from] serde_yaml_ng::Error),
+    #[error("invalid scenario: {0}")]
+    Fault(#[from] serde_json::Error),
+}
+
+/// A state fault aimed at something the simulator does not have.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FaultError {
+    #[error("no node '{0}'")]
+    NoNode(String),
+    #[error("no VM {0}")]
+    NoVm(u32),
+    #[error("no storage '{storage}' on node '{node}'")]
+    NoStorage { node: String, storage: String },
+}
+
 impl Scenario {
-    pub fn from_file(path: &std::path::Path) -> Result<Scenario, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read scenario {}: {e}", path.display()))?;
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Scenario::from_yaml(&text)
     }
 
     /// YAML or JSON. Goes through a JSON value so faults are plain maps
     /// (`- node_offline: {node: pve3}`), not YAML tags.
-    pub fn from_yaml(text: &str) -> Result<Scenario, String> {
-        let v: serde_json::Value =
-            serde_yaml_ng::from_str(text).map_err(|e| format!("invalid scenario: {e}"))?;
-        serde_json::from_value(v).map_err(|e| format!("invalid scenario: {e}"))
+    pub fn from_yaml(text: &str) -> Result<Scenario, ScenarioError> {
+        let v: serde_json::Value = serde_yaml_ng::from_str(text)?;
+        Ok(serde_json::from_value(v)?)
     }
 }
 
@@ -204,7 +230,7 @@ impl Faults {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Fault, Faults, Scenario};
 
     #[test]
     fn task_failures_are_counted() {

@@ -17,6 +17,7 @@ pub mod faults;
 mod handlers;
 pub mod model;
 pub mod multipart;
+pub mod ops;
 pub mod propstr;
 pub mod schema;
 pub mod server;
@@ -36,9 +37,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-pub use faults::{Fault, Scenario};
-pub use model::Seed;
-pub use sim::{Options, RequestRecord, Sim};
+pub use faults::{Fault, FaultError, Scenario, ScenarioError};
+pub use model::{Seed, SeedFileError};
+pub use sim::{Generation, Options, PveVersion, RequestRecord, SeedError, Sim};
 
 use server::Shared;
 
@@ -122,9 +123,34 @@ pub struct Bound {
 
 pub struct Simulator;
 
+/// Why a simulator did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Seed(#[from] SeedError),
+    #[error(transparent)]
+    Fault(#[from] FaultError),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    #[error("cannot write {path}: {source}")]
+    WriteCa {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("the simulator thread ended before it was ready")]
+    Vanished,
+}
+
 impl Simulator {
     /// Builds the state and binds the listener (inside a Tokio runtime).
-    pub async fn bind(config: Config) -> Result<Bound, String> {
+    pub async fn bind(config: Config) -> Result<Bound, StartError> {
         let mut sim = Sim::new(config.seed, config.options)?;
         for f in config.faults {
             sim.apply_fault(f)?;
@@ -134,8 +160,10 @@ impl Simulator {
             Tls::Generated { ca_path } => {
                 let m = tls::generate()?;
                 if let (Some(p), Some(ca)) = (ca_path, &m.ca_pem) {
-                    std::fs::write(p, ca)
-                        .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+                    std::fs::write(p, ca).map_err(|source| StartError::WriteCa {
+                        path: p.clone(),
+                        source,
+                    })?;
                 }
                 (Some(tls::server_config(&m)?), m.ca_pem)
             }
@@ -146,8 +174,11 @@ impl Simulator {
         };
         let listener = TcpListener::bind(config.bind)
             .await
-            .map_err(|e| format!("cannot bind {}: {e}", config.bind))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|source| StartError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let addr = listener.local_addr()?;
         Ok(Bound {
             listener,
             shared: Arc::new(Shared {
@@ -162,7 +193,7 @@ impl Simulator {
     }
 
     /// Starts a simulator on its own thread and runtime; returns once it accepts connections.
-    pub fn start(config: Config) -> Result<SimHandle, String> {
+    pub fn start(config: Config) -> Result<SimHandle, StartError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -175,7 +206,7 @@ impl Simulator {
                 {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = tx.send(Err(e.to_string()));
+                        let _ = tx.send(Err(StartError::Io(e)));
                         return;
                     }
                 };
@@ -194,9 +225,8 @@ impl Simulator {
                         }
                     }
                 });
-            })
-            .map_err(|e| e.to_string())?;
-        let (addr, https, ca_pem, shared) = rx.recv().map_err(|e| e.to_string())??;
+            })?;
+        let (addr, https, ca_pem, shared) = rx.recv().map_err(|_| StartError::Vanished)??;
         Ok(SimHandle {
             addr,
             https,
@@ -313,7 +343,7 @@ impl SimHandle {
     pub fn clear_requests(&self) {
         self.with_sim(|s| s.requests.clear())
     }
-    pub fn inject(&self, fault: Fault) -> Result<(), String> {
+    pub fn inject(&self, fault: Fault) -> Result<(), FaultError> {
         self.with_sim(|s| s.apply_fault(fault))
     }
     pub fn clear_faults(&self) {

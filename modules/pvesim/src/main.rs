@@ -41,7 +41,8 @@ ADMIN API (under /_pvesim, no authentication)
   GET|POST|DELETE /faults · GET|PUT /options · POST /clock/advance
 
 The Proxmox API itself is served under /api2/json with PVE's paths, parameters, encodings,
-envelopes, error bodies (--old-errors drops the `message` field like PVE <= 8.2) and 401 delay.";
+envelopes, error bodies (--old-errors drops the `message` field like PVE <= 8.2) and 401 delay.
+/version reports --pve-version (default: the seed's cluster.version, 9.2.11).";
 
 /// Proxmox VE API simulator.
 #[derive(Parser, Debug)]
@@ -94,9 +95,26 @@ struct Cli {
     /// Do not fail VM starts on memory-overcommitted nodes.
     #[arg(long)]
     no_memory_check: bool,
+    /// The Proxmox VE release to play (MAJOR.MINOR[.PATCH], 8.x or 9.x); overrides the
+    /// seed's `cluster.version` (default 9.2.11). `/version` reports it.
+    #[arg(long)]
+    pve_version: Option<pvesim::PveVersion>,
     /// Fault scenario file (YAML/JSON) applied at start.
     #[arg(long)]
     scenario: Option<PathBuf>,
+}
+
+/// What stops the binary; printed as `pvesim: <error>`.
+#[derive(Debug, thiserror::Error)]
+enum MainError {
+    #[error(transparent)]
+    SeedFile(#[from] pvesim::SeedFileError),
+    #[error(transparent)]
+    Scenario(#[from] pvesim::ScenarioError),
+    #[error(transparent)]
+    Start(#[from] pvesim::StartError),
+    #[error("{0}")]
+    Runtime(#[source] std::io::Error),
 }
 
 fn main() {
@@ -107,11 +125,14 @@ fn main() {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
-    let seed = match &cli.seed {
+fn run(cli: Cli) -> Result<(), MainError> {
+    let mut seed = match &cli.seed {
         Some(p) => pvesim::Seed::from_file(p)?,
         None => pvesim::Seed::lab(),
     };
+    if let Some(v) = cli.pve_version {
+        seed.cluster.version = v.to_string();
+    }
     let faults = match &cli.scenario {
         Some(p) => pvesim::Scenario::from_file(p)?.faults,
         None => Vec::new(),
@@ -148,7 +169,7 @@ fn run(cli: Cli) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(MainError::Runtime)?;
     rt.block_on(async move {
         let bound = pvesim::Simulator::bind(config).await?;
         let scheme = if bound.https { "https" } else { "http" };

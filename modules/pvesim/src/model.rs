@@ -28,6 +28,10 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// Parses `64G`, `512M`, `1.5T`, `1024` (bytes) into bytes.
+///
+/// pvesim keeps its own size (and property-string) parsing on purpose: the simulator must
+/// not share the client's (`pve-types`) assumptions, or a bug there would be mirrored here
+/// and no test would see it. It follows qemu-server's behaviour, not our client's.
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let (num, unit) = match s.char_indices().last()? {
@@ -271,13 +275,27 @@ pub struct AclSeed {
     pub propagate: bool,
 }
 
+/// Why a seed file cannot be read (its content is checked by `Sim::new`: `SeedError`).
+#[derive(Debug, thiserror::Error)]
+pub enum SeedFileError {
+    #[error("cannot read seed {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid seed: {0}")]
+    Syntax(#[from] serde_yaml_ng::Error),
+}
+
 impl Seed {
-    pub fn from_yaml(text: &str) -> Result<Seed, String> {
-        serde_yaml_ng::from_str(text).map_err(|e| format!("invalid seed: {e}"))
+    pub fn from_yaml(text: &str) -> Result<Seed, SeedFileError> {
+        Ok(serde_yaml_ng::from_str(text)?)
     }
-    pub fn from_file(path: &std::path::Path) -> Result<Seed, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read seed {}: {e}", path.display()))?;
+    pub fn from_file(path: &std::path::Path) -> Result<Seed, SeedFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SeedFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         // YAML is a superset of JSON, so one parser serves both.
         Seed::from_yaml(&text)
     }

@@ -35,10 +35,23 @@ fn disposition_param(header: &str, key: &str) -> Option<String> {
     })
 }
 
-pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, String> {
+/// Why an upload body is not valid multipart (shown as `multipart parse error: …`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MultipartError {
+    #[error("multipart body without boundary")]
+    NoBoundary,
+    #[error("multipart part without header end")]
+    NoHeaderEnd,
+    #[error("unterminated multipart part")]
+    Unterminated,
+    #[error("multipart part without Content-Disposition")]
+    NoDisposition,
+}
+
+pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, MultipartError> {
     let delim = format!("--{boundary}");
     let delim = delim.as_bytes();
-    let mut pos = find(body, delim, 0).ok_or("multipart body without boundary")? + delim.len();
+    let mut pos = find(body, delim, 0).ok_or(MultipartError::NoBoundary)? + delim.len();
     let mut parts = Vec::new();
     loop {
         if body[pos..].starts_with(b"--") {
@@ -47,16 +60,16 @@ pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, String> {
         if body[pos..].starts_with(b"\r\n") {
             pos += 2;
         }
-        let head_end = find(body, b"\r\n\r\n", pos).ok_or("multipart part without header end")?;
+        let head_end = find(body, b"\r\n\r\n", pos).ok_or(MultipartError::NoHeaderEnd)?;
         let head = String::from_utf8_lossy(&body[pos..head_end]).to_string();
         let data_start = head_end + 4;
         let mut closing = b"\r\n".to_vec();
         closing.extend_from_slice(delim);
-        let data_end = find(body, &closing, data_start).ok_or("unterminated multipart part")?;
+        let data_end = find(body, &closing, data_start).ok_or(MultipartError::Unterminated)?;
         let disposition = head
             .lines()
             .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))
-            .ok_or("multipart part without Content-Disposition")?;
+            .ok_or(MultipartError::NoDisposition)?;
         parts.push(Part {
             name: disposition_param(disposition, "name").unwrap_or_default(),
             filename: disposition_param(disposition, "filename"),
@@ -68,7 +81,7 @@ pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{boundary, parse};
 
     #[test]
     fn parses_fields_and_file() {

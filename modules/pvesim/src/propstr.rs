@@ -1,5 +1,9 @@
 //! Proxmox property strings (`virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=10`):
 //! parsing against a schema `format` object and printing back.
+//!
+//! pvesim keeps its own property-string code on purpose, apart from `pve-types`: the
+//! simulator must not share the client's assumptions (a shared bug would agree with itself
+//! and pass every test). It follows PVE's `parse_property_string`, not our client.
 
 use serde_json::{Map, Value};
 
@@ -64,9 +68,20 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
+/// A property string that does not fit its format (PVE's wording: the text is the reply's).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PropStringError {
+    #[error("duplicate key in comma-separated list property: {0}")]
+    DuplicateKey(String),
+    #[error("value without key, but schema does not define a default key: {0}")]
+    NoDefaultKey(String),
+    #[error("invalid key in comma-separated list property: {0}")]
+    InvalidKey(String),
+}
+
 /// Splits and resolves aliases; does not type-check values (see `schema::check_prop_string`).
 /// Errors use PVE's wording.
-pub fn parse(format: &Map<String, Value>, text: &str) -> Result<PropString, String> {
+pub fn parse(format: &Map<String, Value>, text: &str) -> Result<PropString, PropStringError> {
     let dk = default_key(format);
     let mut ps = PropString::default();
     for part in text.split(',') {
@@ -78,23 +93,15 @@ pub fn parse(format: &Map<String, Value>, text: &str) -> Result<PropString, Stri
             None => match dk {
                 Some(dk) => {
                     if ps.get(dk).is_some() {
-                        return Err(format!(
-                            "duplicate key in comma-separated list property: {dk}"
-                        ));
+                        return Err(PropStringError::DuplicateKey(dk.to_string()));
                     }
                     (dk.to_string(), part.to_string())
                 }
-                None => {
-                    return Err(format!(
-                        "value without key, but schema does not define a default key: {part}"
-                    ))
-                }
+                None => return Err(PropStringError::NoDefaultKey(part.to_string())),
             },
         };
         let Some(schema) = format.get(&key) else {
-            return Err(format!(
-                "invalid key in comma-separated list property: {key}"
-            ));
+            return Err(PropStringError::InvalidKey(key));
         };
         // `virtio=MAC` is {keyAlias: model, alias: macaddr}: model=virtio, macaddr=MAC.
         if let Some(key_alias) = schema.get("keyAlias").and_then(Value::as_str) {
@@ -103,9 +110,7 @@ pub fn parse(format: &Map<String, Value>, text: &str) -> Result<PropString, Stri
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             if ps.get(key_alias).is_some() {
-                return Err(format!(
-                    "duplicate key in comma-separated list property: {key_alias}"
-                ));
+                return Err(PropStringError::DuplicateKey(key_alias.to_string()));
             }
             ps.items.push((key_alias.to_string(), key.clone()));
             key = alias.to_string();
@@ -113,9 +118,7 @@ pub fn parse(format: &Map<String, Value>, text: &str) -> Result<PropString, Stri
             key = alias.to_string();
         }
         if ps.get(&key).is_some() {
-            return Err(format!(
-                "duplicate key in comma-separated list property: {key}"
-            ));
+            return Err(PropStringError::DuplicateKey(key));
         }
         ps.items.push((key, value));
     }
@@ -137,7 +140,7 @@ pub fn parse_loose(text: &str, default_key: &str) -> PropString {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{parse, parse_loose, Map, Value};
     use serde_json::json;
 
     fn net_format() -> Map<String, Value> {
@@ -175,15 +178,19 @@ mod tests {
     #[test]
     fn unknown_and_duplicate_keys_are_errors() {
         assert_eq!(
-            parse(&net_format(), "virtio,bogus=1").unwrap_err(),
+            parse(&net_format(), "virtio,bogus=1")
+                .unwrap_err()
+                .to_string(),
             "invalid key in comma-separated list property: bogus"
         );
         assert!(parse(&net_format(), "virtio,e1000")
             .unwrap_err()
+            .to_string()
             .contains("duplicate key"));
         assert!(
             parse(&net_format(), "model=virtio,virtio=BC:24:11:00:00:01")
                 .unwrap_err()
+                .to_string()
                 .contains("duplicate key")
         );
     }

@@ -63,12 +63,24 @@ fn flag(v: Option<&Value>) -> bool {
     }
 }
 
+/// The embedded schema subset is malformed (a build-time mistake).
+#[derive(Debug, thiserror::Error)]
+enum SchemaError {
+    #[error("schema is not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("schema entry without {0}")]
+    Missing(&'static str),
+}
+
 impl Schema {
-    fn parse(text: &str) -> Result<Schema, String> {
-        let entries: Vec<Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    fn parse(text: &str) -> Result<Schema, SchemaError> {
+        let entries: Vec<Value> = serde_json::from_str(text)?;
         let mut routes = Vec::new();
         for e in entries {
-            let path = e["path"].as_str().ok_or("path")?.to_string();
+            let path = e["path"]
+                .as_str()
+                .ok_or(SchemaError::Missing("path"))?
+                .to_string();
             let segments = path
                 .split('/')
                 .filter(|s| !s.is_empty())
@@ -81,7 +93,10 @@ impl Schema {
                 })
                 .collect();
             let mut methods = HashMap::new();
-            for (m, def) in e["methods"].as_object().ok_or("methods")? {
+            for (m, def) in e["methods"]
+                .as_object()
+                .ok_or(SchemaError::Missing("methods"))?
+            {
                 let params = &def["parameters"];
                 methods.insert(
                     m.clone(),
@@ -224,7 +239,7 @@ pub fn validate(def: &MethodDef, params: &BTreeMap<String, Value>) -> Result<(),
         match lookup_prop(def, key) {
             Some((_, prop)) => {
                 if let Err(e) = check_value(prop, value) {
-                    errors.insert(key.clone(), e);
+                    errors.insert(key.clone(), e.to_string());
                 }
             }
             None if !def.additional => {
@@ -254,8 +269,72 @@ pub fn validate(def: &MethodDef, params: &BTreeMap<String, Value>) -> Result<(),
     }
 }
 
+/// Why a value does not fit its schema property (PVE's per-field texts).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("type check ('{ty}') failed - got '{got}'")]
+    Type { ty: &'static str, got: String },
+    #[error("value '{value}' does not have a value in the enumeration '{allowed}'")]
+    Enum { value: String, allowed: String },
+    #[error("value may only be {0} characters long")]
+    MaxLength(u64),
+    #[error("value must be at least {0} characters long")]
+    MinLength(u64),
+    #[error("value does not match the regex pattern")]
+    Pattern,
+    #[error("value must have a minimum value of {0}")]
+    Minimum(String),
+    #[error("value must have a maximum value of {0}")]
+    Maximum(String),
+    #[error("invalid format - {0}")]
+    Format(#[from] FormatError),
+    #[error("invalid format - {0}")]
+    PropString(#[from] PropStringInvalid),
+}
+
+/// A property-string value that does not fit its sub-schema.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PropStringInvalid {
+    #[error(transparent)]
+    Syntax(#[from] propstr::PropStringError),
+    /// `key: problem` per failing key.
+    #[error("format error\n{}", .0.join("\n"))]
+    Fields(Vec<String>),
+}
+
+/// A value that does not fit a named format (`PVE::JSONSchema` `register_format`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FormatError {
+    #[error("value does not look like a valid node name")]
+    NodeName,
+    #[error("value does not look like a valid DNS name")]
+    DnsName,
+    #[error("value does not look like a valid unicast MAC address")]
+    MacAddr,
+    #[error("storage ID '{0}' contains illegal characters")]
+    StorageId(String),
+    #[error("value '{0}' does not look like a valid user name")]
+    UserId(String),
+    #[error("role name '{0}' contains illegal characters")]
+    RoleId(String),
+    #[error("invalid bridge ID '{0}'")]
+    BridgeId(String),
+    #[error("unable to parse size '{0}'")]
+    DiskSize(String),
+    #[error("value '{0}' is not urlencoded")]
+    Urlencoded(String),
+    #[error("unable to parse volume ID '{0}'")]
+    VolumeId(String),
+    #[error("invalid configuration ID '{0}'")]
+    ConfigId(String),
+    #[error("invalid characters in tag '{0}'")]
+    Tag(String),
+    #[error("invalid privilege name '{0}'")]
+    Privilege(String),
+}
+
 /// Type, range, enum, length, pattern and format checks of one value.
-pub fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
+pub fn check_value(prop: &Value, value: &Value) -> Result<(), ValueError> {
     let ty = prop.get("type").and_then(Value::as_str).unwrap_or("string");
     let text = value_str(value);
     match ty {
@@ -264,7 +343,7 @@ pub fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
             Value::Number(n) if n.as_i64() == Some(0) || n.as_i64() == Some(1) => {}
             // PVE's check_type accepts exactly '1' and '0' from forms.
             Value::String(s) if s == "1" || s == "0" => {}
-            _ => return Err(format!("type check ('boolean') failed - got '{text}'")),
+            _ => return Err(type_error("boolean", text)),
         },
         "integer" => {
             let ok = match value {
@@ -273,7 +352,7 @@ pub fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
                 _ => false,
             };
             if !ok {
-                return Err(format!("type check ('integer') failed - got '{text}'"));
+                return Err(type_error("integer", text));
             }
             check_range(prop, text.parse::<f64>().unwrap_or(0.0))?;
         }
@@ -284,13 +363,13 @@ pub fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
                 _ => false,
             };
             if !ok {
-                return Err(format!("type check ('number') failed - got '{text}'"));
+                return Err(type_error("number", text));
             }
             check_range(prop, text.parse::<f64>().unwrap_or(0.0))?;
         }
         "string" => {
             if matches!(value, Value::Array(_) | Value::Object(_)) {
-                return Err(format!("type check ('string') failed - got '{text}'"));
+                return Err(type_error("string", text));
             }
         }
         "array" | "object" => return Ok(()),
@@ -299,52 +378,52 @@ pub fn check_value(prop: &Value, value: &Value) -> Result<(), String> {
     if let Some(list) = prop.get("enum").and_then(Value::as_array) {
         let names: Vec<String> = list.iter().map(value_str).collect();
         if !names.contains(&text) {
-            return Err(format!(
-                "value '{text}' does not have a value in the enumeration '{}'",
-                names.join(", ")
-            ));
+            return Err(ValueError::Enum {
+                value: text,
+                allowed: names.join(", "),
+            });
         }
     }
     if ty == "string" {
         if let Some(max) = prop.get("maxLength").and_then(Value::as_u64) {
             if text.chars().count() as u64 > max {
-                return Err(format!("value may only be {max} characters long"));
+                return Err(ValueError::MaxLength(max));
             }
         }
         if let Some(min) = prop.get("minLength").and_then(Value::as_u64) {
             if (text.chars().count() as u64) < min {
-                return Err(format!("value must be at least {min} characters long"));
+                return Err(ValueError::MinLength(min));
             }
         }
         if let Some(p) = prop.get("pattern").and_then(Value::as_str) {
             if let Some(re) = schema().regex(p) {
                 if !re.is_match(&text) {
-                    return Err("value does not match the regex pattern".into());
+                    return Err(ValueError::Pattern);
                 }
             }
         }
     }
     match prop.get("format") {
-        Some(Value::String(f)) => {
-            check_format(f, &text).map_err(|e| format!("invalid format - {e}"))?
-        }
-        Some(Value::Object(fmt)) => {
-            check_prop_string(fmt, &text).map_err(|e| format!("invalid format - {e}"))?
-        }
+        Some(Value::String(f)) => check_format(f, &text)?,
+        Some(Value::Object(fmt)) => check_prop_string(fmt, &text)?,
         _ => {}
     }
     Ok(())
 }
 
-fn check_range(prop: &Value, n: f64) -> Result<(), String> {
+fn type_error(ty: &'static str, got: String) -> ValueError {
+    ValueError::Type { ty, got }
+}
+
+fn check_range(prop: &Value, n: f64) -> Result<(), ValueError> {
     if let Some(min) = prop.get("minimum").and_then(Value::as_f64) {
         if n < min {
-            return Err(format!("value must have a minimum value of {}", num(min)));
+            return Err(ValueError::Minimum(num(min)));
         }
     }
     if let Some(max) = prop.get("maximum").and_then(Value::as_f64) {
         if n > max {
-            return Err(format!("value must have a maximum value of {}", num(max)));
+            return Err(ValueError::Maximum(num(max)));
         }
     }
     Ok(())
@@ -371,7 +450,7 @@ pub fn is_number(s: &str) -> bool {
 
 /// Validates a property string against its sub-schema: keys, aliases, required keys and
 /// each sub-value.
-pub fn check_prop_string(fmt: &Map<String, Value>, text: &str) -> Result<(), String> {
+pub fn check_prop_string(fmt: &Map<String, Value>, text: &str) -> Result<(), PropStringInvalid> {
     let ps = propstr::parse(fmt, text)?;
     let mut errs = Vec::new();
     for (k, v) in &ps.items {
@@ -392,7 +471,7 @@ pub fn check_prop_string(fmt: &Map<String, Value>, text: &str) -> Result<(), Str
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(format!("format error\n{}", errs.join("\n")))
+        Err(PropStringInvalid::Fields(errs))
     }
 }
 
@@ -402,7 +481,7 @@ fn re(cell: &'static OnceLock<Regex>, p: &str) -> &'static Regex {
 
 /// Named string formats (PVE::JSONSchema register_format) used by the subset.
 /// Unknown names are accepted: the simulator only rejects what it can judge.
-pub fn check_format(name: &str, v: &str) -> Result<(), String> {
+pub fn check_format(name: &str, v: &str) -> Result<(), FormatError> {
     static NODE: OnceLock<Regex> = OnceLock::new();
     static DNS: OnceLock<Regex> = OnceLock::new();
     static MAC: OnceLock<Regex> = OnceLock::new();
@@ -442,7 +521,7 @@ pub fn check_format(name: &str, v: &str) -> Result<(), String> {
                 .into_iter()
                 .find(|t| !re(&TAG, r"^(?i)[a-z0-9_][a-z0-9_\-+.]*$").is_match(t))
             {
-                return Err(format!("invalid characters in tag '{tag}'"));
+                return Err(FormatError::Tag(tag));
             }
             true
         }
@@ -455,7 +534,7 @@ pub fn check_format(name: &str, v: &str) -> Result<(), String> {
                 .into_iter()
                 .find(|p| !re(&PRIV, r"^[A-Za-z.]+$").is_match(p))
             {
-                return Err(format!("invalid privilege name '{p}'"));
+                return Err(FormatError::Privilege(p));
             }
             true
         }
@@ -473,23 +552,24 @@ pub fn check_format(name: &str, v: &str) -> Result<(), String> {
     if ok {
         return Ok(());
     }
+    let v = v.to_string();
     Err(match name {
-        "pve-node" => "value does not look like a valid node name".to_string(),
-        "dns-name" => "value does not look like a valid DNS name".to_string(),
-        "mac-addr" => "value does not look like a valid unicast MAC address".to_string(),
-        "pve-storage-id" => format!("storage ID '{v}' contains illegal characters"),
-        "pve-userid" => format!("value '{v}' does not look like a valid user name"),
-        "pve-roleid" => format!("role name '{v}' contains illegal characters"),
-        "pve-bridge-id" => format!("invalid bridge ID '{v}'"),
-        "disk-size" => format!("unable to parse size '{v}'"),
-        "urlencoded" => format!("value '{v}' is not urlencoded"),
-        _ => format!("unable to parse volume ID '{v}'"),
+        "pve-node" => FormatError::NodeName,
+        "dns-name" => FormatError::DnsName,
+        "mac-addr" => FormatError::MacAddr,
+        "pve-storage-id" => FormatError::StorageId(v),
+        "pve-userid" => FormatError::UserId(v),
+        "pve-roleid" => FormatError::RoleId(v),
+        "pve-bridge-id" => FormatError::BridgeId(v),
+        "disk-size" => FormatError::DiskSize(v),
+        "urlencoded" => FormatError::Urlencoded(v),
+        _ => FormatError::VolumeId(v),
     })
 }
 
-fn check_configid(cell: &'static OnceLock<Regex>, id: &str) -> Result<(), String> {
+fn check_configid(cell: &'static OnceLock<Regex>, id: &str) -> Result<(), FormatError> {
     if !re(cell, r"^(?i)[a-z][a-z0-9_\-]+$").is_match(id) {
-        return Err(format!("invalid configuration ID '{id}'"));
+        return Err(FormatError::ConfigId(id.to_string()));
     }
     Ok(())
 }
@@ -503,7 +583,7 @@ pub fn config_format(key: &str) -> Option<&'static Map<String, Value>> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{lookup_prop, schema, validate, BTreeMap, MethodDef, Value};
     use serde_json::json;
 
     fn create() -> &'static MethodDef {

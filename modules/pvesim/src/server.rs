@@ -13,7 +13,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::handlers;
 use crate::schema::{self, MethodDef, RouteMatch};
 use crate::sim::{RequestRecord, Sim};
@@ -134,7 +134,7 @@ pub fn json_response(status: u16, v: &Value) -> Resp {
     )
 }
 
-fn error_response(e: &ApiError, with_message: bool) -> Resp {
+fn error_response(e: &ErrorReply, with_message: bool) -> Resp {
     let mut body = json!({ "data": null });
     if with_message {
         let mut m = e.message.clone();
@@ -225,23 +225,23 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
     let with_message = shared.lock().opts.error_message;
     let Some(api_path) = path.strip_prefix(API_PREFIX) else {
         return Ok(error_response(
-            &ApiError::not_implemented("no such uri"),
+            &ErrorReply::not_implemented("no such uri"),
             with_message,
         ));
     };
     let api_path = if api_path.is_empty() { "/" } else { api_path }.to_string();
     if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "DELETE") {
-        let e = ApiError::not_implemented(format!("method '{method}' not available"));
+        let e = ErrorReply::not_implemented(format!("method '{method}' not available"));
         return Ok(error_response(&e, with_message));
     }
     if (method == "GET" || method == "DELETE") && has_body {
-        let e = ApiError::not_implemented(format!("Unexpected content for method '{method}'"));
+        let e = ErrorReply::not_implemented(format!("Unexpected content for method '{method}'"));
         record(&shared, &method, &api_path, BTreeMap::new(), None, 501);
         return Ok(error_response(&e, with_message));
     }
     let is_multipart = ctype.starts_with("multipart/form-data");
     if bytes.len() > MAX_BODY && !is_multipart {
-        let e = ApiError::new(413, "request entity too large");
+        let e = ErrorReply::new(413, "request entity too large");
         return Ok(error_response(&e, with_message));
     }
 
@@ -254,7 +254,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
                 Ok(Value::Object(m)) => params.extend(m),
                 Ok(Value::Null) => {}
                 _ => {
-                    let e = ApiError::new(400, "JSON decoding error - body is not a JSON object");
+                    let e = ErrorReply::new(400, "JSON decoding error - body is not a JSON object");
                     return Ok(error_response(&e, with_message));
                 }
             }
@@ -273,18 +273,21 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
     parse_form(&query, &mut params);
 
     let arrived = Instant::now();
+    let mut lock_waits = 0;
     loop {
-        let outcome = process(
-            &shared,
-            &method,
-            &api_path,
-            &parts.headers,
-            params.clone(),
-            upload.clone(),
+        let attempt = Attempt {
+            method: &method,
+            api_path: &api_path,
+            headers: &parts.headers,
             arrived,
-        );
+            lock_waits,
+        };
+        let outcome = process(&shared, &attempt, params.clone(), upload.clone());
         match outcome {
-            Outcome::Retry(wait) => tokio::time::sleep(wait).await,
+            Outcome::Retry(wait) => {
+                lock_waits += 1;
+                tokio::time::sleep(wait).await
+            }
             Outcome::Done { resp, delay } => {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
@@ -319,136 +322,37 @@ fn record(
         params,
         user,
         status,
+        delay_ms: 0,
+        lock_waits: 0,
     });
+}
+
+/// What stays the same across a request's attempts.
+struct Attempt<'a> {
+    method: &'a str,
+    api_path: &'a str,
+    headers: &'a HeaderMap,
+    /// When the request first arrived (for lock-wait timeouts across retries).
+    arrived: Instant,
+    /// Earlier attempts that waited for a config file lock.
+    lock_waits: u32,
 }
 
 /// One attempt at a request under the state lock.
 fn process(
     shared: &Shared,
-    method: &str,
-    api_path: &str,
-    headers: &HeaderMap,
+    attempt: &Attempt,
     mut params: BTreeMap<String, Value>,
     upload: Option<Upload>,
-    arrived: Instant,
 ) -> Outcome {
+    let (method, api_path) = (attempt.method, attempt.api_path);
     let mut sim = shared.lock();
     sim.tick();
     let with_message = sim.opts.error_message;
     let mut delay = Duration::from_millis(sim.faults.take_latency(api_path));
     let mut user = None;
 
-    let result: ApiResult<Reply> = (|| {
-        if let Some((status, msg)) = sim.faults.take_http_error(method, api_path) {
-            return Err(ApiError::new(status, msg));
-        }
-        let (def, vars) = match schema::schema().find(method, api_path) {
-            RouteMatch::Found(d, v) => (d, v),
-            RouteMatch::NoMethod | RouteMatch::NoPath => {
-                return Err(ApiError::not_implemented(format!(
-                    "Method '{method} {api_path}' not implemented"
-                )))
-            }
-        };
-        for (k, v) in vars {
-            match params.get(&k) {
-                Some(existing) if schema::value_str(existing) != v => {
-                    return Err(ApiError::param(
-                        &k,
-                        "duplicate parameter (already defined in URI) with conflicting values!",
-                    ))
-                }
-                _ => {
-                    params.insert(k, Value::String(v));
-                }
-            }
-        }
-        let world = def.permissions.get("user").and_then(Value::as_str) == Some("world");
-        let now = sim.unix_now();
-        let anonymous = Principal {
-            userid: String::new(),
-            tokenid: None,
-            via_ticket: false,
-        };
-        let who = match credentials(headers) {
-            // `/access/ticket` is open to the world; a stale cookie must not block a login.
-            _ if world => anonymous,
-            Creds::None => return Err(ApiError::new(401, "No ticket")),
-            Creds::Ticket(t) => {
-                let Some((userid, ttime)) = sim.access.verify_ticket(&t, now) else {
-                    return Err(ApiError::new(401, "authentication failure"));
-                };
-                // Uploads skip CSRF (they check Datastore.AllocateTemplate instead).
-                let is_upload = def.path.ends_with("/upload");
-                if method != "GET" && !is_upload {
-                    let csrf = header(headers, "csrfpreventiontoken");
-                    if !sim.access.check_csrf(&userid, ttime, csrf) {
-                        return Err(ApiError::new(401, "Permission denied - invalid csrf token"));
-                    }
-                }
-                Principal {
-                    userid,
-                    tokenid: None,
-                    via_ticket: true,
-                }
-            }
-            Creds::Token(v) => match sim.access.verify_token(&v, now) {
-                Some(p) => p,
-                None => return Err(ApiError::new(401, "Authentication failed!")),
-            },
-        };
-        if !who.userid.is_empty() {
-            user = Some(who.auth_id());
-        }
-        if who.tokenid.is_some() && !def.allowtoken {
-            return Err(ApiError::perm(format!(
-                "URI '{api_path}' not available with API token, need proper ticket."
-            )));
-        }
-        if let Err(errors) = schema::validate(def, &params) {
-            return Err(ApiError::params(errors));
-        }
-        if def.proxyto_node {
-            let node = params
-                .get("node")
-                .map(schema::value_str)
-                .unwrap_or_default();
-            match sim.nodes.get(&node) {
-                None => {
-                    return Err(ApiError::die(format!(
-                        "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
-                    )))
-                }
-                Some(n) if !n.online => {
-                    return Err(ApiError::new(
-                        595,
-                        "Errors during connection establishment, proxy handshake: No route to host",
-                    ))
-                }
-                _ => {}
-            }
-        }
-        if method != "GET" && !world {
-            sim.require_quorum()?;
-        }
-        if let Some(check) = def.permissions.get("check") {
-            let flat: BTreeMap<String, String> = params
-                .iter()
-                .map(|(k, v)| (k.clone(), schema::value_str(v)))
-                .collect();
-            sim.access.eval_check(&who, check, &flat)?;
-        }
-        let mut ctx = new_ctx(
-            &mut sim,
-            def,
-            params.clone(),
-            headers,
-            upload.clone(),
-            arrived,
-            who,
-        );
-        handlers::dispatch(&mut ctx)
-    })();
+    let result = run(&mut sim, attempt, &mut params, upload, &mut user);
     sim.tick();
 
     if let Err(e) = &result {
@@ -461,6 +365,9 @@ fn process(
         Ok(_) => 200,
         Err(e) => e.status,
     };
+    if status == 401 {
+        delay += Duration::from_millis(sim.opts.auth_failure_delay_ms);
+    }
     let params_for_log = params
         .iter()
         .map(|(k, v)| (k.clone(), schema::value_str(v)))
@@ -472,6 +379,8 @@ fn process(
         params: params_for_log,
         user,
         status,
+        delay_ms: delay.as_millis() as u64,
+        lock_waits: attempt.lock_waits,
     });
     let resp = match result {
         Ok(reply) => {
@@ -480,14 +389,149 @@ fn process(
             body.extend(reply.extra);
             json_response(200, &Value::Object(body))
         }
-        Err(e) => {
-            if e.status == 401 {
-                delay += Duration::from_millis(sim.opts.auth_failure_delay_ms);
-            }
-            error_response(&e, with_message)
-        }
+        Err(e) => error_response(&e, with_message),
     };
     Outcome::Done { resp, delay }
+}
+
+/// Routes, authenticates, validates and dispatches one attempt.
+fn run(
+    sim: &mut Sim,
+    attempt: &Attempt,
+    params: &mut BTreeMap<String, Value>,
+    upload: Option<Upload>,
+    user: &mut Option<String>,
+) -> ReplyResult<Reply> {
+    let (method, api_path, headers, arrived) = (
+        attempt.method,
+        attempt.api_path,
+        attempt.headers,
+        attempt.arrived,
+    );
+    if let Some((status, msg)) = sim.faults.take_http_error(method, api_path) {
+        return Err(ErrorReply::new(status, msg));
+    }
+    let (def, vars) = match schema::schema().find(method, api_path) {
+        RouteMatch::Found(d, v) => (d, v),
+        RouteMatch::NoMethod | RouteMatch::NoPath => {
+            return Err(ErrorReply::not_implemented(format!(
+                "Method '{method} {api_path}' not implemented"
+            )))
+        }
+    };
+    for (k, v) in vars {
+        match params.get(&k) {
+            Some(existing) if schema::value_str(existing) != v => {
+                return Err(ErrorReply::param(
+                    &k,
+                    "duplicate parameter (already defined in URI) with conflicting values!",
+                ))
+            }
+            _ => {
+                params.insert(k, Value::String(v));
+            }
+        }
+    }
+    let world = def.permissions.get("user").and_then(Value::as_str) == Some("world");
+    let who = authenticate(sim, def, headers, method, world)?;
+    if !who.userid.is_empty() {
+        *user = Some(who.auth_id());
+    }
+    if who.tokenid.is_some() && !def.allowtoken {
+        return Err(ErrorReply::perm(format!(
+            "URI '{api_path}' not available with API token, need proper ticket."
+        )));
+    }
+    if let Err(errors) = schema::validate(def, params) {
+        return Err(ErrorReply::params(errors));
+    }
+    if def.proxyto_node {
+        let node = params
+            .get("node")
+            .map(schema::value_str)
+            .unwrap_or_default();
+        match sim.nodes.get(&node) {
+            None => {
+                return Err(ErrorReply::die(format!(
+                    "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
+                )))
+            }
+            Some(n) if !n.online => {
+                return Err(ErrorReply::new(
+                    595,
+                    "Errors during connection establishment, proxy handshake: No route to host",
+                ))
+            }
+            _ => {}
+        }
+    }
+    if method != "GET" && !world {
+        sim.require_quorum()?;
+    }
+    if let Some(check) = def.permissions.get("check") {
+        let flat: BTreeMap<String, String> = params
+            .iter()
+            .map(|(k, v)| (k.clone(), schema::value_str(v)))
+            .collect();
+        sim.access.eval_check(&who, check, &flat)?;
+    }
+    let mut ctx = new_ctx(
+        sim,
+        def,
+        params.clone(),
+        headers,
+        upload.clone(),
+        arrived,
+        who,
+    );
+    handlers::dispatch(&mut ctx)
+}
+
+/// Who sent the request: a ticket (cookie or header, CSRF-checked for writes) or a token;
+/// anonymous on the world-open `/access/ticket`.
+fn authenticate(
+    sim: &Sim,
+    def: &MethodDef,
+    headers: &HeaderMap,
+    method: &str,
+    world: bool,
+) -> ReplyResult<Principal> {
+    let now = sim.unix_now();
+    let anonymous = Principal {
+        userid: String::new(),
+        tokenid: None,
+        via_ticket: false,
+    };
+    match credentials(headers) {
+        // `/access/ticket` is open to the world; a stale cookie must not block a login.
+        _ if world => Ok(anonymous),
+        Creds::None => Err(ErrorReply::new(401, "No ticket")),
+        Creds::Ticket(t) => {
+            let Some((userid, ttime)) = sim.access.verify_ticket(&t, now) else {
+                return Err(ErrorReply::new(401, "authentication failure"));
+            };
+            // Uploads skip CSRF (they check Datastore.AllocateTemplate instead).
+            let is_upload = def.path.ends_with("/upload");
+            if method != "GET" && !is_upload {
+                let csrf = header(headers, "csrfpreventiontoken");
+                if !sim.access.check_csrf(&userid, ttime, csrf) {
+                    return Err(ErrorReply::new(
+                        401,
+                        "Permission denied - invalid csrf token",
+                    ));
+                }
+            }
+            Ok(Principal {
+                userid,
+                tokenid: None,
+                via_ticket: true,
+            })
+        }
+        Creds::Token(v) => match sim.access.verify_token(&v, now) {
+            Some(p) => Ok(p),
+            None => Err(ErrorReply::new(401, "Authentication failed!")),
+        },
+    }
 }
 
 fn new_ctx<'a>(
@@ -511,18 +555,21 @@ fn new_ctx<'a>(
 }
 
 /// Parses an upload body. PVE requires the file part to be named `filename`.
-fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>, Option<Upload>)> {
+fn parse_upload(
+    ctype: &str,
+    body: &[u8],
+) -> ReplyResult<(BTreeMap<String, Value>, Option<Upload>)> {
     let boundary = crate::multipart::boundary(ctype)
-        .ok_or_else(|| ApiError::new(400, "unable to parse multipart boundary"))?;
+        .ok_or_else(|| ErrorReply::new(400, "unable to parse multipart boundary"))?;
     let parts = crate::multipart::parse(body, &boundary)
-        .map_err(|e| ApiError::new(400, format!("multipart parse error: {e}")))?;
+        .map_err(|e| ErrorReply::new(400, format!("multipart parse error: {e}")))?;
     let mut fields = BTreeMap::new();
     let mut file = None;
     for p in parts {
         match p.filename {
             Some(fname) => {
                 if p.name != "filename" {
-                    return Err(ApiError::new(
+                    return Err(ErrorReply::new(
                         400,
                         format!(
                             "wrong field name '{}' for file upload, expected 'filename'",
@@ -549,7 +596,7 @@ fn parse_upload(ctype: &str, body: &[u8]) -> ApiResult<(BTreeMap<String, Value>,
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{credentials, error_response, Creds, ErrorReply, HeaderMap, HeaderValue};
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -581,7 +628,7 @@ mod tests {
 
     #[test]
     fn reason_phrase_is_first_line_ascii() {
-        let e = ApiError::die("first line\nsecond line");
+        let e = ErrorReply::die("first line\nsecond line");
         let r = error_response(&e, true);
         let rp = r.extensions().get::<hyper::ext::ReasonPhrase>().unwrap();
         assert_eq!(rp.as_bytes(), b"first line");

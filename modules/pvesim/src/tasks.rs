@@ -4,6 +4,26 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+/// A worker's failure: the text it ends with (`exitstatus`, `TASK ERROR: …` in its log).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct TaskError(pub String);
+
+impl From<String> for TaskError {
+    fn from(s: String) -> Self {
+        TaskError(s)
+    }
+}
+
+impl From<&str> for TaskError {
+    fn from(s: &str) -> Self {
+        TaskError(s.to_string())
+    }
+}
+
+/// A worker's outcome: `Ok(warnings)` or its failure.
+pub type TaskResult = Result<u32, TaskError>;
+
 /// One config update as the API received it: staged into `[PENDING]` under the config lock.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigChanges {
@@ -69,14 +89,7 @@ pub enum Action {
     Template {
         vmid: u32,
     },
-    Upload {
-        node: String,
-        storage: String,
-        name: String,
-        size: u64,
-        content: String,
-        checksum_error: Option<String>,
-    },
+    Upload(crate::ops::upload::NewFile),
     /// HA request: the power change lands a little after the task.
     Ha {
         vmid: u32,
@@ -226,7 +239,7 @@ pub fn base_duration(kind: &str) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{decode_upid, encode_upid};
 
     #[test]
     fn upid_roundtrip() {

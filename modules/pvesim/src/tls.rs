@@ -9,6 +9,30 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
 
+/// Why the server's TLS material cannot be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("certificate generation failed: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid certificate PEM: {0}")]
+    CertPem(#[source] std::io::Error),
+    #[error("no certificate found in PEM")]
+    NoCert,
+    #[error("invalid key PEM: {0}")]
+    KeyPem(#[source] std::io::Error),
+    #[error("no private key found in PEM")]
+    NoKey,
+    #[error("{0}")]
+    Protocols(#[source] rustls::Error),
+    #[error("invalid certificate/key: {0}")]
+    CertKey(#[source] rustls::Error),
+}
+
 /// PEM material for the server.
 pub struct Material {
     pub cert_chain_pem: String,
@@ -18,10 +42,9 @@ pub struct Material {
 }
 
 /// A fresh CA ("pvesim Cluster CA") and a leaf for localhost/127.0.0.1 signed by it.
-pub fn generate() -> Result<Material, String> {
-    let err = |e: rcgen::Error| format!("certificate generation failed: {e}");
-    let ca_key = KeyPair::generate().map_err(err)?;
-    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+pub fn generate() -> Result<Material, TlsError> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name
         .push(DnType::CommonName, "pvesim Cluster CA");
@@ -32,16 +55,15 @@ pub fn generate() -> Result<Material, String> {
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+    let ca_cert = ca.self_signed(&ca_key)?;
     let issuer = Issuer::new(ca, ca_key);
 
-    let leaf_key = KeyPair::generate().map_err(err)?;
+    let leaf_key = KeyPair::generate()?;
     let mut leaf = CertificateParams::new(vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
-    ])
-    .map_err(err)?;
+    ])?;
     leaf.distinguished_name
         .push(DnType::CommonName, "localhost");
     leaf.distinguished_name
@@ -51,7 +73,7 @@ pub fn generate() -> Result<Material, String> {
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
     ];
-    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).map_err(err)?;
+    let leaf_cert = leaf.signed_by(&leaf_key, &issuer)?;
     Ok(Material {
         cert_chain_pem: format!("{}{}", leaf_cert.pem(), ca_cert.pem()),
         key_pem: leaf_key.serialize_pem(),
@@ -59,9 +81,12 @@ pub fn generate() -> Result<Material, String> {
     })
 }
 
-pub fn from_files(cert: &std::path::Path, key: &std::path::Path) -> Result<Material, String> {
+pub fn from_files(cert: &std::path::Path, key: &std::path::Path) -> Result<Material, TlsError> {
     let read = |p: &std::path::Path| {
-        std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        std::fs::read_to_string(p).map_err(|source| TlsError::Read {
+            path: p.to_path_buf(),
+            source,
+        })
     };
     Ok(Material {
         cert_chain_pem: read(cert)?,
@@ -70,23 +95,23 @@ pub fn from_files(cert: &std::path::Path, key: &std::path::Path) -> Result<Mater
     })
 }
 
-pub fn server_config(m: &Material) -> Result<Arc<ServerConfig>, String> {
+pub fn server_config(m: &Material) -> Result<Arc<ServerConfig>, TlsError> {
     let certs: Vec<CertificateDer<'static>> =
         rustls_pemfile::certs(&mut m.cert_chain_pem.as_bytes())
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("invalid certificate PEM: {e}"))?;
+            .map_err(TlsError::CertPem)?;
     if certs.is_empty() {
-        return Err("no certificate found in PEM".into());
+        return Err(TlsError::NoCert);
     }
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut m.key_pem.as_bytes())
-        .map_err(|e| format!("invalid key PEM: {e}"))?
-        .ok_or("no private key found in PEM")?;
+        .map_err(TlsError::KeyPem)?
+        .ok_or(TlsError::NoKey)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Protocols)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("invalid certificate/key: {e}"))?;
+        .map_err(TlsError::CertKey)?;
     Ok(Arc::new(cfg))
 }

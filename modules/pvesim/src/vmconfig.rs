@@ -269,14 +269,19 @@ pub fn privilege_for(key: &str, value: Option<&str>) -> &'static str {
     }
 }
 
+/// A size pvesim cannot read (`64G`, `+10G`, bytes).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid size '{0}'")]
+pub struct SizeError(pub String);
+
 /// Resize target: `+10G` (relative) or `130G` (absolute), in bytes.
-pub fn resize_target(spec: &str, current: u64) -> Result<u64, String> {
+pub fn resize_target(spec: &str, current: u64) -> Result<u64, SizeError> {
     let (rel, rest) = match spec.strip_prefix('+') {
         Some(r) => (true, r),
         None => (false, spec),
     };
     // A bare number means bytes in the resize API.
-    let n = crate::model::parse_size(rest).ok_or_else(|| format!("invalid size '{spec}'"))?;
+    let n = crate::model::parse_size(rest).ok_or_else(|| SizeError(spec.to_string()))?;
     Ok(if rel { current + n } else { n })
 }
 
@@ -339,7 +344,11 @@ pub fn json_value(key: &str, value: &str) -> serde_json::Value {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{
+        alloc_request, applies_live, default_boot, is_drive_key, missing_boot_device,
+        normalize_tags, parse_drive, parse_net, print_net, random_mac, resize_target, schema,
+        BTreeMap,
+    };
 
     #[test]
     fn tags_are_normalised() {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::*;
+use common::{start, Api, CI_TOKEN};
 
 fn pool_of(api: &Api, vmid: u32) -> Option<String> {
     api.get("/cluster/resources", &[("type", "vm")])

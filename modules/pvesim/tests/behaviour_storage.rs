@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::*;
+use common::{agent, start, Api, Auth, Resp, ROOT_PASSWORD, ROOT_TOKEN};
 use pvesim::Fault;
 use serde_json::json;
 use sha2::Digest;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::*;
+use common::{start, Api};
 
 #[test]
 fn users_can_be_created_read_and_given_tokens() {

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::{enc, realtime, start, start_seed, start_with, Api};
 use pvesim::Options;
 use serde_json::{json, Value};
 
@@ -337,23 +337,25 @@ fn file_lock_contention_times_out() {
 #[test]
 fn short_file_lock_is_waited_for() {
     let sim = start_with(Options {
-        time_scale: 0.01,
+        time_scale: 0.5,
         ..Options::default()
     });
     let api = Api::root(&sim);
-    // Held 50 ms, lock timeout 10 s × 0.01 = 100 ms: the PUT waits, then succeeds.
-    let t = std::time::Instant::now();
+    // Held 1 s, lock timeout 10 s × 0.5 = 5 s: the PUT waits for the holder, then succeeds.
     sim.inject(pvesim::Fault::HoldFileLock {
         vmid: 101,
-        seconds: 0.05,
+        seconds: 1.0,
     })
     .unwrap();
     api.put("/nodes/pve2/qemu/101/config", &[("cores", "3")])
         .ok();
-    assert!(
-        t.elapsed() >= Duration::from_millis(50),
-        "answered before the lock was free"
-    );
+    let put = sim
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "PUT")
+        .unwrap();
+    assert_eq!(put.status, 200);
+    assert!(put.lock_waits >= 1, "answered before the lock was free");
     assert_eq!(api.config("pve2", 101)["cores"], 3);
 }
 

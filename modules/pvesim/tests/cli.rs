@@ -5,7 +5,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use common::*;
+use common::{agent, ROOT_TOKEN};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pvesim");
 
@@ -134,4 +134,23 @@ fn bad_seed_is_a_clear_error() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.starts_with("pvesim: invalid seed:"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn pve_version_flag_reaches_the_version_endpoint() {
+    let (mut child, url) = spawn(&["--pve-version", "8.4.1"]);
+    let mut r = agent()
+        .get(format!("{url}/version"))
+        .header("Authorization", format!("PVEAPIToken={ROOT_TOKEN}"))
+        .call()
+        .unwrap();
+    let body: serde_json::Value = r.body_mut().read_json().unwrap();
+    assert_eq!(body["data"]["version"], "8.4.1");
+    assert_eq!(body["data"]["release"], "8.4");
+    interrupt(&mut child);
+    let out = Command::new(BIN)
+        .args(["--pve-version", "7.4"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
 }

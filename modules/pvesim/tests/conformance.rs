@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::*;
+use common::{enc, start, Api, Resp};
 use pvesim::schema::{schema, MethodDef};
 use serde_json::Value;
 
@@ -299,6 +299,8 @@ fn every_method_accepts_a_valid_request() {
             vec![],
         ),
         ("POST", "/nodes/pve1/qemu/500/agent/ping".into(), vec![]),
+        ("GET", "/nodes/pve1/qemu/500/snapshot".into(), vec![]),
+        ("GET", "/nodes/pve1/lxc".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/suspend".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/resume".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/reset".into(), vec![]),

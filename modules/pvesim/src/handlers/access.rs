@@ -5,12 +5,12 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{Principal, ALL_PRIVS};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{AclEntry, Token};
 use crate::server::Ctx;
 use crate::vmconfig::uuid_v4;
 
-pub fn ticket(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn ticket(ctx: &mut Ctx) -> ReplyResult<Value> {
     let mut username = ctx.str("username");
     if let Some(realm) = ctx.opt("realm") {
         if !username.contains('@') {
@@ -26,7 +26,7 @@ pub fn ticket(ctx: &mut Ctx) -> ApiResult<Value> {
         .map(|(u, _)| u == username)
         .unwrap_or(false);
     if !renewed && !access.check_password(&username, &password, now) {
-        return Err(ApiError::new(401, "authentication failure"));
+        return Err(ErrorReply::new(401, "authentication failure"));
     }
     let ticket = access.new_ticket(&username, now);
     let csrf = access.csrf_token(&username, now);
@@ -55,7 +55,7 @@ pub fn ticket(ctx: &mut Ctx) -> ApiResult<Value> {
     }))
 }
 
-pub fn users(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn users(ctx: &mut Ctx) -> ReplyResult<Value> {
     let full = ctx.flag("full");
     let a = &ctx.sim.access;
     let can_all =
@@ -89,15 +89,15 @@ pub(super) fn token_info(t: &Token) -> Value {
     o
 }
 
-fn user_must_exist(ctx: &Ctx) -> ApiResult<String> {
+fn user_must_exist(ctx: &Ctx) -> ReplyResult<String> {
     let userid = ctx.str("userid");
     if !ctx.sim.access.users.contains_key(&userid) {
-        return Err(ApiError::die(format!("no such user ('{userid}')")));
+        return Err(ErrorReply::die(format!("no such user ('{userid}')")));
     }
     Ok(userid)
 }
 
-pub fn token_list(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn token_list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let userid = user_must_exist(ctx)?;
     Ok(Value::Array(
         ctx.sim
@@ -114,15 +114,15 @@ fn full_id(ctx: &Ctx) -> String {
     format!("{}!{}", ctx.str("userid"), ctx.str("tokenid"))
 }
 
-fn no_such_token(ctx: &Ctx) -> ApiError {
-    ApiError::die(format!(
+fn no_such_token(ctx: &Ctx) -> ErrorReply {
+    ErrorReply::die(format!(
         "no such token '{}' for user '{}'",
         ctx.str("tokenid"),
         ctx.str("userid")
     ))
 }
 
-pub fn token_get(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn token_get(ctx: &mut Ctx) -> ReplyResult<Value> {
     user_must_exist(ctx)?;
     let t = ctx
         .sim
@@ -135,11 +135,11 @@ pub fn token_get(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(v)
 }
 
-pub fn token_create(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn token_create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let userid = user_must_exist(ctx)?;
     let id = full_id(ctx);
     if ctx.sim.access.tokens.contains_key(&id) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "Token '{}' for user '{userid}' already exists.",
             ctx.str("tokenid")
         )));
@@ -159,7 +159,7 @@ pub fn token_create(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(json!({"full-tokenid": id, "info": info, "value": secret}))
 }
 
-pub fn token_update(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn token_update(ctx: &mut Ctx) -> ReplyResult<Value> {
     user_must_exist(ctx)?;
     let id = full_id(ctx);
     let (privsep, expire, comment) = (ctx.opt("privsep"), ctx.num("expire"), ctx.opt("comment"));
@@ -179,7 +179,7 @@ pub fn token_update(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(v)
 }
 
-pub fn token_delete(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn token_delete(ctx: &mut Ctx) -> ReplyResult<Value> {
     user_must_exist(ctx)?;
     let id = full_id(ctx);
     if ctx.sim.access.tokens.remove(&id).is_none() {
@@ -192,18 +192,18 @@ pub fn token_delete(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Null)
 }
 
-fn privs_list(s: &str) -> ApiResult<BTreeSet<String>> {
+fn privs_list(s: &str) -> ReplyResult<BTreeSet<String>> {
     let mut out = BTreeSet::new();
     for p in s.split([',', ';', ' ']).filter(|p| !p.is_empty()) {
         if !ALL_PRIVS.contains(&p) {
-            return Err(ApiError::die(format!("invalid privilege '{p}'")));
+            return Err(ErrorReply::die(format!("invalid privilege '{p}'")));
         }
         out.insert(p.to_string());
     }
     Ok(out)
 }
 
-pub fn roles(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn roles(ctx: &mut Ctx) -> ReplyResult<Value> {
     let a = &ctx.sim.access;
     Ok(Value::Array(
         a.roles
@@ -216,33 +216,35 @@ pub fn roles(ctx: &mut Ctx) -> ApiResult<Value> {
     ))
 }
 
-pub fn role_create(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn role_create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
     if ctx.sim.access.roles.contains_key(&id) {
-        return Err(ApiError::die(format!("role '{id}' already exists")));
+        return Err(ErrorReply::die(format!("role '{id}' already exists")));
     }
     let privs = privs_list(&ctx.str("privs"))?;
     ctx.sim.access.roles.insert(id, privs);
     Ok(Value::Null)
 }
 
-pub fn role_get(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn role_get(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
     let p = ctx
         .sim
         .access
         .roles
         .get(&id)
-        .ok_or_else(|| ApiError::die(format!("role '{id}' does not exist")))?;
+        .ok_or_else(|| ErrorReply::die(format!("role '{id}' does not exist")))?;
     Ok(Value::Object(
         p.iter().map(|p| (p.clone(), json!(1))).collect(),
     ))
 }
 
-pub fn role_update(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn role_update(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
     if ctx.sim.access.builtin.contains(&id) {
-        return Err(ApiError::die(format!("cannot modify built-in role '{id}'")));
+        return Err(ErrorReply::die(format!(
+            "cannot modify built-in role '{id}'"
+        )));
     }
     let privs = privs_list(&ctx.str("privs"))?;
     let append = ctx.flag("append");
@@ -251,7 +253,7 @@ pub fn role_update(ctx: &mut Ctx) -> ApiResult<Value> {
         .access
         .roles
         .get_mut(&id)
-        .ok_or_else(|| ApiError::die(format!("role '{id}' does not exist")))?;
+        .ok_or_else(|| ErrorReply::die(format!("role '{id}' does not exist")))?;
     if !append {
         r.clear();
     }
@@ -259,19 +261,21 @@ pub fn role_update(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Null)
 }
 
-pub fn role_delete(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn role_delete(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
     if ctx.sim.access.builtin.contains(&id) {
-        return Err(ApiError::die(format!("cannot delete built-in role '{id}'")));
+        return Err(ErrorReply::die(format!(
+            "cannot delete built-in role '{id}'"
+        )));
     }
     if ctx.sim.access.roles.remove(&id).is_none() {
-        return Err(ApiError::die(format!("role '{id}' does not exist")));
+        return Err(ErrorReply::die(format!("role '{id}' does not exist")));
     }
     ctx.sim.access.acl.retain(|a| a.roleid != id);
     Ok(Value::Null)
 }
 
-pub fn acl_list(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn acl_list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let a = &ctx.sim.access;
     Ok(Value::Array(
         a.acl
@@ -288,7 +292,7 @@ pub fn acl_list(ctx: &mut Ctx) -> ApiResult<Value> {
     ))
 }
 
-pub fn acl_update(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn acl_update(ctx: &mut Ctx) -> ReplyResult<Value> {
     let path = ctx.str("path");
     let delete = ctx.flag("delete");
     let propagate = ctx.flag_or("propagate", true);
@@ -307,23 +311,23 @@ pub fn acl_update(ctx: &mut Ctx) -> ApiResult<Value> {
     subjects.extend(split(ctx.opt("groups")).into_iter().map(|g| ("group", g)));
     subjects.extend(split(ctx.opt("tokens")).into_iter().map(|t| ("token", t)));
     if subjects.is_empty() {
-        return Err(ApiError::die(
+        return Err(ErrorReply::die(
             "either 'users', 'groups' or 'tokens' is required",
         ));
     }
     let a = &mut ctx.sim.access;
     for r in &roles {
         if !a.roles.contains_key(r) {
-            return Err(ApiError::die(format!("role '{r}' does not exist")));
+            return Err(ErrorReply::die(format!("role '{r}' does not exist")));
         }
     }
     for (kind, ugid) in &subjects {
         match *kind {
             "user" if !a.users.contains_key(ugid) => {
-                return Err(ApiError::die(format!("user '{ugid}' does not exist")))
+                return Err(ErrorReply::die(format!("user '{ugid}' does not exist")))
             }
             "token" if !a.tokens.contains_key(ugid) => {
-                return Err(ApiError::die(format!("no such token '{ugid}'")))
+                return Err(ErrorReply::die(format!("no such token '{ugid}'")))
             }
             _ => {}
         }
@@ -345,7 +349,7 @@ pub fn acl_update(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Null)
 }
 
-pub fn permissions(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn permissions(ctx: &mut Ctx) -> ReplyResult<Value> {
     let who = match ctx.opt("userid") {
         Some(id) => {
             let (userid, tokenid) = match id.split_once('!') {
@@ -353,7 +357,7 @@ pub fn permissions(ctx: &mut Ctx) -> ApiResult<Value> {
                 None => (id.clone(), None),
             };
             if id != ctx.who.auth_id() && !ctx.sim.access.has(&ctx.who, "/access", "Sys.Audit") {
-                return Err(ApiError::perm("/access, Sys.Audit"));
+                return Err(ErrorReply::perm("/access, Sys.Audit"));
             }
             Principal {
                 userid,

@@ -2,24 +2,24 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::RunState;
 use crate::server::Ctx;
 use crate::sim::Sim;
 use crate::vmconfig::{is_cdrom, is_drive_key, parse_drive, split_volid};
 
-pub fn version(ctx: &mut Ctx) -> ApiResult<Value> {
-    let v = &ctx.sim.cluster.version;
-    let release: String = v.split('.').take(2).collect::<Vec<_>>().join(".");
-    Ok(
-        json!({"version": v, "release": release, "repoid": "b5b5e27f1d43a2c9", "console": "xtermjs"}),
-    )
+pub fn version(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let v = ctx.sim.version;
+    Ok(json!({
+        "version": v.to_string(), "release": v.release(),
+        "repoid": "b5b5e27f1d43a2c9", "console": "xtermjs",
+    }))
 }
 
-pub fn nextid(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn nextid(ctx: &mut Ctx) -> ReplyResult<Value> {
     if let Some(id) = ctx.num("vmid") {
         if ctx.sim.vms.contains_key(&(id as u32)) {
-            return Err(ApiError::param("vmid", format!("VM {id} already exists")));
+            return Err(ErrorReply::param("vmid", format!("VM {id} already exists")));
         }
         return Ok(json!(id.to_string()));
     }
@@ -28,7 +28,7 @@ pub fn nextid(ctx: &mut Ctx) -> ApiResult<Value> {
     let id = (lower..upper)
         .find(|i| !ctx.sim.vms.contains_key(i))
         .ok_or_else(|| {
-            ApiError::die(format!(
+            ErrorReply::die(format!(
                 "unable to get any free VMID in range [{lower}, {upper}]"
             ))
         })?;
@@ -77,7 +77,7 @@ pub fn node_used_mem(sim: &Sim, node: &str) -> u64 {
             .sum::<u64>()
 }
 
-pub fn resources(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn resources(ctx: &mut Ctx) -> ReplyResult<Value> {
     let ty = ctx.opt("type");
     let sim = &*ctx.sim;
     let mut out = Vec::new();
@@ -179,7 +179,7 @@ pub fn resources(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(out))
 }
 
-pub fn nodes(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn nodes(ctx: &mut Ctx) -> ReplyResult<Value> {
     let sim = &*ctx.sim;
     let list = sim
         .nodes
@@ -199,13 +199,13 @@ pub fn nodes(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Array(list))
 }
 
-pub fn node_status(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn node_status(ctx: &mut Ctx) -> ReplyResult<Value> {
     let node = ctx.node();
     let sim = &*ctx.sim;
     let n = sim
         .nodes
         .get(&node)
-        .ok_or_else(|| ApiError::die(format!("no such node '{node}'")))?;
+        .ok_or_else(|| ErrorReply::die(format!("no such node '{node}'")))?;
     let used = node_used_mem(sim, &node).min(n.maxmem);
     let running = sim
         .vms
@@ -220,10 +220,17 @@ pub fn node_status(ctx: &mut Ctx) -> ApiResult<Value> {
         "rootfs": {"total": 100u64 << 30, "used": 8u64 << 30, "free": 92u64 << 30, "avail": 92u64 << 30},
         "loadavg": ["0.10", "0.08", "0.05"],
         "uptime": sim.started_secs() + 86400,
-        "pveversion": format!("pve-manager/{}/b5b5e27f1d43a2c9", sim.cluster.version),
+        "pveversion": format!("pve-manager/{}/b5b5e27f1d43a2c9", sim.version),
         "kversion": "Linux 6.14.8-2-pve #1 SMP PREEMPT_DYNAMIC PMX 6.14.8-2",
         "boot-info": {"mode": "efi", "secureboot": 0},
         "current-kernel": {"sysname": "Linux", "release": "6.14.8-2-pve", "machine": "x86_64"},
         "idle": 0, "wait": 0,
     }))
+}
+
+/// `GET /nodes/{node}/lxc` (pve-container `src/PVE/API2/LXC.pm`, `vmlist`): the containers
+/// the caller may audit. pvesim simulates no containers, so the list is empty; clients that
+/// inventory both kinds (community.proxmox's inventory plugin) need the route to exist.
+pub fn lxc_list(_ctx: &mut Ctx) -> ReplyResult<Value> {
+    Ok(json!([]))
 }

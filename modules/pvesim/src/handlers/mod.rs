@@ -1,6 +1,7 @@
 //! Endpoint handlers, one file per API area.
 
 mod access;
+mod agent;
 mod cluster;
 mod pools;
 mod qemu;
@@ -8,11 +9,11 @@ mod storage;
 mod tasks;
 mod users;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::server::{Ctx, Reply};
 
 /// Routes a validated, authenticated request to its handler.
-pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
+pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
     let (m, p) = (ctx.def.method.as_str(), ctx.def.path.as_str());
     // Handlers that add top-level keys (`total`) return a full Reply.
     match (m, p) {
@@ -63,9 +64,11 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
             qemu::power(ctx, &action)
         }
         ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces") => {
-            qemu::agent_interfaces(ctx)
+            agent::agent_interfaces(ctx)
         }
-        ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => qemu::agent_ping(ctx),
+        ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => agent::agent_ping(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_list(ctx),
+        ("GET", "/nodes/{node}/lxc") => cluster::lxc_list(ctx),
 
         ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),
         ("DELETE", "/nodes/{node}/tasks/{upid}") => tasks::stop(ctx),
@@ -79,7 +82,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ApiResult<Reply> {
         ("PUT", "/pools") | ("PUT", "/pools/{poolid}") => pools::update(ctx),
         ("GET", "/pools/{poolid}") => pools::get(ctx),
         ("DELETE", "/pools/{poolid}") => pools::delete(ctx),
-        _ => Err(ApiError::not_implemented(format!(
+        _ => Err(ErrorReply::not_implemented(format!(
             "Method '{m} {p}' not implemented"
         ))),
     };

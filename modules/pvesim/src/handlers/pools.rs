@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::Pool;
 use crate::server::Ctx;
 
@@ -28,12 +28,12 @@ fn members(ctx: &Ctx, id: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn missing(id: &str) -> ApiError {
-    ApiError::die(format!("pool '{id}' does not exist"))
+fn missing(id: &str) -> ErrorReply {
+    ErrorReply::die(format!("pool '{id}' does not exist"))
 }
 
 /// `GET /pools`: the pools the caller may audit; with `poolid`, that pool with its members.
-pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let wanted = ctx.opt("poolid");
     if let Some(id) = &wanted {
         if !ctx.sim.pools.contains_key(id) {
@@ -69,10 +69,10 @@ pub fn list(ctx: &mut Ctx) -> ApiResult<Value> {
 }
 
 /// `POST /pools`.
-pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("poolid");
     if ctx.sim.pools.contains_key(&id) {
-        return Err(ApiError::die(format!("pool '{id}' already exists")));
+        return Err(ErrorReply::die(format!("pool '{id}' already exists")));
     }
     let comment = ctx.opt("comment");
     ctx.sim.pools.insert(
@@ -86,7 +86,7 @@ pub fn create(ctx: &mut Ctx) -> ApiResult<Value> {
 }
 
 /// `GET /pools/{poolid}`.
-pub fn get(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn get(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("poolid");
     let pool = ctx.sim.pools.get(&id).ok_or_else(|| missing(&id))?;
     let mut o = json!({ "members": members(ctx, &id) });
@@ -98,13 +98,13 @@ pub fn get(ctx: &mut Ctx) -> ApiResult<Value> {
 
 /// `PUT /pools/{poolid}` and `PUT /pools`: comment, and VMs added (`allow-move` takes them from
 /// another pool) or removed (`delete`). Every VM is checked before any membership changes.
-pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn update(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("poolid");
     if !ctx.sim.pools.contains_key(&id) {
         return Err(missing(&id));
     }
     if ctx.opt("storage").is_some() {
-        return Err(ApiError::die(
+        return Err(ErrorReply::die(
             "pvesim: storage pool members are not simulated",
         ));
     }
@@ -117,7 +117,7 @@ pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
         .filter(|v| !v.is_empty())
         .map(|v| {
             v.parse().map_err(|_| {
-                ApiError::param(
+                ErrorReply::param(
                     "vms",
                     format!("value '{v}' does not look like a valid VM ID"),
                 )
@@ -134,19 +134,21 @@ pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
         let current = ctx.sim.pool_of(vmid).map(str::to_string);
         if delete {
             if current.as_deref() != Some(id.as_str()) {
-                return Err(ApiError::die(format!("VM {vmid} is not a pool member")));
+                return Err(ErrorReply::die(format!("VM {vmid} is not a pool member")));
             }
             continue;
         }
         if !ctx.sim.vms.contains_key(&vmid) {
-            return Err(ApiError::die(format!("VM {vmid} does not exist")));
+            return Err(ErrorReply::die(format!("VM {vmid} does not exist")));
         }
         match current {
             Some(p) if p == id => {
-                return Err(ApiError::die(format!("VM {vmid} is already a pool member")))
+                return Err(ErrorReply::die(format!(
+                    "VM {vmid} is already a pool member"
+                )))
             }
             Some(p) if !allow_move => {
-                return Err(ApiError::die(format!(
+                return Err(ErrorReply::die(format!(
                     "VM {vmid} belongs already to pool '{p}' and 'allow-move' is not set"
                 )))
             }
@@ -171,13 +173,13 @@ pub fn update(ctx: &mut Ctx) -> ApiResult<Value> {
 }
 
 /// `DELETE /pools/{poolid}`: only an empty pool.
-pub fn delete(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn delete(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("poolid");
     if !ctx.sim.pools.contains_key(&id) {
         return Err(missing(&id));
     }
     if !members(ctx, &id).is_empty() {
-        return Err(ApiError::die(format!("pool '{id}' is not empty")));
+        return Err(ErrorReply::die(format!("pool '{id}' is not empty")));
     }
     ctx.sim.pools.remove(&id);
     Ok(Value::Null)

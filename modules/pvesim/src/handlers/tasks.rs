@@ -2,25 +2,25 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::server::{Ctx, Reply};
 use crate::tasks::{decode_upid, Task};
 
 /// Looks up a task by UPID on the node encoded in it; non-owners need Sys.Audit.
-fn find<'a>(ctx: &'a Ctx, audit_priv: &str) -> ApiResult<&'a Task> {
+fn find<'a>(ctx: &'a Ctx, audit_priv: &str) -> ReplyResult<&'a Task> {
     let upid = ctx.str("upid");
     let Some((node, ..)) = decode_upid(&upid) else {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "unable to parse worker upid '{upid}'"
         )));
     };
     if node != ctx.node() {
-        return Err(ApiError::die("no such task"));
+        return Err(ErrorReply::die("no such task"));
     }
     let t = ctx
         .sim
         .task(&upid)
-        .ok_or_else(|| ApiError::die("no such task"))?;
+        .ok_or_else(|| ErrorReply::die("no such task"))?;
     let owner = t.user == ctx.who.userid && t.tokenid == ctx.who.tokenid;
     if !owner {
         ctx.sim
@@ -30,12 +30,12 @@ fn find<'a>(ctx: &'a Ctx, audit_priv: &str) -> ApiResult<&'a Task> {
     Ok(t)
 }
 
-pub fn status(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn status(ctx: &mut Ctx) -> ReplyResult<Value> {
     Ok(find(ctx, "Sys.Audit")?.status_json())
 }
 
 /// Log lines; like PVE the reply carries `total` (all lines) next to `data` (the page).
-pub fn log(ctx: &mut Ctx) -> ApiResult<Reply> {
+pub fn log(ctx: &mut Ctx) -> ReplyResult<Reply> {
     let start = ctx.num("start").unwrap_or(0) as usize;
     let limit = ctx.num("limit").unwrap_or(50) as usize;
     let t = find(ctx, "Sys.Audit")?;
@@ -53,13 +53,13 @@ pub fn log(ctx: &mut Ctx) -> ApiResult<Reply> {
     Ok(reply)
 }
 
-pub fn stop(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn stop(ctx: &mut Ctx) -> ReplyResult<Value> {
     let upid = find(ctx, "Sys.Modify")?.upid.clone();
     ctx.sim.abort_task(&upid);
     Ok(Value::Null)
 }
 
-pub fn list(ctx: &mut Ctx) -> ApiResult<Reply> {
+pub fn list(ctx: &mut Ctx) -> ReplyResult<Reply> {
     let node = ctx.node();
     let vmid = ctx.opt("vmid");
     let typefilter = ctx.opt("typefilter");

@@ -3,30 +3,30 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorReply, ReplyResult};
 use crate::model::User;
 use crate::server::Ctx;
 
 /// Realms a simulated cluster has (upstream's defaults).
 const REALMS: [&str; 2] = ["pam", "pve"];
 
-pub fn user_create(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn user_create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let userid = ctx.str("userid");
     let realm = userid.rsplit_once('@').map(|(_, r)| r).unwrap_or_default();
     if !REALMS.contains(&realm) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "create user failed: domain '{realm}' does not exist"
         )));
     }
     if ctx.sim.access.users.contains_key(&userid) {
-        return Err(ApiError::die(format!(
+        return Err(ErrorReply::die(format!(
             "create user failed: user '{userid}' already exists"
         )));
     }
     let password = ctx.opt("password");
     if password.is_some() && realm == "pam" {
         // Upstream sets passwords only for the pve realm; PAM users are the host's.
-        return Err(ApiError::die(
+        return Err(ErrorReply::die(
             "create user failed: setting the password of a PAM user is not supported here",
         ));
     }
@@ -50,13 +50,13 @@ pub fn user_create(ctx: &mut Ctx) -> ApiResult<Value> {
     Ok(Value::Null)
 }
 
-pub fn user_get(ctx: &mut Ctx) -> ApiResult<Value> {
+pub fn user_get(ctx: &mut Ctx) -> ReplyResult<Value> {
     let userid = ctx.str("userid");
     let a = &ctx.sim.access;
     let u = a
         .users
         .get(&userid)
-        .ok_or_else(|| ApiError::die(format!("no such user ('{userid}')")))?;
+        .ok_or_else(|| ErrorReply::die(format!("no such user ('{userid}')")))?;
     let tokens: Map<String, Value> = a
         .tokens
         .values()

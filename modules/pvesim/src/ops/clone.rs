@@ -1,0 +1,391 @@
+//! `POST /nodes/{node}/qemu/{vmid}/clone` — qemu-server's `clone_vm`: checks, a `lock: clone`
+//! placeholder for the new VM, then the `qmclone` worker copies (full) or links the disks.
+
+use std::collections::BTreeMap;
+
+use crate::auth::Principal;
+use crate::error::{locked, ErrorReply, ReplyResult};
+use crate::model::{format_size, Vm};
+use crate::sim::{Sim, Spawn};
+use crate::tasks::{base_duration, Action, TaskError, TaskResult};
+use crate::vmconfig::{
+    is_cdrom, is_drive_key, is_net_key, parse_drive, parse_net, print_drive, print_net, random_mac,
+    split_volid, uuid_v4,
+};
+
+use super::{existing_pool, placeholder_vm};
+
+/// A clone request as parsed by the handler.
+pub struct CloneVm {
+    pub node: String,
+    pub vmid: u32,
+    pub newid: u32,
+    pub pool: Option<String>,
+    /// `full`; `None`: full unless the source is a template.
+    pub full: Option<bool>,
+    pub storage: Option<String>,
+    pub format: Option<String>,
+    pub snapname: Option<String>,
+    pub target: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+/// Checks the request and starts the `qmclone` worker; returns its UPID.
+pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ReplyResult<String> {
+    let (node, vmid, newid) = (req.node.clone(), req.vmid, req.newid);
+    let src = sim.vm(&node, vmid)?.clone();
+    if let Some(l) = src.lock() {
+        return Err(ErrorReply::die(locked(l)));
+    }
+    if sim.vms.contains_key(&newid) {
+        return Err(ErrorReply::die(format!(
+            "unable to create VM {newid}: config file already exists"
+        )));
+    }
+    let pool = existing_pool(sim, req.pool.clone())?;
+    let full = req.full.unwrap_or(!src.is_template());
+    check_linked(full, &req)?;
+    if let Some(s) = &req.snapname {
+        return Err(ErrorReply::die(format!("snapshot '{s}' does not exist")));
+    }
+    let target = req.target.clone().unwrap_or_else(|| node.clone());
+    match sim.nodes.get(&target) {
+        None => return Err(ErrorReply::die(format!("no such node '{target}'"))),
+        Some(n) if !n.online => {
+            return Err(ErrorReply::die(format!(
+                "target node '{target}' is not online"
+            )))
+        }
+        _ => {}
+    }
+    let (total, targets) = disk_targets(sim, &src, &node, &target, req.storage.as_deref())?;
+    if let Some(s) = &req.storage {
+        check_target_storage(sim, who, &node, &target, s)?;
+    }
+    let mut staged = BTreeMap::new();
+    if let Some(n) = req.name {
+        staged.insert("name".to_string(), n);
+    }
+    if let Some(d) = req.description {
+        staged.insert("description".to_string(), d);
+    }
+    sim.vms.insert(
+        newid,
+        placeholder_vm(newid, target, "clone", staged, src.agent_delay),
+    );
+    sim.set_pool(newid, pool.as_deref());
+    // Full clones copy data (≈1 GiB/s before scaling); linked clones are quick.
+    let secs = if full {
+        base_duration("qmclone") + (total >> 30) as f64
+    } else {
+        1.0
+    };
+    let fail = storage_lock_timeout(sim, &targets);
+    Ok(sim.spawn(
+        who,
+        Spawn {
+            node,
+            kind: "qmclone".to_string(),
+            id: vmid.to_string(),
+            action: Action::Clone {
+                src: vmid,
+                newid,
+                full,
+                storage: req.storage,
+                format: req.format,
+                targets,
+            },
+            base_secs: secs,
+            flock: Some(newid),
+            fail,
+        },
+    ))
+}
+
+fn check_linked(full: bool, req: &CloneVm) -> ReplyResult<()> {
+    if full {
+        return Ok(());
+    }
+    if req.storage.is_some() {
+        return Err(ErrorReply::die(
+            "parameter 'storage' not allowed for linked clones",
+        ));
+    }
+    if req.format.is_some() {
+        return Err(ErrorReply::die(
+            "parameter 'format' not allowed for linked clones",
+        ));
+    }
+    Ok(())
+}
+
+/// The source's disk bytes and the storages the clone writes to; local disks cannot go to
+/// another node without a target `storage`.
+fn disk_targets(
+    sim: &Sim,
+    src: &Vm,
+    node: &str,
+    target: &str,
+    storage: Option<&str>,
+) -> ReplyResult<(u64, Vec<String>)> {
+    let mut total = 0u64;
+    let mut targets: Vec<String> = Vec::new();
+    for (k, v) in src
+        .conf
+        .iter()
+        .filter(|(k, _)| is_drive_key(k) && !k.starts_with("unused"))
+    {
+        let d = parse_drive(k, v);
+        if is_cdrom(&d) {
+            continue;
+        }
+        let Some((sid, name)) = d.get("file").and_then(split_volid) else {
+            continue;
+        };
+        let st = sim.storage(node, sid);
+        total += st
+            .and_then(|s| s.volumes.get(name))
+            .map(|v| v.size)
+            .unwrap_or(0);
+        if target != node && storage.is_none() && !st.map(|s| s.shared).unwrap_or(false) {
+            return Err(ErrorReply::die(format!(
+                "can't clone VM to node '{target}' (VM uses local storage)"
+            )));
+        }
+        let dst = storage.unwrap_or(sid).to_string();
+        if !targets.contains(&dst) {
+            targets.push(dst);
+        }
+    }
+    Ok((total, targets))
+}
+
+fn check_target_storage(
+    sim: &Sim,
+    who: &Principal,
+    node: &str,
+    target: &str,
+    s: &str,
+) -> ReplyResult<()> {
+    let st = sim
+        .storage(target, s)
+        .ok_or_else(|| ErrorReply::die(format!("storage '{s}' does not exist")))?;
+    if target != node && !st.shared {
+        return Err(ErrorReply::die(format!(
+            "can't clone to non-shared storage '{s}'"
+        )));
+    }
+    sim.access.require(
+        who,
+        &format!("/storage/{s}"),
+        &["Datastore.AllocateSpace"],
+        false,
+    )
+}
+
+/// Storage-level lock contention under many parallel clones (CAPMOX #389, bpg #995).
+fn storage_lock_timeout(sim: &Sim, targets: &[String]) -> Option<String> {
+    let max = sim.opts.max_parallel_clones_per_storage as usize;
+    let busy = targets.iter().find(|sid| {
+        max > 0
+            && sim
+                .tasks
+                .iter()
+                .filter(|t| t.running())
+                .filter(
+                    |t| matches!(&t.action, Action::Clone { targets: ts, .. } if ts.contains(sid)),
+                )
+                .count()
+                >= max
+    });
+    busy.map(|sid| {
+        format!(
+            "clone failed: can't lock file '/var/lock/pve-manager/pve-storage-{sid}' - got timeout"
+        )
+    })
+}
+
+/// The `qmclone` worker: copies or links every disk, new MACs, UUIDs and name.
+pub fn finish(
+    sim: &mut Sim,
+    src: u32,
+    newid: u32,
+    full: bool,
+    storage: Option<String>,
+    format: Option<String>,
+    log: &mut Vec<String>,
+) -> TaskResult {
+    let fail = |sim: &mut Sim, e: TaskError| {
+        sim.vms.remove(&newid);
+        Err(format!("clone failed: {e}").into())
+    };
+    let Some(source) = sim.vms.get(&src).cloned() else {
+        return fail(
+            sim,
+            format!("Configuration file 'nodes/?/qemu-server/{src}.conf' does not exist").into(),
+        );
+    };
+    let target = sim
+        .vms
+        .get(&newid)
+        .map(|v| v.node.clone())
+        .ok_or("VM vanished")?;
+    let copy = DiskCopy {
+        source: &source,
+        target: &target,
+        newid,
+        full,
+        storage: storage.as_deref(),
+        format: format.as_deref(),
+    };
+    let mut conf = match copy_config(sim, &copy, log) {
+        Ok(conf) => conf,
+        Err(e) => return fail(sim, e),
+    };
+    let staged = sim
+        .vms
+        .get(&newid)
+        .map(|v| v.staged.clone())
+        .unwrap_or_default();
+    for (k, v) in staged {
+        conf.insert(k, v);
+    }
+    conf.entry("name".into()).or_insert_with(|| {
+        format!(
+            "Copy-of-VM-{}",
+            source
+                .conf
+                .get("name")
+                .cloned()
+                .unwrap_or_else(|| src.to_string())
+        )
+    });
+    conf.insert("smbios1".into(), format!("uuid={}", uuid_v4()));
+    conf.insert("vmgenid".into(), uuid_v4());
+    conf.insert(
+        "meta".into(),
+        format!("creation-qemu=9.2.0,ctime={}", sim.unix_now()),
+    );
+    let vm = sim.vms.get_mut(&newid).ok_or("VM vanished")?;
+    vm.conf = conf;
+    vm.staged.clear();
+    vm.agent_ips = BTreeMap::new();
+    Ok(0)
+}
+
+/// What the clone worker copies where.
+struct DiskCopy<'a> {
+    source: &'a Vm,
+    target: &'a str,
+    newid: u32,
+    full: bool,
+    storage: Option<&'a str>,
+    format: Option<&'a str>,
+}
+
+/// The new VM's config from the source's: fresh MACs, copied or linked disks, no identity
+/// keys. On failure every volume allocated so far is freed again.
+fn copy_config(
+    sim: &mut Sim,
+    c: &DiskCopy,
+    log: &mut Vec<String>,
+) -> Result<BTreeMap<String, String>, TaskError> {
+    let mut conf = BTreeMap::new();
+    let mut allocated: Vec<(String, String)> = Vec::new();
+    for (k, v) in &c.source.conf {
+        if matches!(
+            k.as_str(),
+            "lock" | "template" | "meta" | "vmgenid" | "smbios1" | "name"
+        ) || k.starts_with("unused")
+        {
+            continue;
+        }
+        if is_net_key(k) {
+            let mut n = parse_net(v);
+            n.set("macaddr", random_mac(&sim.opts.mac_prefix));
+            conf.insert(k.clone(), print_net(&n));
+            continue;
+        }
+        if !is_drive_key(k) {
+            conf.insert(k.clone(), v.clone());
+            continue;
+        }
+        match copy_disk(sim, c, k, v, log) {
+            Ok(Some(s)) => {
+                allocated.push((k.clone(), s.clone()));
+                conf.insert(k.clone(), s);
+            }
+            Ok(None) => {
+                conf.insert(k.clone(), v.clone());
+            }
+            Err(e) => {
+                for (k, s) in allocated {
+                    sim.free_volume(c.target, &s, &k);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(conf)
+}
+
+/// Copies (or links) one disk; `Ok(None)` for CD-ROMs and drives without a volume, which
+/// are kept as they are.
+fn copy_disk(
+    sim: &mut Sim,
+    c: &DiskCopy,
+    k: &str,
+    v: &str,
+    log: &mut Vec<String>,
+) -> Result<Option<String>, TaskError> {
+    let d = parse_drive(k, v);
+    if is_cdrom(&d) {
+        return Ok(None);
+    }
+    let Some((sid, name)) = d.get("file").and_then(split_volid) else {
+        return Ok(None);
+    };
+    let src_size = sim
+        .storage(&c.source.node, sid)
+        .and_then(|s| s.volumes.get(name))
+        .map(|v| v.size)
+        .unwrap_or(0);
+    if !c.full && !c.source.is_template() {
+        return Err("clone_image only works on base images".into());
+    }
+    let dst = c.storage.unwrap_or(sid).to_string();
+    let mut nd = d.clone();
+    nd.set(
+        "file",
+        format!("{dst}:{}", (src_size as f64) / (1u64 << 30) as f64),
+    );
+    nd.remove("size");
+    if let Some(f) = c.format {
+        nd.set("format", f.to_string());
+    }
+    log.push(format!(
+        "create {} clone of drive {k} ({})",
+        if c.full { "full" } else { "linked" },
+        d.get("file").unwrap_or_default()
+    ));
+    let s = sim.allocate(c.target, c.newid, k, nd, true)?;
+    // Keep the source's exact size (allocation rounds through GiB).
+    let mut ps = parse_drive(k, &s);
+    if let Some((nsid, nname)) = ps
+        .get("file")
+        .and_then(split_volid)
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    {
+        if let Some(st) = sim.storage_mut(c.target, &nsid) {
+            if let Some(vol) = st.volumes.get_mut(&nname) {
+                vol.size = src_size;
+                if !c.full {
+                    vol.parent = Some(name.to_string());
+                }
+            }
+        }
+    }
+    ps.set("size", format_size(src_size));
+    Ok(Some(print_drive(&ps)))
+}

@@ -1,0 +1,241 @@
+//! `POST`/`PUT /nodes/{node}/qemu/{vmid}/config` — qemu-server's `update_vm_api`: checks,
+//! then the change is staged into `[PENDING]` under the config file lock and applied as far as
+//! the VM's state allows (by the `qmconfig` worker for POST, at once for PUT).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::auth::Principal;
+use crate::error::{ErrorReply, ReplyResult};
+use crate::schema::{lookup_prop, MethodDef};
+use crate::sim::{Sim, Spawn};
+use crate::tasks::{base_duration, Action, ConfigChanges, TaskError, TaskResult};
+use crate::vmconfig::{
+    alloc_request, applies_live, is_cdrom, is_drive_key, missing_boot_device, parse_drive,
+    privilege_for,
+};
+
+use super::{check_balloon, check_digest, normalise, skiplock_allowed, vm_path};
+
+/// A config update as parsed by the handler.
+pub struct UpdateConfig {
+    pub node: String,
+    pub vmid: u32,
+    pub skiplock: bool,
+    pub digest: Option<String>,
+    /// `background_delay` given (POST): answer `null` when the worker is already done.
+    pub background_delay: bool,
+    pub changes: ConfigChanges,
+    /// The method's schema, for the keys `delete` may name.
+    pub def: &'static MethodDef,
+    /// When the request first arrived (PUT waits for the config file lock from then on).
+    pub arrived: Instant,
+}
+
+/// `is_async` (POST): start the `qmconfig` worker and answer its UPID; otherwise (PUT) apply
+/// now and answer `null`.
+pub fn apply(
+    sim: &mut Sim,
+    who: &Principal,
+    req: UpdateConfig,
+    is_async: bool,
+) -> ReplyResult<Value> {
+    let (node, vmid) = (req.node.clone(), req.vmid);
+    let skip = skiplock_allowed(who, req.skiplock)?;
+    let mut changes = req.changes;
+    if changes.set.is_empty() && changes.delete.is_empty() && changes.revert.is_empty() {
+        return Err(ErrorReply::die("no options specified"));
+    }
+    check_delete_keys(req.def, &changes)?;
+    let vm = sim.vm(&node, vmid)?.clone();
+    // `delete=lock` is `qm unlock`; everything else respects the lock.
+    let unlock = changes.delete.len() == 1 && changes.delete[0] == "lock" && changes.set.is_empty();
+    if !unlock {
+        Sim::check_lock(&vm, skip)?;
+    }
+    check_digest(sim, &vm, req.digest.as_deref())?;
+    for (k, v) in &changes.set {
+        let p = privilege_for(k, Some(v));
+        sim.access.require(who, &vm_path(vmid), &[p], false)?;
+    }
+    for k in &changes.delete {
+        let p = privilege_for(k, vm.effective_conf().get(k).map(String::as_str));
+        sim.access.require(who, &vm_path(vmid), &[p], false)?;
+    }
+    normalise(sim, who, &node, vmid, &mut changes.set, false)?;
+    check_result(&vm.effective_conf(), &changes)?;
+    // qemu-server stages into [PENDING] under the config file lock, then applies: here for PUT,
+    // in the worker for POST — so a worker that cannot get the lock changes nothing.
+    if is_async {
+        return spawn_worker(sim, who, node, vmid, changes, req.background_delay);
+    }
+    sim.check_flock(vmid, req.arrived)?;
+    sim.vm_mut(&node, vmid)?.stage(&changes);
+    let mut log = Vec::new();
+    apply_pending(sim, vmid, false, &mut log).map_err(|e| ErrorReply::die(e.0))?;
+    Ok(Value::Null)
+}
+
+/// `delete` may not name a key that is also set, nor one the schema does not know.
+fn check_delete_keys(def: &MethodDef, changes: &ConfigChanges) -> ReplyResult<()> {
+    let mut perr = BTreeMap::new();
+    for k in &changes.delete {
+        if changes.set.contains_key(k) {
+            perr.insert(
+                "delete".to_string(),
+                format!("you can't use '-{k}' and -delete {k}' at the same time"),
+            );
+        }
+        if lookup_prop(def, k).is_none() && k != "lock" {
+            perr.insert(
+                "delete".to_string(),
+                format!("invalid configuration ID '{k}'"),
+            );
+        }
+    }
+    if perr.is_empty() {
+        Ok(())
+    } else {
+        Err(ErrorReply::params(perr))
+    }
+}
+
+/// Checks on the config as it would be after the change.
+fn check_result(current: &BTreeMap<String, String>, changes: &ConfigChanges) -> ReplyResult<()> {
+    let mut after = current.clone();
+    for (k, v) in &changes.set {
+        after.insert(k.clone(), v.clone());
+    }
+    for k in &changes.delete {
+        after.remove(k);
+    }
+    check_balloon(&after)?;
+    if let Some(dev) = missing_boot_device(&after) {
+        return Err(ErrorReply::param(
+            "boot",
+            format!("invalid bootorder: device '{dev}' does not exist'"),
+        ));
+    }
+    Ok(())
+}
+
+fn spawn_worker(
+    sim: &mut Sim,
+    who: &Principal,
+    node: String,
+    vmid: u32,
+    changes: ConfigChanges,
+    background_delay: bool,
+) -> ReplyResult<Value> {
+    let upid = sim.spawn(
+        who,
+        Spawn {
+            node,
+            kind: "qmconfig".to_string(),
+            id: vmid.to_string(),
+            action: Action::Config { vmid, changes },
+            base_secs: base_duration("qmconfig"),
+            flock: Some(vmid),
+            fail: None,
+        },
+    );
+    if background_delay {
+        if let Some(t) = sim.task(&upid) {
+            if !t.running() && t.exitstatus.as_deref() == Some("OK") {
+                return Ok(Value::Null);
+            }
+        }
+    }
+    Ok(json!(upid))
+}
+
+/// The `qmconfig` worker holds the config lock: stage the update, then apply what can be.
+pub fn finish(
+    sim: &mut Sim,
+    vmid: u32,
+    changes: &ConfigChanges,
+    log: &mut Vec<String>,
+) -> TaskResult {
+    sim.vms
+        .get_mut(&vmid)
+        .ok_or_else(|| format!("Configuration file 'qemu-server/{vmid}.conf' does not exist"))?
+        .stage(changes);
+    apply_pending(sim, vmid, false, log)?;
+    Ok(0)
+}
+
+/// Applies staged `pending` changes: everything when `all` (VM stopped or starting),
+/// otherwise only what applies live on a running VM.
+pub fn apply_pending(
+    sim: &mut Sim,
+    vmid: u32,
+    all: bool,
+    log: &mut Vec<String>,
+) -> Result<(), TaskError> {
+    let vm = sim.vms.get(&vmid).ok_or("VM vanished")?.clone();
+    let node = vm.node.clone();
+    let live_all = all || !vm.running();
+    let hotplug = vm.effective_conf().get("hotplug").cloned();
+    let mut conf = vm.conf.clone();
+    let mut pending = vm.pending.clone();
+    let mut pdel = vm.pending_delete.clone();
+    // Deletions first.
+    for (k, force) in vm.pending_delete.iter() {
+        if !(live_all || applies_live(k, hotplug.as_deref())) {
+            continue;
+        }
+        pdel.remove(k);
+        if let Some(old) = conf.remove(k) {
+            if is_drive_key(k) {
+                let d = parse_drive(k, &old);
+                if k.starts_with("unused") || *force {
+                    sim.free_volume(&node, &old, k);
+                } else if !is_cdrom(&d) {
+                    keep_as_unused(&mut conf, d.get("file").unwrap_or_default());
+                }
+            }
+        }
+    }
+    for (k, v) in vm.pending.iter() {
+        if !(live_all || applies_live(k, hotplug.as_deref())) {
+            continue;
+        }
+        let mut value = v.clone();
+        if is_drive_key(k) {
+            let d = parse_drive(k, v);
+            if !is_cdrom(&d) && alloc_request(d.get("file").unwrap_or_default()).is_some() {
+                value = sim.allocate(&node, vmid, k, d, false)?;
+                log.push(format!(
+                    "{k}: allocated {}",
+                    value.split(',').next().unwrap_or_default()
+                ));
+                // Replacing a disk moves the old volume to unusedN.
+                if let Some(old) = conf.get(k) {
+                    let od = parse_drive(k, old);
+                    if !is_cdrom(&od) {
+                        keep_as_unused(&mut conf, od.get("file").unwrap_or_default());
+                    }
+                }
+            }
+        }
+        pending.remove(k);
+        conf.insert(k.clone(), value);
+    }
+    let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
+    vm.conf = conf;
+    vm.pending = pending;
+    vm.pending_delete = pdel;
+    Ok(())
+}
+
+/// A detached or replaced disk's volume stays with the VM as the first free `unusedN`.
+fn keep_as_unused(conf: &mut BTreeMap<String, String>, volid: &str) {
+    if let Some(slot) = (0..256)
+        .map(|i| format!("unused{i}"))
+        .find(|u| !conf.contains_key(u))
+    {
+        conf.insert(slot, volid.to_string());
+    }
+}

@@ -1,0 +1,173 @@
+//! One module per API operation, each holding what qemu-server checks before it answers
+//! (`start`/`apply`: validation, then a worker task or a direct change) and what the worker
+//! does when it finishes (`finish`: the effect). Handlers only route and parse parameters.
+//!
+//! Where PVE 8 and PVE 9 differ, the operation matches on `sim.version.generation()` in its
+//! own module, so each difference lives next to the behaviour it changes.
+
+pub mod clone;
+pub mod config;
+pub mod create;
+pub mod destroy;
+pub mod power;
+pub mod resize;
+pub mod template;
+pub mod upload;
+
+use std::collections::BTreeMap;
+
+use crate::auth::Principal;
+use crate::error::{ErrorReply, ReplyResult};
+use crate::model::{memory_mib, RunState, Vm};
+use crate::sim::Sim;
+use crate::vmconfig::{
+    alloc_request, is_cdrom, is_drive_key, is_net_key, normalize_tags, parse_drive, split_volid,
+};
+
+/// The ACL path of a VM.
+pub fn vm_path(vmid: u32) -> String {
+    format!("/vms/{vmid}")
+}
+
+/// `skiplock` is root's privilege.
+pub fn skiplock_allowed(who: &Principal, requested: bool) -> ReplyResult<bool> {
+    if requested && !who.is_root() {
+        return Err(ErrorReply::perm("Only root may use this option."));
+    }
+    Ok(requested)
+}
+
+/// A `digest` given with the request must match the VM's current config.
+pub fn check_digest(sim: &Sim, vm: &Vm, digest: Option<&str>) -> ReplyResult<()> {
+    if let Some(d) = digest {
+        if d != sim.digest(vm) {
+            return Err(ErrorReply::die(
+                "checksum mismatch (file change by other user?)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Shared normalisation and synchronous checks for create and config updates.
+/// `creating`: volume existence is then checked by the create task (a task error), as
+/// qemu-server does.
+pub fn normalise(
+    sim: &Sim,
+    who: &Principal,
+    node: &str,
+    vmid: u32,
+    keys: &mut BTreeMap<String, String>,
+    creating: bool,
+) -> ReplyResult<()> {
+    let mut errors = BTreeMap::new();
+    for (k, v) in keys.iter_mut() {
+        if is_net_key(k) {
+            *v = sim.normalize_net(v);
+        } else if k == "tags" {
+            *v = normalize_tags(v);
+        } else if is_drive_key(k) {
+            if let Some(e) = check_drive(sim, who, node, vmid, k, v, creating)? {
+                errors.insert(k.clone(), e);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ErrorReply::params(errors))
+    }
+}
+
+/// One drive of a create or update: a new volume needs its storage and the right to allocate
+/// on it; an existing one must exist (and belong to this VM). `Ok(Some(_))` is a parameter error.
+fn check_drive(
+    sim: &Sim,
+    who: &Principal,
+    node: &str,
+    vmid: u32,
+    key: &str,
+    value: &str,
+    creating: bool,
+) -> ReplyResult<Option<String>> {
+    let d = parse_drive(key, value);
+    let file = d.get("file").unwrap_or_default().to_string();
+    if let Some((sid, _)) = alloc_request(&file) {
+        if sim.storage(node, sid).is_none() {
+            return Err(ErrorReply::die(format!("storage '{sid}' does not exist")));
+        }
+        sim.access.require(
+            who,
+            &format!("/storage/{sid}"),
+            &["Datastore.AllocateSpace"],
+            false,
+        )?;
+    } else if creating {
+        // Checked by the qmcreate task.
+    } else if is_cdrom(&d) {
+        if file != "none" && file != "cdrom" && !sim.volume_exists(node, &file) {
+            return Err(ErrorReply::die(format!("volume {file} does not exist")));
+        }
+    } else if let Some((sid, name)) = split_volid(&file) {
+        // Attaching an existing volume: it must exist and belong to this VM.
+        let owned = sim
+            .storage(node, sid)
+            .and_then(|s| s.volumes.get(name))
+            .map(|v| v.vmid == Some(vmid) || v.vmid.is_none());
+        if owned != Some(true) {
+            return Ok(Some(format!("volume {file} does not exist")));
+        }
+    }
+    Ok(None)
+}
+
+pub fn check_balloon(conf: &BTreeMap<String, String>) -> ReplyResult<()> {
+    if let Some(b) = conf.get("balloon").and_then(|b| b.parse::<u64>().ok()) {
+        if b > memory_mib(conf.get("memory").map(String::as_str)) {
+            return Err(ErrorReply::die(
+                "balloon value too large (must be smaller than assigned memory)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `pool` of a create or clone, which must exist.
+pub fn existing_pool(sim: &Sim, pool: Option<String>) -> ReplyResult<Option<String>> {
+    match pool {
+        Some(p) if !sim.pools.contains_key(&p) => {
+            Err(ErrorReply::die(format!("pool '{p}' does not exist")))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The placeholder a create or clone puts in place at once (config `lock: <lock>`), so the
+/// vmid is taken while the worker runs; `staged` is what the worker will write.
+pub fn placeholder_vm(
+    vmid: u32,
+    node: String,
+    lock: &str,
+    staged: BTreeMap<String, String>,
+    agent_delay: Option<f64>,
+) -> Vm {
+    let mut conf = BTreeMap::new();
+    conf.insert("lock".to_string(), lock.to_string());
+    Vm {
+        vmid,
+        node,
+        conf,
+        pending: BTreeMap::new(),
+        pending_delete: BTreeMap::new(),
+        staged,
+        state: RunState::Stopped,
+        started_at: None,
+        agent_ready_at: None,
+        agent_delay,
+        agent_ips: BTreeMap::new(),
+        ignore_shutdown: false,
+        ha: false,
+        flock_until: None,
+        pid: 0,
+    }
+}

@@ -1,0 +1,137 @@
+//! Volume allocation on the simulated storages.
+
+use crate::model::{format_size, Volume};
+use crate::propstr::PropString;
+use crate::vmconfig::{
+    alloc_request, is_cdrom, parse_drive, print_drive, split_volid, storage_formats,
+};
+
+use super::Sim;
+use crate::tasks::TaskError;
+
+impl Sim {
+    // -- storage allocation ----------------------------------------------------
+
+    /// Allocates a new volume for `key` from `STORAGE:SIZE`; returns the stored drive string.
+    pub fn allocate(
+        &mut self,
+        node: &str,
+        vmid: u32,
+        key: &str,
+        mut drive: PropString,
+        fallback_format: bool,
+    ) -> Result<String, TaskError> {
+        let file = drive.get("file").unwrap_or_default().to_string();
+        let Some((sid, gib)) = alloc_request(&file) else {
+            return Ok(print_drive(&drive));
+        };
+        let sid = sid.to_string();
+        let st = self
+            .storage(node, &sid)
+            .ok_or_else(|| format!("storage '{sid}' does not exist"))?;
+        if !st.content.contains("images") {
+            return Err(format!("storage '{sid}' does not support content-type 'images'").into());
+        }
+        let (default_fmt, supported) = storage_formats(&st.kind);
+        let fmt = match drive.remove("format") {
+            Some(f) if supported.contains(&f.as_str()) => f,
+            Some(f) if !fallback_format => {
+                return Err(if st.kind == "lvmthin" {
+                    format!("unsupported format '{f}' at /usr/share/perl5/PVE/Storage/LvmThinPlugin.pm line 102.")
+                } else {
+                    format!("unsupported format '{f}'")
+                }
+                .into())
+            }
+            _ => default_fmt.to_string(),
+        };
+        let import_size = drive.remove("import-from").and_then(|src| {
+            let (s, n) = split_volid(&src)?;
+            self.storage(node, s)?.volumes.get(n).map(|v| v.size)
+        });
+        let size = match key {
+            "efidisk0" => {
+                if drive.get("efitype") == Some("4m") {
+                    4 << 20
+                } else {
+                    128 << 10
+                }
+            }
+            "tpmstate0" => 4 << 20,
+            _ => import_size.unwrap_or((gib * (1u64 << 30) as f64) as u64),
+        };
+        let file_based = st.is_file_based();
+        let kind = st.kind.clone();
+        let avail = st.avail();
+        let n = (0..)
+            .find(|i| {
+                let base = format!("vm-{vmid}-disk-{i}");
+                !st.volumes.keys().any(|k| {
+                    k.contains(&base) && (k.ends_with(&base) || k.contains(&format!("{base}.")))
+                })
+            })
+            .unwrap_or(0);
+        let name = if file_based {
+            format!("{vmid}/vm-{vmid}-disk-{n}.{fmt}")
+        } else {
+            format!("vm-{vmid}-disk-{n}")
+        };
+        if size > avail {
+            let need = size >> 30;
+            return Err(match kind.as_str() {
+                "lvmthin" | "lvm" => format!(
+                    "lvcreate 'pve/vm-{vmid}-disk-{n}' error:   Volume group \"pve\" has insufficient free space ({} extents): {} required.",
+                    avail >> 22,
+                    size >> 22
+                ),
+                "zfspool" => format!("zfs error: cannot create 'rpool/data/vm-{vmid}-disk-{n}': out of space"),
+                _ => format!(
+                    "unable to create image: qemu-img: {name}: Could not resize file: No space left on device (requested {need}G)"
+                ),
+            }
+            .into());
+        }
+        let now = self.unix_now();
+        let st = self.storage_mut(node, &sid).unwrap();
+        st.volumes.insert(
+            name.clone(),
+            Volume {
+                name: name.clone(),
+                size,
+                format: fmt,
+                content: "images".into(),
+                vmid: Some(vmid),
+                ctime: now,
+                parent: None,
+            },
+        );
+        drive.set("file", format!("{sid}:{name}"));
+        drive.set("size", format_size(size));
+        Ok(print_drive(&drive))
+    }
+
+    /// Frees the volume a drive string references (not CD-ROM media).
+    pub fn free_volume(&mut self, node: &str, value: &str, key: &str) {
+        let d = parse_drive(key, value);
+        if is_cdrom(&d) {
+            return;
+        }
+        if let Some((sid, name)) = d.get("file").and_then(split_volid) {
+            let (sid, name) = (sid.to_string(), name.to_string());
+            if let Some(st) = self.storage_mut(node, &sid) {
+                st.volumes.remove(&name);
+            }
+        }
+    }
+
+    /// Checks that an existing volume (ISO, disk) exists.
+    pub fn volume_exists(&self, node: &str, volid: &str) -> bool {
+        match split_volid(volid) {
+            Some((sid, name)) => self
+                .storage(node, sid)
+                .map(|s| s.volumes.contains_key(name))
+                .unwrap_or(false),
+            None => volid == "none" || volid == "cdrom" || volid.starts_with('/'),
+        }
+    }
+}
