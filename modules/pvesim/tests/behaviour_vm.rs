@@ -337,14 +337,15 @@ fn file_lock_contention_times_out() {
 #[test]
 fn short_file_lock_is_waited_for() {
     let sim = start_with(Options {
-        time_scale: 0.5,
+        time_scale: 1.0,
         ..Options::default()
     });
     let api = Api::root(&sim);
-    // Held 1 s, lock timeout 10 s × 0.5 = 5 s: the PUT waits for the holder, then succeeds.
+    // Held 4 s (wall clock), lock timeout 10 s: the PUT waits for the holder, then succeeds. The hold
+    // is long so that a loaded machine still sends the PUT while the lock is held.
     sim.inject(pvesim::Fault::HoldFileLock {
         vmid: 101,
-        seconds: 1.0,
+        seconds: 4.0,
     })
     .unwrap();
     api.put("/nodes/pve2/qemu/101/config", &[("cores", "3")])
