@@ -99,7 +99,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         ca_cert: o.ca_cert.clone(),
         validate_certs: o.validate_certs,
     };
-    let conn = params.resolve().map_err(Failure::new)?;
+    let conn = params.resolve().map_err(|e| Failure::new(e.to_string()))?;
     // Tokens learnt at run time (kubeconfig, OAuth) are returned as `api_key` on success — that is
     // the module's purpose, and masking them would hand later tasks a useless placeholder (use
     // `no_log: true` on the task). Every failure masks them (see `present`).
