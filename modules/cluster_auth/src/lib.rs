@@ -390,15 +390,10 @@ fn revoke(m: &mut Module, conn: &kube_client::Connection) -> Result<Outcome, Fai
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/openshift/plugins/modules/cluster_auth.yml"
-        );
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "cluster_auth");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "openshift",
+            "cluster_auth",
         );
     }
 }

@@ -3,6 +3,7 @@
 
 use kube_client::objects::known;
 use kube_client::testenv::{FakeOAuth, TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN};
+use module_testkit::TestModule;
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "Canary-Pass-12345-abcde";
@@ -13,10 +14,13 @@ fn env() -> &'static TestEnv {
 
 /// Run the module with these args; returns (result, exit code).
 fn module(args: Value) -> (Value, i32) {
-    ansible_module::execute(
-        &args.to_string(),
+    cluster_auth().run(&args)
+}
+
+fn cluster_auth() -> TestModule {
+    TestModule::new(
         "cluster_auth",
-        &cluster_auth::argument_spec(),
+        cluster_auth::argument_spec(),
         cluster_auth::run,
     )
 }

@@ -95,26 +95,17 @@ mod tests {
 
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/hashi_vault/plugins/modules/hashicorp_vault_info.yml"
-        );
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault_info");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "hashi_vault",
+            "hashicorp_vault_info",
         );
     }
 
     fn run_args(args: Value) -> Value {
-        ansible_module::execute(
-            &args.to_string(),
-            "hashicorp_vault_info",
-            &super::argument_spec(),
-            super::run,
-        )
-        .0
+        module_testkit::TestModule::new("hashicorp_vault_info", super::argument_spec(), super::run)
+            .run(&args)
+            .0
     }
 
     #[test]

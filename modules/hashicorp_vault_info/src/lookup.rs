@@ -94,15 +94,13 @@ mod tests {
 
     #[test]
     fn plugin_documentation_matches_spec() {
-        let py =
-            include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/lookup/kv.py");
-        let problems = ansible_module::sidecar::check_plugin(
+        module_testkit::assert_plugin_docs_match(
             &argument_spec(),
-            py,
+            "hashi_vault",
+            "lookup/kv.py",
             "kv",
             &INTERNAL_OPTIONS,
             &["_terms"],
         );
-        assert!(problems.is_empty(), "drift:\n{}", problems.join("\n"));
     }
 }
