@@ -1,19 +1,17 @@
 //! `proxshift.hashi_vault.hashicorp_vault_info`: read one KV secret (v1 or v2, any version) and its
 //! metadata from HashiCorp Vault or OpenBao. Read-only: check mode runs the same reads.
 //!
-//! [`connection`] holds the connection and auth options (those of the `hashicorp_vault` module),
-//! [`read`] the pure value picking, [`lookup`] the backend of the `proxshift.hashi_vault.kv` lookup.
+//! The connection and auth options (those of the `hashicorp_vault` module) and the pure value
+//! picking come from `vault_client` (`module_options`, `read`); [`lookup`] is the backend of the
+//! `proxshift.hashi_vault.kv` lookup.
 
-pub mod connection;
 pub mod lookup;
-pub mod read;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use vault_client::KvVersion;
-
-use connection::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::{read, KvVersion};
 
 /// The module's options; the sidecar `plugins/modules/hashicorp_vault_info.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {

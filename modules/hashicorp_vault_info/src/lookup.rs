@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use vault_client::KvVersion;
 
-use crate::connection::{connection_options, ConnectionOptions, KvVersions};
-use crate::read::{location, pick};
 use crate::version_option;
+use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::read::{location, pick};
 
 /// Options the plugin sends but does not document: the terms, and whether `default` was given
 /// (a `default` of `None` is a valid default).
