@@ -123,14 +123,10 @@ mod tests {
 
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/openshift/plugins/modules/acm_cluster_info.yml"
-        );
-        let problems = ansible_module::sidecar::check(&argument_spec(), yaml, "acm_cluster_info");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "openshift",
+            "acm_cluster_info",
         );
     }
 

@@ -4,6 +4,7 @@
 
 use kube_client::objects::known;
 use kube_client::testenv::{unique, TestEnv, ADMIN_TOKEN, VIEWER_TOKEN};
+use module_testkit::TestModule;
 use serde_json::{json, Value};
 
 fn env() -> &'static TestEnv {
@@ -11,12 +12,12 @@ fn env() -> &'static TestEnv {
 }
 
 fn module(args: Value) -> (Value, i32) {
-    ansible_module::execute(
-        &args.to_string(),
+    TestModule::new(
         "acm_cluster_info",
-        &acm_cluster_info::argument_spec(),
+        acm_cluster_info::argument_spec(),
         acm_cluster_info::run,
     )
+    .run(&args)
 }
 
 fn hub_args(env: &TestEnv, more: Value) -> Value {

@@ -7,6 +7,42 @@ use serde_json::{Map, Number, Value};
 
 use crate::spec::Type;
 
+/// Why a value cannot be converted to an option's type; the text is the reason part of Ansible's
+/// "argument 'x' is of type ... and we were unable to convert to ...: REASON".
+#[derive(Debug, thiserror::Error)]
+pub enum CoerceError {
+    #[error("cannot convert a {from} to {to}")]
+    WrongType {
+        from: &'static str,
+        to: &'static str,
+    },
+    #[error("{0} is not a whole number")]
+    NotWhole(f64),
+    #[error("invalid literal for int: '{0}'")]
+    BadInt(String),
+    #[error("a bool is not an int")]
+    BoolIsNotInt,
+    #[error("could not convert string to float: '{0}'")]
+    BadFloat(String),
+    #[error("'{0}' is not a finite number")]
+    NotFinite(String),
+    #[error("the value {0} is not a valid boolean; valid booleans include yes/no, true/false, on/off, 1/0")]
+    BadBoolNumber(Number),
+    #[error("the value '{0}' is not a valid boolean; valid booleans include yes/no, true/false, on/off, 1/0")]
+    BadBoolString(String),
+    #[error("invalid JSON dict: {0}")]
+    BadJsonDict(#[source] serde_json::Error),
+    #[error("'{0}' is not a key=value pair")]
+    NotKeyValue(String),
+}
+
+fn wrong_type(v: &Value, to: &'static str) -> CoerceError {
+    CoerceError::WrongType {
+        from: type_name(v),
+        to,
+    }
+}
+
 const TRUE_STRINGS: &[&str] = &["y", "yes", "on", "1", "true", "t"];
 const FALSE_STRINGS: &[&str] = &["n", "no", "off", "0", "false", "f"];
 
@@ -24,7 +60,7 @@ pub fn type_name(v: &Value) -> &'static str {
 }
 
 /// Convert `v` to `ty`, or say why it cannot be.
-pub fn coerce(v: &Value, ty: Type) -> Result<Value, String> {
+pub fn coerce(v: &Value, ty: Type) -> Result<Value, CoerceError> {
     match ty {
         Type::Raw => Ok(v.clone()),
         Type::Str => to_str(v).map(Value::String),
@@ -38,16 +74,16 @@ pub fn coerce(v: &Value, ty: Type) -> Result<Value, String> {
     }
 }
 
-fn to_str(v: &Value) -> Result<String, String> {
+fn to_str(v: &Value) -> Result<String, CoerceError> {
     match v {
         Value::String(s) => Ok(s.clone()),
         Value::Bool(b) => Ok(if *b { "True".into() } else { "False".into() }),
         Value::Number(n) => Ok(n.to_string()),
-        other => Err(format!("cannot convert a {} to str", type_name(other))),
+        other => Err(wrong_type(other, "str")),
     }
 }
 
-fn to_int(v: &Value) -> Result<Value, String> {
+fn to_int(v: &Value) -> Result<Value, CoerceError> {
     match v {
         Value::Number(n) if n.is_i64() || n.is_u64() => Ok(v.clone()),
         Value::Number(n) => {
@@ -55,7 +91,7 @@ fn to_int(v: &Value) -> Result<Value, String> {
             if f.fract() == 0.0 && f.is_finite() && f.abs() < 9.0e15 {
                 Ok(Value::from(f as i64))
             } else {
-                Err(format!("{f} is not a whole number"))
+                Err(CoerceError::NotWhole(f))
             }
         }
         Value::String(s) => {
@@ -63,14 +99,14 @@ fn to_int(v: &Value) -> Result<Value, String> {
             t.parse::<i64>()
                 .map(Value::from)
                 .or_else(|_| t.parse::<u64>().map(Value::from))
-                .map_err(|_| format!("invalid literal for int: '{s}'"))
+                .map_err(|_| CoerceError::BadInt(s.clone()))
         }
-        Value::Bool(_) => Err("a bool is not an int".into()),
-        other => Err(format!("cannot convert a {} to int", type_name(other))),
+        Value::Bool(_) => Err(CoerceError::BoolIsNotInt),
+        other => Err(wrong_type(other, "int")),
     }
 }
 
-fn to_float(v: &Value) -> Result<Value, String> {
+fn to_float(v: &Value) -> Result<Value, CoerceError> {
     match v {
         Value::Number(n) => Ok(Value::Number(
             Number::from_f64(n.as_f64().unwrap_or(0.0)).unwrap_or_else(|| Number::from(0)),
@@ -79,23 +115,23 @@ fn to_float(v: &Value) -> Result<Value, String> {
             let f: f64 = s
                 .trim()
                 .parse()
-                .map_err(|_| format!("could not convert string to float: '{s}'"))?;
+                .map_err(|_| CoerceError::BadFloat(s.clone()))?;
             Number::from_f64(f)
                 .map(Value::Number)
-                .ok_or_else(|| format!("'{s}' is not a finite number"))
+                .ok_or_else(|| CoerceError::NotFinite(s.clone()))
         }
-        other => Err(format!("cannot convert a {} to float", type_name(other))),
+        other => Err(wrong_type(other, "float")),
     }
 }
 
 /// Ansible's `boolean()`: JSON bools, `1`/`0`, and yes/no/on/off/true/false/y/n/t/f in any case.
-pub fn to_bool(v: &Value) -> Result<bool, String> {
+pub fn to_bool(v: &Value) -> Result<bool, CoerceError> {
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Number(n) => match n.as_f64() {
             Some(1.0) => Ok(true),
             Some(0.0) => Ok(false),
-            _ => Err(format!("the value {n} is not a valid boolean; valid booleans include yes/no, true/false, on/off, 1/0")),
+            _ => Err(CoerceError::BadBoolNumber(n.clone())),
         },
         Value::String(s) => {
             let l = s.trim().to_ascii_lowercase();
@@ -104,14 +140,14 @@ pub fn to_bool(v: &Value) -> Result<bool, String> {
             } else if FALSE_STRINGS.contains(&l.as_str()) {
                 Ok(false)
             } else {
-                Err(format!("the value '{s}' is not a valid boolean; valid booleans include yes/no, true/false, on/off, 1/0"))
+                Err(CoerceError::BadBoolString(s.clone()))
             }
         }
-        other => Err(format!("cannot convert a {} to bool", type_name(other))),
+        other => Err(wrong_type(other, "bool")),
     }
 }
 
-fn to_list(v: &Value) -> Result<Value, String> {
+fn to_list(v: &Value) -> Result<Value, CoerceError> {
     match v {
         Value::Array(_) => Ok(v.clone()),
         // "a,b,c" is a list of three strings, as in core.
@@ -119,11 +155,11 @@ fn to_list(v: &Value) -> Result<Value, String> {
             s.split(',').map(|p| Value::String(p.to_string())).collect(),
         )),
         Value::Number(_) | Value::Bool(_) => Ok(Value::Array(vec![Value::String(to_str(v)?)])),
-        other => Err(format!("cannot convert a {} to list", type_name(other))),
+        other => Err(wrong_type(other, "list")),
     }
 }
 
-fn to_dict(v: &Value) -> Result<Value, String> {
+fn to_dict(v: &Value) -> Result<Value, CoerceError> {
     match v {
         Value::Object(_) => Ok(v.clone()),
         Value::String(s) => {
@@ -131,27 +167,27 @@ fn to_dict(v: &Value) -> Result<Value, String> {
             if t.starts_with('{') {
                 return serde_json::from_str::<Map<String, Value>>(t)
                     .map(Value::Object)
-                    .map_err(|e| format!("invalid JSON dict: {e}"));
+                    .map_err(CoerceError::BadJsonDict);
             }
             // core's k=v form: "a=1, b=2" or "a=1 b=2".
             let mut m = Map::new();
             for part in t.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
                 let (k, val) = part
                     .split_once('=')
-                    .ok_or_else(|| format!("'{part}' is not a key=value pair"))?;
+                    .ok_or_else(|| CoerceError::NotKeyValue(part.to_string()))?;
                 m.insert(k.trim().to_string(), Value::String(val.trim().to_string()));
             }
             Ok(Value::Object(m))
         }
-        other => Err(format!("cannot convert a {} to dict", type_name(other))),
+        other => Err(wrong_type(other, "dict")),
     }
 }
 
-fn to_json_string(v: &Value) -> Result<Value, String> {
+fn to_json_string(v: &Value) -> Result<Value, CoerceError> {
     match v {
         Value::String(_) => Ok(v.clone()),
         Value::Array(_) | Value::Object(_) => Ok(Value::String(v.to_string())),
-        other => Err(format!("cannot convert a {} to json", type_name(other))),
+        other => Err(wrong_type(other, "json")),
     }
 }
 
@@ -197,25 +233,29 @@ mod tests {
     #[test]
     fn bools_follow_ansible() {
         for t in ["yes", "YES", "on", "1", "true", "True", "t", "y"] {
-            assert_eq!(to_bool(&json!(t)), Ok(true), "{t}");
+            assert_eq!(to_bool(&json!(t)).ok(), Some(true), "{t}");
         }
         for f in ["no", "off", "0", "false", "FALSE", "f", "n"] {
-            assert_eq!(to_bool(&json!(f)), Ok(false), "{f}");
+            assert_eq!(to_bool(&json!(f)).ok(), Some(false), "{f}");
         }
-        assert_eq!(to_bool(&json!(1)), Ok(true));
-        assert_eq!(to_bool(&json!(0)), Ok(false));
-        assert!(to_bool(&json!("maybe")).unwrap_err().contains("'maybe'"));
+        assert_eq!(to_bool(&json!(1)).ok(), Some(true));
+        assert_eq!(to_bool(&json!(0)).ok(), Some(false));
+        assert!(to_bool(&json!("maybe"))
+            .unwrap_err()
+            .to_string()
+            .contains("'maybe'"));
         assert!(to_bool(&json!(2)).is_err());
     }
 
     #[test]
     fn ints_from_strings_and_whole_floats() {
-        assert_eq!(coerce(&json!("42"), Type::Int), Ok(json!(42)));
-        assert_eq!(coerce(&json!(" 7 "), Type::Int), Ok(json!(7)));
-        assert_eq!(coerce(&json!(3.0), Type::Int), Ok(json!(3)));
+        assert_eq!(coerce(&json!("42"), Type::Int).ok(), Some(json!(42)));
+        assert_eq!(coerce(&json!(" 7 "), Type::Int).ok(), Some(json!(7)));
+        assert_eq!(coerce(&json!(3.0), Type::Int).ok(), Some(json!(3)));
         assert!(coerce(&json!(3.5), Type::Int).is_err());
         assert!(coerce(&json!("4k"), Type::Int)
             .unwrap_err()
+            .to_string()
             .contains("'4k'"));
         assert!(coerce(&json!(true), Type::Int).is_err());
         assert!(coerce(&json!([1]), Type::Int).is_err());
@@ -223,37 +263,37 @@ mod tests {
 
     #[test]
     fn floats() {
-        assert_eq!(coerce(&json!("1.5"), Type::Float), Ok(json!(1.5)));
-        assert_eq!(coerce(&json!(2), Type::Float), Ok(json!(2.0)));
+        assert_eq!(coerce(&json!("1.5"), Type::Float).ok(), Some(json!(1.5)));
+        assert_eq!(coerce(&json!(2), Type::Float).ok(), Some(json!(2.0)));
         assert!(coerce(&json!("x"), Type::Float).is_err());
     }
 
     #[test]
     fn strings_from_scalars_only() {
-        assert_eq!(coerce(&json!(5), Type::Str), Ok(json!("5")));
-        assert_eq!(coerce(&json!(true), Type::Str), Ok(json!("True")));
+        assert_eq!(coerce(&json!(5), Type::Str).ok(), Some(json!("5")));
+        assert_eq!(coerce(&json!(true), Type::Str).ok(), Some(json!("True")));
         assert!(coerce(&json!({"a": 1}), Type::Str).is_err());
     }
 
     #[test]
     fn lists_from_comma_strings() {
         assert_eq!(
-            coerce(&json!("a,b,c"), Type::List),
-            Ok(json!(["a", "b", "c"]))
+            coerce(&json!("a,b,c"), Type::List).ok(),
+            Some(json!(["a", "b", "c"]))
         );
-        assert_eq!(coerce(&json!(3), Type::List), Ok(json!(["3"])));
+        assert_eq!(coerce(&json!(3), Type::List).ok(), Some(json!(["3"])));
         assert!(coerce(&json!({"a": 1}), Type::List).is_err());
     }
 
     #[test]
     fn dicts_from_json_and_key_value_strings() {
         assert_eq!(
-            coerce(&json!("{\"a\": 1}"), Type::Dict),
-            Ok(json!({"a": 1}))
+            coerce(&json!("{\"a\": 1}"), Type::Dict).ok(),
+            Some(json!({"a": 1}))
         );
         assert_eq!(
-            coerce(&json!("a=1, b=2"), Type::Dict),
-            Ok(json!({"a": "1", "b": "2"}))
+            coerce(&json!("a=1, b=2"), Type::Dict).ok(),
+            Some(json!({"a": "1", "b": "2"}))
         );
         assert!(coerce(&json!("novalue"), Type::Dict).is_err());
         assert!(coerce(&json!(1), Type::Dict).is_err());
@@ -261,8 +301,11 @@ mod tests {
 
     #[test]
     fn json_serialises_structures() {
-        assert_eq!(coerce(&json!({"a": 1}), Type::Json), Ok(json!("{\"a\":1}")));
-        assert_eq!(coerce(&json!("[1]"), Type::Json), Ok(json!("[1]")));
+        assert_eq!(
+            coerce(&json!({"a": 1}), Type::Json).ok(),
+            Some(json!("{\"a\":1}"))
+        );
+        assert_eq!(coerce(&json!("[1]"), Type::Json).ok(), Some(json!("[1]")));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::coerce::{coerce, type_name};
+use crate::coerce::{coerce, type_name, CoerceError};
 use crate::spec::{ArgSpec, Opt, Type};
 
 /// The outcome of validation. `no_log_values` is filled even when there are errors, so a failure
@@ -266,7 +266,7 @@ fn validate_level(
     params
 }
 
-fn type_error(opt: &Opt, v: &Value, ty: Type, why: &str, ctx: &Level) -> String {
+fn type_error(opt: &Opt, v: &Value, ty: Type, why: &CoerceError, ctx: &Level) -> String {
     format!(
         "argument '{}' is of type {} and we were unable to convert to {}: {}{}",
         opt.name,

@@ -99,7 +99,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         ca_cert: o.ca_cert.clone(),
         validate_certs: o.validate_certs,
     };
-    let conn = params.resolve().map_err(Failure::new)?;
+    let conn = params.resolve().map_err(|e| Failure::new(e.to_string()))?;
     // Tokens learnt at run time (kubeconfig, OAuth) are returned as `api_key` on success — that is
     // the module's purpose, and masking them would hand later tasks a useless placeholder (use
     // `no_log: true` on the task). Every failure masks them (see `present`).
@@ -393,15 +393,10 @@ fn revoke(m: &mut Module, conn: &kube_client::Connection) -> Result<Outcome, Fai
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/openshift/plugins/modules/cluster_auth.yml"
-        );
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "cluster_auth");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "openshift",
+            "cluster_auth",
         );
     }
 }

@@ -5,46 +5,14 @@
 
 pub mod plan;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::time::Duration;
-
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use vault_client::{Auth, Backoff, Config, Error as VaultError, KvVersion, Tls, Vault};
+use vault_client::{Error as VaultError, KvVersion, Vault};
 
-use plan::{cas_for, masked_diff, pick, plan_write, secret_strings, Missing};
-
-const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-
-/// Connection and auth options (shared by any future module of the collection).
-fn connection_options() -> Vec<Opt> {
-    vec![
-        Opt::str("url").required().env(&["VAULT_ADDR"]),
-        Opt::str("namespace").env(&["VAULT_NAMESPACE"]),
-        Opt::path("ca_cert")
-            .aliases(&["cacert"])
-            .env(&["VAULT_CACERT"]),
-        Opt::bool("validate_certs"),
-        Opt::int("timeout").default(30),
-        Opt::int("retries").default(3),
-        Opt::str("auth_method")
-            .choices(&["token", "approle", "kubernetes", "jwt", "userpass"])
-            .default("token"),
-        Opt::str("mount_point"),
-        Opt::str("token").no_log().env(&["VAULT_TOKEN"]),
-        Opt::path("token_path"),
-        Opt::bool("token_validate").default(false),
-        Opt::str("role_id"),
-        Opt::str("secret_id").no_log(),
-        Opt::str("role").aliases(&["role_name"]),
-        Opt::str("jwt").no_log(),
-        Opt::path("service_account_token_path").default(SA_TOKEN_PATH),
-        Opt::str("username"),
-        Opt::str("password").no_log(),
-    ]
-}
+use plan::{cas_for, masked_diff, plan_write, secret_strings};
+use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::read::pick;
 
 /// The module's options; the sidecar `plugins/modules/hashicorp_vault.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
@@ -100,190 +68,13 @@ struct Options {
     cas: Option<i64>,
     destroy: bool,
     secrets: Option<Vec<ReadItem>>,
-    url: String,
-    namespace: Option<String>,
-    ca_cert: Option<String>,
-    validate_certs: Option<bool>,
-    timeout: i64,
-    retries: i64,
-    auth_method: String,
-    mount_point: Option<String>,
-    token: Option<String>,
-    token_path: Option<String>,
-    token_validate: bool,
-    role_id: Option<String>,
-    secret_id: Option<String>,
-    role: Option<String>,
-    jwt: Option<String>,
-    service_account_token_path: String,
-    username: Option<String>,
-    password: Option<String>,
-}
-
-/// `VAULT_SKIP_VERIFY` is "skip", so it inverts; anything but a false-ish value means skip.
-fn skip_verify_env() -> bool {
-    std::env::var("VAULT_SKIP_VERIFY")
-        .map(|v| {
-            !matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "" | "0" | "false" | "no" | "off"
-            )
-        })
-        .unwrap_or(false)
-}
-
-fn fail(e: VaultError) -> Failure {
-    Failure::new(e.to_string())
-}
-
-fn connect(m: &mut Module, o: &Options) -> Result<Vault, Failure> {
-    if o.timeout <= 0 {
-        return Err("timeout must be a positive number of seconds".into());
-    }
-    if o.retries < 0 {
-        return Err("retries must be 0 or more".into());
-    }
-    let validate = o.validate_certs.unwrap_or(!skip_verify_env());
-    if !validate {
-        m.warn("validate_certs is false (or VAULT_SKIP_VERIFY is set): the Vault server's certificate is not checked");
-    }
-    let cfg = Config {
-        url: o.url.clone(),
-        namespace: o.namespace.clone(),
-        tls: Tls {
-            validate_certs: validate,
-            ca_path: o.ca_cert.as_ref().map(PathBuf::from),
-            ..Default::default()
-        },
-        timeout: Duration::from_secs(o.timeout as u64),
-        backoff: Backoff {
-            attempts: o.retries as u32 + 1,
-            ..Default::default()
-        },
-    };
-    let mut vault = Vault::new(&cfg).map_err(fail)?;
-    let auth = auth_from_options(o)?;
-    // Credentials that did not come through a no_log option (token file, service-account token file).
-    match &auth {
-        Auth::Token { token } => m.add_secret(token.clone()),
-        Auth::Kubernetes { jwt, .. } => m.add_secret(jwt.clone()),
-        _ => {}
-    }
-    let login = vault.login(&auth).map_err(fail)?;
-    m.add_secret(login.token.clone());
-    if matches!(auth, Auth::Token { .. }) && o.token_validate {
-        vault
-            .lookup_self()
-            .map_err(|e| Failure::new(format!("token validation failed: {e}")))?;
-    }
-    Ok(vault)
-}
-
-fn read_file_secret(path: &str, what: &str) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::new(format!("cannot read {what} {path}: {e}")))?;
-    let t = text.trim().to_string();
-    if t.is_empty() {
-        return Err(Failure::new(format!("{what} {path} is empty")));
-    }
-    Ok(t)
-}
-
-fn auth_from_options(o: &Options) -> Result<Auth, Failure> {
-    let mount = |default: &str| o.mount_point.clone().unwrap_or_else(|| default.to_string());
-    Ok(match o.auth_method.as_str() {
-        "token" => {
-            let token = match &o.token {
-                Some(t) if !t.is_empty() => t.clone(),
-                _ => {
-                    let file = match &o.token_path {
-                        Some(p) => Some(PathBuf::from(p)),
-                        None => vault_client::default_token_file(),
-                    };
-                    let found = match &file {
-                        Some(f) => vault_client::read_token_file(f).map_err(fail)?,
-                        None => None,
-                    };
-                    found.ok_or_else(|| {
-                        Failure::new(format!(
-                            "auth_method is token but no token was found: set token, the VAULT_TOKEN environment \
-                             variable, or write one to {}",
-                            file.map(|f| f.display().to_string()).unwrap_or_else(|| "~/.vault-token".into())
-                        ))
-                    })?
-                }
-            };
-            Auth::Token { token }
-        }
-        "approle" => Auth::AppRole {
-            mount: mount("approle"),
-            role_id: o.role_id.clone().unwrap_or_default(),
-            secret_id: o.secret_id.clone(),
-        },
-        "kubernetes" => {
-            let jwt = match &o.jwt {
-                Some(j) => j.clone(),
-                None => read_file_secret(
-                    &o.service_account_token_path,
-                    "the service-account token file",
-                )?,
-            };
-            Auth::Kubernetes {
-                mount: mount("kubernetes"),
-                role: o.role.clone().unwrap_or_default(),
-                jwt,
-            }
-        }
-        "jwt" => Auth::Jwt {
-            mount: mount("jwt"),
-            role: o.role.clone(),
-            jwt: o.jwt.clone().unwrap_or_default(),
-        },
-        "userpass" => Auth::Userpass {
-            mount: mount("userpass"),
-            username: o.username.clone().unwrap_or_default(),
-            password: o.password.clone().unwrap_or_default(),
-        },
-        other => return Err(Failure::new(format!("unsupported auth_method {other}"))),
-    })
-}
-
-/// The KV version of `mount`: given, or detected once per mount with `sys/internal/ui/mounts`.
-struct KvVersions {
-    given: Option<KvVersion>,
-    seen: HashMap<String, KvVersion>,
-}
-
-impl KvVersions {
-    fn get(&mut self, vault: &Vault, mount: &str) -> Result<KvVersion, Failure> {
-        if let Some(v) = self.given {
-            return Ok(v);
-        }
-        if let Some(v) = self.seen.get(mount) {
-            return Ok(*v);
-        }
-        let info = vault.mount_info(mount).map_err(|e| {
-            Failure::new(format!(
-                "cannot detect the KV version of mount '{mount}' ({e}); check engine_mount_point, or set kv_version"
-            ))
-        })?;
-        let v = info.kv.ok_or_else(|| {
-            Failure::new(format!(
-                "engine_mount_point '{mount}' is a '{}' secrets engine, not KV",
-                info.engine
-            ))
-        })?;
-        self.seen.insert(mount.to_string(), v);
-        Ok(v)
-    }
+    #[serde(flatten)]
+    conn: ConnectionOptions,
 }
 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let o: Options = m.options()?;
-    let given = match o.kv_version {
-        None => None,
-        Some(n) => Some(KvVersion::from_number(n).ok_or("kv_version must be 1 or 2")?),
-    };
+    let mut kv = KvVersions::new(o.kv_version)?;
     let cas = match o.cas {
         Some(c) if c < 0 => return Err("cas must be 0 (create only) or a version number".into()),
         c => c.map(|c| c as u64),
@@ -314,11 +105,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     {
         return Err("path must name a secret inside the mount (it is empty)".into());
     }
-    let vault = connect(m, &o)?;
-    let mut kv = KvVersions {
-        given,
-        seen: HashMap::new(),
-    };
+    let vault = o.conn.connect(m)?;
     match o.state.as_str() {
         "read" => read(&vault, &mut kv, &o),
         "present" => present(m, &vault, &mut kv, &o, cas),
@@ -352,12 +139,7 @@ fn read(vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Fail
         let secret = vault
             .kv_read(ver, mount, &item.path, item.version)
             .map_err(|e| Failure::new(format!("secrets[{}]: reading {where_}: {e}", item.name)))?;
-        let deleted = secret.as_ref().is_some_and(|s| s.is_deleted());
-        let picked = pick(
-            secret.as_ref().and_then(|s| s.data.as_ref()),
-            deleted,
-            item.key.as_deref(),
-        );
+        let picked = pick(secret.as_ref(), item.key.as_deref());
         let (value, defaulted) = match (picked, &item.default) {
             (Ok(v), _) => (v, false),
             (Err(_), Some(d)) => (d.clone(), true),
@@ -366,11 +148,7 @@ fn read(vault: &Vault, kv: &mut KvVersions, o: &Options) -> Result<Outcome, Fail
                     Some(n) => format!("{where_} (version {n})"),
                     None => where_.clone(),
                 };
-                let reason = match why {
-                    Missing::Secret => format!("no secret at {at}"),
-                    Missing::Deleted => format!("the secret at {at} is deleted or destroyed"),
-                    Missing::Key(k) => format!("the secret at {at} has no key '{k}'"),
-                };
+                let reason = why.describe(&at);
                 return Err(Failure::new(format!(
                     "secrets[{}]: {reason} (set default to allow this)",
                     item.name
@@ -557,18 +335,17 @@ mod tests {
 
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/modules/hashicorp_vault.yml");
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "hashi_vault",
+            "hashicorp_vault",
         );
     }
 
     fn run_args(args: Value) -> Value {
-        ansible_module::execute(&args.to_string(), "hashicorp_vault", &argument_spec(), run).0
+        module_testkit::TestModule::new("hashicorp_vault", argument_spec(), run)
+            .run(&args)
+            .0
     }
 
     #[test]

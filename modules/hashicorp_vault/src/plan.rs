@@ -1,5 +1,5 @@
-//! The pure part of the module: what an idempotent write must do, which keys change, the masked diff,
-//! and picking a value out of a read secret. No I/O here; `lib.rs` feeds it what Vault answered.
+//! The pure part of the module: what an idempotent write must do, which keys change, the masked diff.
+//! No I/O here; `lib.rs` feeds it what Vault answered (picking a read value is `vault_client::read`).
 
 use serde_json::{json, Map, Value};
 use vault_client::KvVersion;
@@ -119,36 +119,6 @@ pub fn secret_strings(v: &Value, into: &mut Vec<String>) {
     }
 }
 
-/// Why a read item has no value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Missing {
-    Secret,
-    Deleted,
-    Key(String),
-}
-
-/// The value a read item asks for: the whole secret, or one key of it.
-pub fn pick(
-    data: Option<&Map<String, Value>>,
-    deleted: bool,
-    key: Option<&str>,
-) -> Result<Value, Missing> {
-    let Some(data) = data else {
-        return Err(if deleted {
-            Missing::Deleted
-        } else {
-            Missing::Secret
-        });
-    };
-    match key {
-        None => Ok(Value::Object(data.clone())),
-        Some(k) => data
-            .get(k)
-            .cloned()
-            .ok_or_else(|| Missing::Key(k.to_string())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,18 +215,5 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, vec!["x", "1", "y"]);
-    }
-
-    #[test]
-    fn picking_values() {
-        let d = m(json!({"a": 1}));
-        assert_eq!(pick(Some(&d), false, None), Ok(json!({"a": 1})));
-        assert_eq!(pick(Some(&d), false, Some("a")), Ok(json!(1)));
-        assert_eq!(
-            pick(Some(&d), false, Some("b")),
-            Err(Missing::Key("b".into()))
-        );
-        assert_eq!(pick(None, false, None), Err(Missing::Secret));
-        assert_eq!(pick(None, true, Some("a")), Err(Missing::Deleted));
     }
 }

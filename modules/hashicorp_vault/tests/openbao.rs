@@ -3,7 +3,6 @@
 //! does (`MODULE ARGS_FILE`), with a clean environment.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Map, Value};
 use vault_client::testserver::{BaoServer, Scratch};
@@ -11,25 +10,7 @@ use vault_client::KvVersion;
 
 /// Run the module with `args` (plus Ansible's internal flags) and `env`; the parsed result.
 fn module(args: Value, env: &[(&str, &str)]) -> Value {
-    let dir = Scratch::new("module");
-    let file = dir.path("args.json");
-    std::fs::write(&file, args.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hashicorp_vault"))
-        .arg(&file)
-        .env_clear()
-        .env("HOME", &dir.0)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run the module");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("not one JSON result ({e}): {stdout}"));
-    assert_eq!(
-        out.status.success(),
-        result.get("failed").is_none(),
-        "{result}"
-    );
-    result
+    module_testkit::run_binary(Path::new(env!("CARGO_BIN_EXE_hashicorp_vault")), &args, env)
 }
 
 fn conn(bao: &BaoServer) -> Value {

@@ -1,19 +1,17 @@
 //! `proxshift.hashi_vault.hashicorp_vault_info`: read one KV secret (v1 or v2, any version) and its
 //! metadata from HashiCorp Vault or OpenBao. Read-only: check mode runs the same reads.
 //!
-//! [`connection`] holds the connection and auth options (those of the `hashicorp_vault` module),
-//! [`read`] the pure value picking, [`lookup`] the backend of the `proxshift.hashi_vault.kv` lookup.
+//! The connection and auth options (those of the `hashicorp_vault` module) and the pure value
+//! picking come from `vault_client` (`module_options`, `read`); [`lookup`] is the backend of the
+//! `proxshift.hashi_vault.kv` lookup.
 
-pub mod connection;
 pub mod lookup;
-pub mod read;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use vault_client::KvVersion;
-
-use connection::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::{read, KvVersion};
 
 /// The module's options; the sidecar `plugins/modules/hashicorp_vault_info.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
@@ -95,26 +93,17 @@ mod tests {
 
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/hashi_vault/plugins/modules/hashicorp_vault_info.yml"
-        );
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "hashicorp_vault_info");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "hashi_vault",
+            "hashicorp_vault_info",
         );
     }
 
     fn run_args(args: Value) -> Value {
-        ansible_module::execute(
-            &args.to_string(),
-            "hashicorp_vault_info",
-            &super::argument_spec(),
-            super::run,
-        )
-        .0
+        module_testkit::TestModule::new("hashicorp_vault_info", super::argument_spec(), super::run)
+            .run(&args)
+            .0
     }
 
     #[test]

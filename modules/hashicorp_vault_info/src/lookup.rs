@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use vault_client::KvVersion;
 
-use crate::connection::{connection_options, ConnectionOptions, KvVersions};
-use crate::read::{location, pick};
 use crate::version_option;
+use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
+use vault_client::read::{location, pick};
 
 /// Options the plugin sends but does not document: the terms, and whether `default` was given
 /// (a `default` of `None` is a valid default).
@@ -94,15 +94,13 @@ mod tests {
 
     #[test]
     fn plugin_documentation_matches_spec() {
-        let py =
-            include_str!("../../../ansible_collections/proxshift/hashi_vault/plugins/lookup/kv.py");
-        let problems = ansible_module::sidecar::check_plugin(
+        module_testkit::assert_plugin_docs_match(
             &argument_spec(),
-            py,
+            "hashi_vault",
+            "lookup/kv.py",
             "kv",
             &INTERNAL_OPTIONS,
             &["_terms"],
         );
-        assert!(problems.is_empty(), "drift:\n{}", problems.join("\n"));
     }
 }

@@ -87,6 +87,50 @@ pub struct ContextEntry {
     pub namespace: Option<String>,
 }
 
+/// Why a kubeconfig or the connection options do not give a usable connection.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("the kubeconfig is not valid: {0}")]
+    Invalid(#[source] serde_yaml_ng::Error),
+    #[error("cannot read kubeconfig {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read kubeconfig {what} {}: {source}", path.display())]
+    ReadReferenced {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("kubeconfig {what} is not valid base64: {source}")]
+    Base64 {
+        what: &'static str,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("the kubeconfig has no current-context; set `context`")]
+    NoCurrentContext,
+    #[error("context {name:?} is not in the kubeconfig (it has: {})", known.join(", "))]
+    UnknownContext { name: String, known: Vec<String> },
+    #[error("context {context:?} names cluster {cluster:?}, which the kubeconfig does not define")]
+    UnknownCluster { context: String, cluster: String },
+    #[error("context {context:?} names user {user:?}, which the kubeconfig does not define")]
+    UnknownUser { context: String, user: String },
+    #[error("cluster {0:?} in the kubeconfig has no server")]
+    NoServer(String),
+    #[error("kubeconfig user {0:?} uses an exec or auth-provider plugin, which is not supported; use a token or client certificate")]
+    PluginUser(String),
+    #[error("kubeconfig user {0:?} has a client certificate without a key (or a key without a certificate)")]
+    HalfIdentity(String),
+    #[error("no API server given: set a kubeconfig or the API URL")]
+    NoServerGiven,
+    #[error("the API URL {0:?} must start with https:// (or http://)")]
+    NotHttp(String),
+}
+
 /// How a module was asked to connect: the usual Ansible options, any of them absent.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectionParams {
@@ -99,26 +143,31 @@ pub struct ConnectionParams {
     pub validate_certs: bool,
 }
 
-fn b64(what: &str, data: &str) -> Result<Vec<u8>, String> {
+fn b64(what: &'static str, data: &str) -> Result<Vec<u8>, KubeconfigError> {
     let clean: String = data.chars().filter(|c| !c.is_whitespace()).collect();
     base64::engine::general_purpose::STANDARD
         .decode(clean)
-        .map_err(|e| format!("kubeconfig {what} is not valid base64: {e}"))
+        .map_err(|source| KubeconfigError::Base64 { what, source })
 }
 
-fn read_rel(base: Option<&Path>, what: &str, p: &str) -> Result<(PathBuf, Vec<u8>), String> {
+fn read_rel(
+    base: Option<&Path>,
+    what: &'static str,
+    p: &str,
+) -> Result<(PathBuf, Vec<u8>), KubeconfigError> {
     let path = match base {
         Some(b) if Path::new(p).is_relative() => b.join(p),
         _ => PathBuf::from(p),
     };
-    let data = std::fs::read(&path)
-        .map_err(|e| format!("cannot read kubeconfig {what} {}: {e}", path.display()))?;
-    Ok((path, data))
+    match std::fs::read(&path) {
+        Ok(data) => Ok((path, data)),
+        Err(source) => Err(KubeconfigError::ReadReferenced { what, path, source }),
+    }
 }
 
 impl Kubeconfig {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        serde_yaml_ng::from_str(text).map_err(|e| format!("the kubeconfig is not valid: {e}"))
+    pub fn parse(text: &str) -> Result<Self, KubeconfigError> {
+        serde_yaml_ng::from_str(text).map_err(KubeconfigError::Invalid)
     }
 
     /// Resolve `context` (or the current context) to a connection. `base` is the kubeconfig's folder,
@@ -127,32 +176,27 @@ impl Kubeconfig {
         &self,
         context: Option<&str>,
         base: Option<&Path>,
-    ) -> Result<Connection, String> {
+    ) -> Result<Connection, KubeconfigError> {
         let ctx_name = match context.or(self.current_context.as_deref()) {
             Some(c) if !c.is_empty() => c.to_string(),
             _ if self.contexts.len() == 1 => self.contexts[0].name.clone(),
-            _ => return Err("the kubeconfig has no current-context; set `context`".into()),
+            _ => return Err(KubeconfigError::NoCurrentContext),
         };
         let ctx = self
             .contexts
             .iter()
             .find(|c| c.name == ctx_name)
-            .ok_or_else(|| {
-                let known: Vec<&str> = self.contexts.iter().map(|c| c.name.as_str()).collect();
-                format!(
-                    "context {ctx_name:?} is not in the kubeconfig (it has: {})",
-                    known.join(", ")
-                )
+            .ok_or_else(|| KubeconfigError::UnknownContext {
+                name: ctx_name.clone(),
+                known: self.contexts.iter().map(|c| c.name.clone()).collect(),
             })?;
         let cluster = self
             .clusters
             .iter()
             .find(|c| c.name == ctx.item.cluster)
-            .ok_or_else(|| {
-                format!(
-                    "context {ctx_name:?} names cluster {:?}, which the kubeconfig does not define",
-                    ctx.item.cluster
-                )
+            .ok_or_else(|| KubeconfigError::UnknownCluster {
+                context: ctx_name.clone(),
+                cluster: ctx.item.cluster.clone(),
             })?;
         let user = if ctx.item.user.is_empty() {
             None
@@ -161,7 +205,10 @@ impl Kubeconfig {
                 self.users
                     .iter()
                     .find(|u| u.name == ctx.item.user)
-                    .ok_or_else(|| format!("context {ctx_name:?} names user {:?}, which the kubeconfig does not define", ctx.item.user))?,
+                    .ok_or_else(|| KubeconfigError::UnknownUser {
+                        context: ctx_name.clone(),
+                        user: ctx.item.user.clone(),
+                    })?,
             )
         };
         let c = &cluster.item;
@@ -175,10 +222,7 @@ impl Kubeconfig {
             ..Default::default()
         };
         if conn.server.is_empty() {
-            return Err(format!(
-                "cluster {:?} in the kubeconfig has no server",
-                cluster.name
-            ));
+            return Err(KubeconfigError::NoServer(cluster.name.clone()));
         }
         if let Some(d) = &c.certificate_authority_data {
             conn.tls.ca_pem = Some(b64("certificate-authority-data", d)?);
@@ -190,10 +234,7 @@ impl Kubeconfig {
         if let Some(u) = user {
             let u = &u.item;
             if u.exec.is_some() || u.auth_provider.is_some() {
-                return Err(format!(
-                    "kubeconfig user {:?} uses an exec or auth-provider plugin, which is not supported; use a token or client certificate",
-                    ctx.item.user
-                ));
+                return Err(KubeconfigError::PluginUser(ctx.item.user.clone()));
             }
             if let Some(t) = &u.token {
                 conn.token = Some(t.trim().to_string());
@@ -221,12 +262,7 @@ impl Kubeconfig {
                     conn.tls.identity_pem = Some(c);
                 }
                 (None, None) => {}
-                _ => {
-                    return Err(format!(
-                        "kubeconfig user {:?} has a client certificate without a key (or a key without a certificate)",
-                        ctx.item.user
-                    ))
-                }
+                _ => return Err(KubeconfigError::HalfIdentity(ctx.item.user.clone())),
             }
             if let (Some(n), Some(p)) = (&u.username, &u.password) {
                 conn.basic = Some((n.clone(), p.clone()));
@@ -244,15 +280,18 @@ pub fn looks_like_content(s: &str) -> bool {
 impl ConnectionParams {
     /// Build the connection: the kubeconfig (file or content) when given, with `host`, `api_key`,
     /// `ca_cert` and `validate_certs=false` overriding it; else `host` + `api_key`.
-    pub fn resolve(&self) -> Result<Connection, String> {
+    pub fn resolve(&self) -> Result<Connection, KubeconfigError> {
         let mut conn = match &self.kubeconfig {
             Some(k) if !k.trim().is_empty() => {
                 let (text, base) = if looks_like_content(k) {
                     (k.clone(), None)
                 } else {
                     let p = PathBuf::from(k);
-                    let text = std::fs::read_to_string(&p)
-                        .map_err(|e| format!("cannot read kubeconfig {}: {e}", p.display()))?;
+                    let text =
+                        std::fs::read_to_string(&p).map_err(|source| KubeconfigError::Read {
+                            path: p.clone(),
+                            source,
+                        })?;
                     (text, p.parent().map(Path::to_path_buf))
                 };
                 Kubeconfig::parse(&text)?.connection(self.context.as_deref(), base.as_deref())?
@@ -262,7 +301,7 @@ impl ConnectionParams {
                     .host
                     .as_deref()
                     .filter(|h| !h.is_empty())
-                    .ok_or("no API server given: set a kubeconfig or the API URL")?;
+                    .ok_or(KubeconfigError::NoServerGiven)?;
                 Connection {
                     server: host.trim_end_matches('/').to_string(),
                     tls: Tls::verified(),
@@ -274,10 +313,7 @@ impl ConnectionParams {
             conn.server = h.trim_end_matches('/').to_string();
         }
         if !conn.server.starts_with("https://") && !conn.server.starts_with("http://") {
-            return Err(format!(
-                "the API URL {:?} must start with https:// (or http://)",
-                conn.server
-            ));
+            return Err(KubeconfigError::NotHttp(conn.server.clone()));
         }
         if let Some(t) = self.api_key.as_deref().filter(|t| !t.is_empty()) {
             conn.token = Some(t.to_string());
@@ -390,7 +426,8 @@ preferences: {}
         let e = Kubeconfig::parse(KC)
             .unwrap()
             .connection(Some("nope"), None)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"nope\"") && e.contains("admin, dev"), "{e}");
     }
 
@@ -445,13 +482,15 @@ preferences: {}
         assert!(ConnectionParams::default()
             .resolve()
             .unwrap_err()
+            .to_string()
             .contains("API URL"));
         let e = ConnectionParams {
             host: Some("h:6443".into()),
             ..Default::default()
         }
         .resolve()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("https://"), "{e}");
     }
 
@@ -462,12 +501,14 @@ preferences: {}
             .unwrap()
             .connection(None, None)
             .unwrap_err()
+            .to_string()
             .contains("exec"));
         let k = "clusters: [{name: c, cluster: {server: 'https://h'}}]\nusers: [{name: u, user: {client-certificate-data: Y2VydA==}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n";
         assert!(Kubeconfig::parse(k)
             .unwrap()
             .connection(None, None)
             .unwrap_err()
+            .to_string()
             .contains("without a key"));
     }
 

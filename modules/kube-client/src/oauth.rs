@@ -53,8 +53,17 @@ fn pairs(s: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Why the authorize endpoint's redirect carries no token.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthRedirectError {
+    #[error("the OAuth server refused the login: {error}{}", if description.is_empty() { String::new() } else { format!(": {description}") })]
+    Refused { error: String, description: String },
+    #[error("the OAuth server redirected without an access_token in the URL fragment")]
+    NoAccessToken,
+}
+
 /// Read the token (or the error) from the `Location` of the authorize endpoint's 302.
-pub fn token_from_location(location: &str) -> Result<Token, String> {
+pub fn token_from_location(location: &str) -> Result<Token, OAuthRedirectError> {
     let (before, fragment) = match location.split_once('#') {
         Some((b, f)) => (b, f),
         None => (location, ""),
@@ -63,11 +72,9 @@ pub fn token_from_location(location: &str) -> Result<Token, String> {
     let all: Vec<(String, String)> = pairs(fragment).into_iter().chain(pairs(query)).collect();
     let get = |k: &str| all.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     if let Some(err) = get("error") {
-        let desc = get("error_description").unwrap_or_default();
-        return Err(if desc.is_empty() {
-            format!("the OAuth server refused the login: {err}")
-        } else {
-            format!("the OAuth server refused the login: {err}: {desc}")
+        return Err(OAuthRedirectError::Refused {
+            error: err,
+            description: get("error_description").unwrap_or_default(),
         });
     }
     match get("access_token").filter(|t| !t.is_empty()) {
@@ -76,9 +83,7 @@ pub fn token_from_location(location: &str) -> Result<Token, String> {
             expires_in: get("expires_in").and_then(|e| e.parse().ok()),
             scope: get("scope"),
         }),
-        None => {
-            Err("the OAuth server redirected without an access_token in the URL fragment".into())
-        }
+        None => Err(OAuthRedirectError::NoAccessToken),
     }
 }
 
@@ -198,7 +203,7 @@ fn location_token(resp: &proxshift_http::reqwest::blocking::Response) -> Result<
         .get("Location")
         .and_then(|l| l.to_str().ok())
         .ok_or_else(|| KubeError::Other("the OAuth server redirected without a Location".into()))?;
-    token_from_location(loc).map_err(KubeError::Other)
+    token_from_location(loc).map_err(|e| KubeError::Other(e.to_string()))
 }
 
 #[cfg(test)]
@@ -218,10 +223,12 @@ mod tests {
         let e = token_from_location(
             "https://oauth/x?error=access_denied&error_description=scope+not+allowed",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("access_denied: scope not allowed"), "{e}");
         assert!(token_from_location("https://oauth/x#token_type=Bearer")
             .unwrap_err()
+            .to_string()
             .contains("without an access_token"));
     }
 

@@ -248,13 +248,28 @@ pub fn name_of(obj: &Value) -> (Option<String>, Option<String>) {
     )
 }
 
+/// Why a YAML stream is not a list of objects; `index` counts documents from 1.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    #[error("YAML document {index} is not valid: {source}")]
+    Invalid {
+        index: usize,
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    #[error("YAML document {index} is not an object but {value}")]
+    NotAnObject { index: usize, value: Value },
+}
+
 /// Split a multi-document YAML stream into JSON objects, skipping empty documents and `List`s flattened.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+pub fn parse_documents(text: &str) -> Result<Vec<Value>, DocumentError> {
     use serde::Deserialize;
     let mut out = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(doc)
-            .map_err(|e| format!("YAML document {} is not valid: {e}", i + 1))?;
+        let v = Value::deserialize(doc).map_err(|source| DocumentError::Invalid {
+            index: i + 1,
+            source,
+        })?;
         match v {
             Value::Null => {}
             Value::Object(ref m)
@@ -268,10 +283,10 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
             }
             Value::Object(_) => out.push(v),
             other => {
-                return Err(format!(
-                    "YAML document {} is not an object but {other}",
-                    i + 1
-                ))
+                return Err(DocumentError::NotAnObject {
+                    index: i + 1,
+                    value: other,
+                })
             }
         }
     }
@@ -385,6 +400,7 @@ mod tests {
         assert_eq!(name_of(&docs[1]).0.as_deref(), Some("b"));
         assert!(parse_documents("- 1\n")
             .unwrap_err()
+            .to_string()
             .contains("not an object"));
     }
 }

@@ -153,6 +153,13 @@ impl TestEnv {
         ));
         std::fs::create_dir_all(&dir).expect("scratch dir");
         make_pki(&dir);
+        // Every request at Metadata level, one event per request: tests read who called what (and
+        // what it answered) instead of timing the module.
+        std::fs::write(
+            dir.join("audit-policy.yaml"),
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+        )
+        .expect("audit policy");
         std::fs::write(
             dir.join("tokens.csv"),
             format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n{KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n"),
@@ -196,6 +203,9 @@ impl TestEnv {
                 "--authorization-mode=RBAC".into(),
                 format!("--token-auth-file={}", d("tokens.csv")),
                 "--enable-priority-and-fairness=false".into(),
+                format!("--audit-policy-file={}", d("audit-policy.yaml")),
+                format!("--audit-log-path={}", d("audit.log")),
+                "--audit-log-mode=blocking".into(),
             ],
         );
         pids.push(api_child.id());
@@ -287,6 +297,31 @@ impl TestEnv {
             env.controller_manager = true;
         }
         env
+    }
+
+    /// The API server's audit log so far: one event (JSON) per request, in the order they completed.
+    /// `user.username`, `verb`, `requestURI` and `responseStatus.code` say who asked for what and
+    /// what they got.
+    pub fn audit_events(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.join("audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The audit events `matching`, once there is at least one (the server writes an event after it
+    /// has answered, so the newest may lag the caller by a moment); panics after 30 s without one.
+    pub fn audited(&self, matching: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let found: Vec<Value> = self.audit_events().into_iter().filter(&matching).collect();
+            if !found.is_empty() || start.elapsed() > Duration::from_secs(30) {
+                assert!(!found.is_empty(), "no matching audit event in 30 s");
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// A connection with a bearer token, verifying the server with the test CA.

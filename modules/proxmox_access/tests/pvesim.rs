@@ -1,6 +1,7 @@
 //! proxmox_access end to end against an in-process pvesim (the lab seed): the real module body,
 //! through the Ansible protocol layer, creates the objects; the new token is then used for real.
 
+use module_testkit::TestModule;
 use pvesim::{lab, Config, SimHandle, Simulator};
 use serde_json::{json, Value};
 
@@ -18,17 +19,13 @@ fn module_as(sim: &SimHandle, mut args: Value, check: bool, token: &str) -> (Val
     args["api_token_secret"] = json!(secret);
     args["_ansible_check_mode"] = json!(check);
     args["_ansible_diff"] = json!(true);
-    let (r, code) = ansible_module::execute(
-        &args.to_string(),
+    TestModule::new(
         "proxmox_access",
-        &proxmox_access::argument_spec(),
+        proxmox_access::argument_spec(),
         proxmox_access::run,
-    );
-    assert!(
-        !r.to_string().contains(lab::ROOT_TOKEN_SECRET),
-        "secret leaked: {r}"
-    );
-    (r, code)
+    )
+    .hiding(lab::ROOT_TOKEN_SECRET)
+    .run(&args)
 }
 
 fn args() -> Value {

@@ -444,14 +444,6 @@ fn settled_snapshot(
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/proxmox/plugins/modules/proxmox_vm.yml"
-        );
-        let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "proxmox_vm");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
-        );
+        module_testkit::assert_sidecar_matches(&super::argument_spec(), "proxmox", "proxmox_vm");
     }
 }

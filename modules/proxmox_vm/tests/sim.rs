@@ -2,6 +2,7 @@
 //! `ansible_module::execute` exactly as the binary does, and the simulator's request log shows what
 //! went over the wire (check mode must send no write).
 
+use module_testkit::{expect_failed as failed, expect_ok as ok, TestModule};
 use pvesim::{Config, Fault, SimHandle, Simulator};
 use serde_json::{json, Value};
 
@@ -18,29 +19,14 @@ fn run_mode(sim: &SimHandle, args: &Value, check: bool) -> Value {
     a["api_token_secret"] = json!(TOKEN);
     a["_ansible_check_mode"] = json!(check);
     a["_ansible_diff"] = json!(true);
-    // Tests must not wait on real backoff for long.
-    let (r, _) = ansible_module::execute(
-        &a.to_string(),
-        "proxmox_vm",
-        &proxmox_vm::argument_spec(),
-        proxmox_vm::run,
-    );
-    assert!(!r.to_string().contains(TOKEN), "secret leaked: {r}");
-    r
+    TestModule::new("proxmox_vm", proxmox_vm::argument_spec(), proxmox_vm::run)
+        .hiding(TOKEN)
+        .run(&a)
+        .0
 }
 
 fn run(sim: &SimHandle, args: &Value) -> Value {
     run_mode(sim, args, false)
-}
-
-fn ok(r: &Value) -> &Value {
-    assert!(r.get("failed").is_none(), "unexpected failure: {r:#}");
-    r
-}
-
-fn failed(r: &Value) -> String {
-    assert_eq!(r["failed"], json!(true), "expected a failure: {r:#}");
-    r["msg"].as_str().unwrap_or_default().to_string()
 }
 
 /// An SNO-sized UEFI node on pve1.

@@ -279,17 +279,14 @@ mod tests {
 
     #[test]
     fn plugin_documentation_matches_spec() {
-        let py = include_str!(
-            "../../../ansible_collections/proxshift/proxmox/plugins/inventory/proxmox.py"
-        );
-        let problems = ansible_module::sidecar::check_plugin(
+        module_testkit::assert_plugin_docs_match(
             &argument_spec(),
-            py,
+            "proxmox",
+            "inventory/proxmox.py",
             "proxmox",
             &[],
             &["plugin", "filters"],
         );
-        assert!(problems.is_empty(), "drift:\n{}", problems.join("\n"));
     }
 
     #[test]

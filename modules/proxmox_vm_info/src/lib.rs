@@ -99,15 +99,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/proxmox/plugins/modules/proxmox_vm_info.yml"
-        );
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "proxmox_vm_info");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "proxmox",
+            "proxmox_vm_info",
         );
     }
 }

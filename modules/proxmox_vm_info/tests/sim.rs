@@ -2,6 +2,7 @@
 //! a template, a running VM with the guest agent and an address, a stopped VM): the module body runs
 //! through `ansible_module::execute` as the binary does; the request log shows only GETs.
 
+use module_testkit::TestModule;
 use pvesim::{Config, SimHandle, Simulator};
 use serde_json::{json, Value};
 
@@ -17,14 +18,14 @@ fn module(sim: &SimHandle, mut args: Value) -> Value {
     args["api_token_secret"] = json!(TOKEN);
     args["validate_certs"] = json!(false);
     args["_ansible_check_mode"] = json!(true);
-    let (r, _) = ansible_module::execute(
-        &args.to_string(),
+    TestModule::new(
         "proxmox_vm_info",
-        &proxmox_vm_info::argument_spec(),
+        proxmox_vm_info::argument_spec(),
         proxmox_vm_info::run,
-    );
-    assert!(!r.to_string().contains(TOKEN), "secret leaked: {r}");
-    r
+    )
+    .hiding(TOKEN)
+    .run(&args)
+    .0
 }
 
 #[test]
@@ -66,15 +67,12 @@ fn lists_and_selects_in_check_mode_with_gets_only() {
 #[test]
 fn inventory_backend_hosts_groups_and_masked_errors() {
     let sim = sim();
-    let run = |args: Value| {
-        ansible_module::execute(
-            &args.to_string(),
-            "proxshift.proxmox.proxmox",
-            &proxmox_vm_info::inventory::argument_spec(),
-            proxmox_vm_info::inventory::run,
-        )
-        .0
-    };
+    let backend = TestModule::new(
+        "proxshift.proxmox.proxmox",
+        proxmox_vm_info::inventory::argument_spec(),
+        proxmox_vm_info::inventory::run,
+    );
+    let run = |args: Value| backend.run(&args).0;
     let r = run(
         json!({"url": sim.url(), "token_id": "root@pam!pvesim", "token_secret": TOKEN,
                        "validate_certs": false}),

@@ -63,31 +63,29 @@ impl Default for ClientOptions {
     }
 }
 
+pub use trust::TrustError;
+
 /// Why a client could not be built; each names the setting at fault.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    CaFile { path: PathBuf, reason: String },
-    CaPem(String),
-    Identity(String),
-    Client(String),
+    #[error("cannot use CA file {}: {source}", path.display())]
+    CaFile {
+        path: PathBuf,
+        #[source]
+        source: TrustError,
+    },
+    #[error("the CA certificate data is not valid PEM: {0}")]
+    CaPem(#[source] TrustError),
+    #[error("the client certificate or key is not valid PEM: {0}")]
+    Identity(#[source] TrustError),
+    #[error("the client certificate or key is not valid PEM: {0}")]
+    IdentityRejected(#[source] rustls::Error),
+    #[error("cannot set up the HTTP client: {0}")]
+    Tls(#[source] rustls::Error),
+    /// reqwest's own text hides the reason, so the message carries the whole chain.
+    #[error("cannot set up the HTTP client: {}", describe(.0))]
+    Client(#[source] reqwest::Error),
 }
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BuildError::CaFile { path, reason } => {
-                write!(f, "cannot use CA file {}: {reason}", path.display())
-            }
-            BuildError::CaPem(r) => write!(f, "the CA certificate data is not valid PEM: {r}"),
-            BuildError::Identity(r) => {
-                write!(f, "the client certificate or key is not valid PEM: {r}")
-            }
-            BuildError::Client(r) => write!(f, "cannot set up the HTTP client: {r}"),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {}
 
 /// A blocking client honouring `validate_certs`, extra CAs and an optional client identity.
 pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
@@ -99,7 +97,7 @@ pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
     if !opts.follow_redirects {
         b = b.redirect(reqwest::redirect::Policy::none());
     }
-    b.build().map_err(|e| BuildError::Client(describe(&e)))
+    b.build().map_err(BuildError::Client)
 }
 
 /// rustls settings for [`Tls`]: named CAs first, the OS store on demand (see [`trust`]).
@@ -107,11 +105,11 @@ fn tls_config(tls: &Tls) -> Result<rustls::ClientConfig, BuildError> {
     let provider = trust::provider();
     let mut named = Vec::new();
     if let Some(path) = &tls.ca_path {
-        let ca_file = |reason| BuildError::CaFile {
+        let ca_file = |source| BuildError::CaFile {
             path: path.clone(),
-            reason,
+            source,
         };
-        let pem = std::fs::read(path).map_err(|e| ca_file(e.to_string()))?;
+        let pem = std::fs::read(path).map_err(|e| ca_file(TrustError::File(e)))?;
         named.extend(trust::parse_pem_certs(&pem).map_err(ca_file)?);
     }
     if let Some(pem) = &tls.ca_pem {
@@ -127,7 +125,7 @@ fn tls_config(tls: &Tls) -> Result<rustls::ClientConfig, BuildError> {
     };
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| BuildError::Client(e.to_string()))?
+        .map_err(BuildError::Tls)?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
     let mut config = match &tls.identity_pem {
@@ -135,7 +133,7 @@ fn tls_config(tls: &Tls) -> Result<rustls::ClientConfig, BuildError> {
             let (certs, key) = trust::parse_identity(pem).map_err(BuildError::Identity)?;
             builder
                 .with_client_auth_cert(certs, key)
-                .map_err(|e| BuildError::Identity(e.to_string()))?
+                .map_err(BuildError::IdentityRejected)?
         }
         None => builder.with_no_client_auth(),
     };

@@ -16,21 +16,44 @@ use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+/// Why a set of certificates, a key or a verifier could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error(
+        "the system trust store has no CA certificates{}; give the server's CA with ca_path",
+        .first.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+    )]
+    NoSystemCerts {
+        /// The first error met while reading the store, the likeliest reason it came up empty.
+        #[source]
+        first: Option<rustls_native_certs::Error>,
+    },
+    #[error("{0}")]
+    File(#[source] std::io::Error),
+    #[error("{0}")]
+    Pem(#[source] std::io::Error),
+    #[error("no PEM certificate found")]
+    NoCertificate,
+    #[error("no PEM private key found")]
+    NoPrivateKey,
+    #[error("none of the CA certificates could be parsed")]
+    NoParsableCa,
+    #[error("{0}")]
+    Verifier(#[source] rustls::client::VerifierBuilderError),
+    #[cfg(test)]
+    #[error("{0}")]
+    Test(&'static str),
+}
+
 /// Loads the platform's CA certificates; injectable so tests need not touch the real OS store.
-pub(crate) type PlatformLoader = fn() -> Result<Vec<CertificateDer<'static>>, String>;
+pub(crate) type PlatformLoader = fn() -> Result<Vec<CertificateDer<'static>>, TrustError>;
 
 /// The OS trust store, honouring `SSL_CERT_FILE` / `SSL_CERT_DIR` like OpenSSL-based tools do.
-pub(crate) fn load_platform_roots() -> Result<Vec<CertificateDer<'static>>, String> {
-    let found = rustls_native_certs::load_native_certs();
+pub(crate) fn load_platform_roots() -> Result<Vec<CertificateDer<'static>>, TrustError> {
+    let mut found = rustls_native_certs::load_native_certs();
     if found.certs.is_empty() {
-        let why = found
-            .errors
-            .first()
-            .map(|e| format!(" ({e})"))
-            .unwrap_or_default();
-        return Err(format!(
-            "the system trust store has no CA certificates{why}; give the server's CA with ca_path"
-        ));
+        let first = (!found.errors.is_empty()).then(|| found.errors.swap_remove(0));
+        return Err(TrustError::NoSystemCerts { first });
     }
     Ok(found.certs)
 }
@@ -40,12 +63,12 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Parses every certificate in a PEM bundle; an input with none is an error.
-pub(crate) fn parse_pem_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn parse_pem_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TrustError> {
     let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+        .map_err(TrustError::Pem)?;
     if certs.is_empty() {
-        return Err("no PEM certificate found".into());
+        return Err(TrustError::NoCertificate);
     }
     Ok(certs)
 }
@@ -53,26 +76,26 @@ pub(crate) fn parse_pem_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>
 /// A client identity (certificate chain and private key) from one PEM blob.
 pub(crate) fn parse_identity(
     pem: &[u8],
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TrustError> {
     let certs = parse_pem_certs(pem)?;
     let key = rustls_pemfile::private_key(&mut &pem[..])
-        .map_err(|e| e.to_string())?
-        .ok_or("no PEM private key found")?;
+        .map_err(TrustError::Pem)?
+        .ok_or(TrustError::NoPrivateKey)?;
     Ok((certs, key))
 }
 
 fn webpki(
     certs: Vec<CertificateDer<'static>>,
     provider: &Arc<CryptoProvider>,
-) -> Result<Arc<WebPkiServerVerifier>, String> {
+) -> Result<Arc<WebPkiServerVerifier>, TrustError> {
     let mut roots = RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(certs);
     if added == 0 {
-        return Err("none of the CA certificates could be parsed".into());
+        return Err(TrustError::NoParsableCa);
     }
     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(TrustError::Verifier)
 }
 
 /// Verifies against the named CAs first and falls back to the platform store, loaded on first need.
@@ -81,7 +104,7 @@ fn webpki(
 pub(crate) struct ServerTrust {
     accept_any: bool,
     named: Option<Arc<WebPkiServerVerifier>>,
-    platform: OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
+    platform: OnceLock<Result<Arc<WebPkiServerVerifier>, TrustError>>,
     load_platform: PlatformLoader,
     provider: Arc<CryptoProvider>,
 }
@@ -91,7 +114,7 @@ impl ServerTrust {
         named: Vec<CertificateDer<'static>>,
         load_platform: PlatformLoader,
         provider: Arc<CryptoProvider>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TrustError> {
         let named = if named.is_empty() {
             None
         } else {
@@ -120,7 +143,7 @@ impl ServerTrust {
         self.platform
             .get_or_init(|| (self.load_platform)().and_then(|c| webpki(c, &self.provider)))
             .as_ref()
-            .map_err(|e| rustls::Error::General(e.clone()))
+            .map_err(|e| rustls::Error::General(e.to_string()))
     }
 
     #[cfg(test)]
@@ -246,15 +269,15 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
-    fn no_platform_store() -> Result<Vec<CertificateDer<'static>>, String> {
-        Err("no platform store in this test".into())
+    fn no_platform_store() -> Result<Vec<CertificateDer<'static>>, TrustError> {
+        Err(TrustError::Test("no platform store in this test"))
     }
 
     thread_local! {
         static PLATFORM_PEM: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
 
-    fn platform_from_test() -> Result<Vec<CertificateDer<'static>>, String> {
+    fn platform_from_test() -> Result<Vec<CertificateDer<'static>>, TrustError> {
         PLATFORM_PEM.with(|p| parse_pem_certs(p.borrow().as_bytes()))
     }
 
@@ -330,10 +353,11 @@ mod tests {
     #[test]
     fn identity_needs_both_certificate_and_key() {
         let a = pki("ca-a");
-        let e = parse_identity(a.ca_pem.as_bytes()).unwrap_err();
+        let e = parse_identity(a.ca_pem.as_bytes()).unwrap_err().to_string();
         assert!(e.contains("private key"), "{e}");
         assert!(parse_identity(b"junk")
             .unwrap_err()
+            .to_string()
             .contains("no PEM certificate"));
     }
 }

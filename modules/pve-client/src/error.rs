@@ -37,6 +37,23 @@ pub struct TaskError {
     pub log_tail: Vec<String>,
 }
 
+impl TaskError {
+    /// A `qmstart` that found the VM running: PVE's `vm_start` dies with `VM <vmid> already
+    /// running` inside the task (the API call itself returns a UPID), so only the task says so.
+    pub fn is_already_running(&self) -> bool {
+        is_already_running_text(&self.exitstatus)
+    }
+}
+
+/// `VM 101 already running` (PVE::QemuServer::vm_start), nothing else.
+fn is_already_running_text(text: &str) -> bool {
+    let Some(rest) = text.trim().strip_prefix("VM ") else {
+        return false;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && rest[digits..] == *" already running"
+}
+
 /// Everything that can go wrong talking to Proxmox.
 #[derive(Debug, Clone)]
 pub enum Error {
@@ -104,6 +121,16 @@ impl Error {
                         .iter()
                         .any(|t| a.message.contains(t)))
             }
+            _ => false,
+        }
+    }
+
+    /// A start request for a VM that is already running (see [`TaskError::is_already_running`]);
+    /// older or proxied setups may report it as the API call's own 500.
+    pub fn is_already_running(&self) -> bool {
+        match self {
+            Error::Task(t) => t.is_already_running(),
+            Error::Api(a) => a.status == 500 && is_already_running_text(&a.message),
             _ => false,
         }
     }
@@ -293,6 +320,33 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn already_running_is_pves_start_verdict_only() {
+        let task = |exitstatus: &str| TaskError {
+            upid: "UPID:pve1:1:2:3:qmstart:101:root@pam:".into(),
+            node: "pve1".into(),
+            kind: "qmstart".into(),
+            exitstatus: exitstatus.into(),
+            log_tail: vec![],
+        };
+        assert!(task("VM 101 already running").is_already_running());
+        assert!(Error::Task(task("VM 7 already running\n")).is_already_running());
+        assert!(!task("start failed: QEMU exited with code 1").is_already_running());
+        assert!(!task("VM 101 not running").is_already_running());
+        assert!(!task("already running").is_already_running());
+        let api = |status, message: &str| {
+            Error::Api(ErrorResponse {
+                method: "POST".into(),
+                path: "/nodes/pve1/qemu/101/status/start".into(),
+                status,
+                message: message.into(),
+                errors: BTreeMap::new(),
+            })
+        };
+        assert!(api(500, "VM 101 already running").is_already_running());
+        assert!(!api(400, "VM 101 already running").is_already_running());
+    }
 
     #[test]
     fn new_generation_body_wins_and_perl_suffix_goes() {

@@ -13,6 +13,9 @@
 
 mod auth;
 mod kv;
+#[cfg(feature = "module-options")]
+pub mod module_options;
+pub mod read;
 #[cfg(feature = "test-support")]
 pub mod testserver;
 

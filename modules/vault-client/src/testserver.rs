@@ -456,6 +456,20 @@ pub fn now() -> u64 {
         .as_secs()
 }
 
+/// Why an admin call to the test kube-apiserver ([`KubeApi::call`]) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeCallError {
+    #[error("{0}")]
+    Send(#[source] proxshift_http::reqwest::Error),
+    #[error("{status}: {body}")]
+    Status {
+        status: proxshift_http::reqwest::StatusCode,
+        body: String,
+    },
+    #[error("{0}")]
+    NotJson(#[source] serde_json::Error),
+}
+
 /// A real kube-apiserver (+ etcd) for the Kubernetes auth method: Vault verifies a service-account
 /// JWT by sending a TokenReview to it. Binaries come from `KUBEBUILDER_ASSETS` (the envtest
 /// convention) or `/var/cache/proxshift/kube-v1.20.2/bin`; missing ones fail the test with a message.
@@ -626,7 +640,12 @@ impl KubeApi {
     }
 
     /// One API call as the admin; the JSON answer, or the status and body as the error.
-    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, KubeCallError> {
         let method = proxshift_http::reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let mut req = self
             .http
@@ -635,13 +654,13 @@ impl KubeApi {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().map_err(|e| e.to_string())?;
+        let resp = req.send().map_err(KubeCallError::Send)?;
         let status = resp.status();
         let text = resp.text().unwrap_or_default();
         if !status.is_success() {
-            return Err(format!("{status}: {text}"));
+            return Err(KubeCallError::Status { status, body: text });
         }
-        serde_json::from_str(&text).map_err(|e| e.to_string())
+        serde_json::from_str(&text).map_err(KubeCallError::NotJson)
     }
 
     /// Create service account `name` in `namespace` and return a token for it (TokenRequest API).

@@ -17,6 +17,13 @@ pub enum BackendError {
         exitstatus: String,
         log_tail: Vec<String>,
     },
+    /// A start found the VM running already (someone else started it): a task failure the engine
+    /// treats as success for `start`, and reports like any other task failure elsewhere.
+    #[error("task failed: {exitstatus}")]
+    AlreadyRunning {
+        exitstatus: String,
+        log_tail: Vec<String>,
+    },
     /// The guest agent cannot answer (yet): not running, not configured, VM not running.
     #[error("{0}")]
     Agent(String),

@@ -153,8 +153,7 @@ impl<B: Backend> Engine<'_, B> {
             match b.power(&node, vmid, op, timeout) {
                 Ok(()) => r.changed = true,
                 // Someone (HA, a person) started it between our look and our request: fine.
-                Err(BackendError::Task { exitstatus, .. })
-                    if *op == Op::Start && exitstatus.contains("already running") => {}
+                Err(BackendError::AlreadyRunning { .. }) if *op == Op::Start => {}
                 Err(e) => {
                     let changed = r.changed;
                     let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);

@@ -146,10 +146,16 @@ impl Backend for Fake {
             .get(&vmid)
             .or_else(|| self.fail_endpoint.get(&(vmid, op.endpoint())))
         {
-            return Err(BackendError::Task {
-                exitstatus: e.clone(),
-                log_tail: vec!["starting".into(), format!("TASK ERROR: {e}")],
-            });
+            // Sorted by the real backend's classification, as a failed task from Proxmox would be.
+            return Err(crate::pve::classify(pve_client::Error::Task(
+                pve_client::TaskError {
+                    upid: format!("UPID:{node}:fake:{vmid}"),
+                    node: node.to_string(),
+                    kind: format!("qm{}", op.endpoint()),
+                    exitstatus: e.clone(),
+                    log_tail: vec!["starting".into(), format!("TASK ERROR: {e}")],
+                },
+            )));
         }
         let mut vms = self.vms.lock().unwrap();
         let cur = vms[&vmid].clone();

@@ -347,16 +347,7 @@ mod tests {
 
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/proxmox/plugins/modules/vm_lifecycle.yml"
-        );
-        let problems =
-            ansible_module::sidecar::check(&super::argument_spec(), yaml, "vm_lifecycle");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
-        );
+        module_testkit::assert_sidecar_matches(&super::argument_spec(), "proxmox", "vm_lifecycle");
     }
 
     fn cluster() -> Fake {
@@ -378,7 +369,7 @@ mod tests {
     /// Run the module through the real protocol layer with a fake Proxmox.
     fn module(mut args: Value, fake: &Fake) -> (Value, i32) {
         args["api_host"] = json!("pve.invalid");
-        ansible_module::execute(&args.to_string(), "vm_lifecycle", &argument_spec(), |m| {
+        module_testkit::TestModule::new("vm_lifecycle", argument_spec(), run).run_with(&args, |m| {
             let o: Options = m.options()?;
             execute(m, &o, fake, Some(Duration::from_millis(1)))
         })

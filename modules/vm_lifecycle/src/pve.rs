@@ -12,6 +12,10 @@ use crate::model::{Inventory, Observed, Op};
 pub fn classify(e: Error) -> BackendError {
     match e {
         Error::NodeUnreachable { .. } => BackendError::Unreachable(e.to_string()),
+        Error::Task(t) if t.is_already_running() => BackendError::AlreadyRunning {
+            exitstatus: t.exitstatus,
+            log_tail: t.log_tail,
+        },
         Error::Task(t) => BackendError::Task {
             exitstatus: t.exitstatus,
             log_tail: t.log_tail,

@@ -101,6 +101,10 @@ impl VmReport {
             BackendError::Task {
                 exitstatus,
                 log_tail,
+            }
+            | BackendError::AlreadyRunning {
+                exitstatus,
+                log_tail,
             } => {
                 let why = explain_task_error(&exitstatus, &log_tail);
                 let tail = if log_tail.is_empty() {

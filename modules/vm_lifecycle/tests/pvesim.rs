@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use module_testkit::TestModule;
 use pvesim::{Config, Fault, Seed, SimHandle, Simulator};
 use serde_json::{json, Value};
 
@@ -43,14 +44,13 @@ fn module(sim: &SimHandle, mut args: Value) -> (Value, i32) {
     args["api_host"] = json!(sim.url());
     args["api_token_id"] = json!("root@pam!lc");
     args["api_token_secret"] = json!(SECRET);
-    let (r, code) = ansible_module::execute(
-        &args.to_string(),
+    TestModule::new(
         "vm_lifecycle",
-        &vm_lifecycle::argument_spec(),
+        vm_lifecycle::argument_spec(),
         vm_lifecycle::run,
-    );
-    assert!(!r.to_string().contains(SECRET), "secret leaked: {r}");
-    (r, code)
+    )
+    .hiding(SECRET)
+    .run(&args)
 }
 
 fn vms(r: &Value) -> Vec<Value> {

@@ -1,7 +1,8 @@
-//! Pure part of reading: pick the value a caller asked for out of a KV read, or say what is missing.
+//! Pure part of reading, shared by the `hashicorp_vault` (state=read) and `hashicorp_vault_info`
+//! modules and the kv lookup: pick the value a caller asked for out of a KV read, or say what is missing.
 
+use crate::Secret;
 use serde_json::{Map, Value};
-use vault_client::Secret;
 
 /// Why a read has no value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,11 +41,7 @@ pub fn pick(secret: Option<&Secret>, key: Option<&str>) -> Result<Value, Missing
 
 /// `mount/path`, plus ` (version N)` when a version was asked for.
 pub fn location(mount: &str, path: &str, version: Option<u64>) -> String {
-    let at = format!(
-        "{}/{}",
-        vault_client::clean_path(mount),
-        vault_client::clean_path(path)
-    );
+    let at = format!("{}/{}", crate::clean_path(mount), crate::clean_path(path));
     match version {
         Some(n) => format!("{at} (version {n})"),
         None => at,
@@ -80,5 +77,16 @@ mod tests {
             Missing::Key("k".into()).describe(&location("secret/", "/a//b", Some(2))),
             "the secret at secret/a/b (version 2) has no key 'k'"
         );
+    }
+
+    #[test]
+    fn picking_values() {
+        // The hashicorp_vault module's cases (formerly its own `plan::pick`).
+        let d = secret(Some(json!({"a": 1})));
+        assert_eq!(pick(Some(&d), None), Ok(json!({"a": 1})));
+        assert_eq!(pick(Some(&d), Some("a")), Ok(json!(1)));
+        assert_eq!(pick(Some(&d), Some("b")), Err(Missing::Key("b".into())));
+        assert_eq!(pick(None, None), Err(Missing::Secret));
+        assert_eq!(pick(Some(&secret(None)), Some("a")), Err(Missing::Deleted));
     }
 }

@@ -1,14 +1,16 @@
-//! Vault connection and auth options, named and with the environment fallbacks of the
-//! `hashicorp_vault` module (`VAULT_ADDR`, `VAULT_TOKEN`, `VAULT_NAMESPACE`, `VAULT_CACERT`,
-//! `VAULT_SKIP_VERIFY`, `~/.vault-token`), for this module and the `proxshift.hashi_vault.kv` lookup.
+//! The Vault connection and auth options of the collection's modules (`hashicorp_vault`,
+//! `hashicorp_vault_info`) and the `proxshift.hashi_vault.kv` lookup, with their environment
+//! fallbacks (`VAULT_ADDR`, `VAULT_TOKEN`, `VAULT_NAMESPACE`, `VAULT_CACERT`, `VAULT_SKIP_VERIFY`,
+//! `~/.vault-token`), and the login they describe. One implementation, behind the `module-options`
+//! feature so that the client itself does not depend on the module protocol.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::{Auth, Backoff, Config, Error as VaultError, KvVersion, Tls, Vault};
 use ansible_module::{Failure, Module, Opt};
 use serde::Deserialize;
-use vault_client::{Auth, Backoff, Config, Error as VaultError, KvVersion, Tls, Vault};
 
 const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
@@ -137,10 +139,10 @@ impl ConnectionOptions {
         }
         let file = match &self.token_path {
             Some(p) => Some(PathBuf::from(p)),
-            None => vault_client::default_token_file(),
+            None => crate::default_token_file(),
         };
         let found = match &file {
-            Some(f) => vault_client::read_token_file(f).map_err(fail)?,
+            Some(f) => crate::read_token_file(f).map_err(fail)?,
             None => None,
         };
         found.ok_or_else(|| {
