@@ -3,7 +3,7 @@
 //! waits for (accepted, joined, available). Read-only: check mode runs the same GETs.
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
-use kube_client::connect::hub_env;
+use kube_client::connect::hub_opts;
 use kube_client::objects::{conditions, known};
 use kube_client::{Client, HubOptions};
 use serde::Deserialize;
@@ -15,20 +15,8 @@ pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("name").aliases(&["cluster_name"]),
         Opt::str("label_selector"),
-        // A kubeconfig given as text holds credentials.
-        Opt::str("hub_kubeconfig")
-            .no_log()
-            .env(&[hub_env("hub_kubeconfig")]),
-        Opt::str("hub_context").env(&[hub_env("hub_context")]),
-        Opt::str("hub_host").env(&[hub_env("hub_host")]),
-        Opt::str("hub_api_key")
-            .no_log()
-            .env(&[hub_env("hub_api_key")]),
-        Opt::path("hub_ca_cert").env(&[hub_env("hub_ca_cert")]),
-        Opt::bool("hub_validate_certs")
-            .default(true)
-            .env(&[hub_env("hub_validate_certs")]),
     ])
+    .with(hub_opts())
     .required_one_of(&["hub_kubeconfig", "hub_host"])
     .mutually_exclusive(&["name", "label_selector"])
 }

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
-use kube_client::connect::{cluster_id_once, hub_env};
+use kube_client::connect::{cluster_id_once, hub_opts};
 use kube_client::objects::{conditions, known, unmet, Resource};
 use kube_client::{Client, ConnectionParams, Ensured, HubOptions, Method, WaitError};
 use resources::{Addons, SpokeCredentials};
@@ -31,25 +31,6 @@ const JOINED: [(&str, &str); 2] = [
     ("ManagedClusterJoined", "True"),
     ("ManagedClusterConditionAvailable", "True"),
 ];
-
-/// The hub options, with the `K8S_AUTH_*` fallbacks AWX's Kubernetes credential injects.
-fn hub_opts() -> Vec<Opt> {
-    vec![
-        // A kubeconfig given as text holds credentials.
-        Opt::str("hub_kubeconfig")
-            .no_log()
-            .env(&[hub_env("hub_kubeconfig")]),
-        Opt::str("hub_context").env(&[hub_env("hub_context")]),
-        Opt::str("hub_host").env(&[hub_env("hub_host")]),
-        Opt::str("hub_api_key")
-            .no_log()
-            .env(&[hub_env("hub_api_key")]),
-        Opt::path("hub_ca_cert").env(&[hub_env("hub_ca_cert")]),
-        Opt::bool("hub_validate_certs")
-            .default(true)
-            .env(&[hub_env("hub_validate_certs")]),
-    ]
-}
 
 /// The spoke options: no environment fallbacks (the environment's credential is the hub's).
 fn spoke_opts() -> Vec<Opt> {

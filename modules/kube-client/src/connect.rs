@@ -59,6 +59,28 @@ pub fn hub_env(name: &str) -> &'static str {
         .unwrap_or_else(|| panic!("{name} is not a hub option"))
 }
 
+/// The hub options as `acm_import` and `acm_cluster_info` declare them, with their `K8S_AUTH_*`
+/// fallbacks: one list, so the two modules cannot drift apart.
+#[cfg(feature = "module-options")]
+pub fn hub_opts() -> Vec<ansible_module::Opt> {
+    use ansible_module::Opt;
+    vec![
+        // A kubeconfig given as text holds credentials.
+        Opt::str("hub_kubeconfig")
+            .no_log()
+            .env(&[hub_env("hub_kubeconfig")]),
+        Opt::str("hub_context").env(&[hub_env("hub_context")]),
+        Opt::str("hub_host").env(&[hub_env("hub_host")]),
+        Opt::str("hub_api_key")
+            .no_log()
+            .env(&[hub_env("hub_api_key")]),
+        Opt::path("hub_ca_cert").env(&[hub_env("hub_ca_cert")]),
+        Opt::bool("hub_validate_certs")
+            .default(true)
+            .env(&[hub_env("hub_validate_certs")]),
+    ]
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The options do not make a connection (no server, unreadable or broken kubeconfig, bad URL).
