@@ -176,8 +176,9 @@ def test_proxmox_credential_injects_the_modules_env_fallbacks():
 
 
 def test_vault_credentials_inject_the_modules_env_fallbacks():
-    fallbacks = module_env_fallbacks().get("hashicorp_vault", set())
-    # The module reads VAULT_ADDR/VAULT_TOKEN/…: an empty set means the scan (or the module) broke.
+    # Both Vault modules declare their connection options once, in vault-client's module_options.rs.
+    fallbacks = module_env_fallbacks().get("vault-client", set())
+    # The modules read VAULT_ADDR/VAULT_TOKEN/…: an empty set means the scan (or the options) broke.
     assert {"VAULT_ADDR", "VAULT_TOKEN"} <= fallbacks, fallbacks
     token = load(AWX / "credential_types/vault.yml")
     env = token["injectors"]["env"]
