@@ -57,7 +57,9 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
     extra = {"acm_hub_cluster": "hub1", "acm_wait": False}
     env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kc)}
 
-    first = run_flow("site.yaml", "lab-sno", with_installer=True, extra=extra, env_more=env_more)
+    # The installer double records the ID the cluster's ClusterVersion reports (the record must match it).
+    first = run_flow("site.yaml", "lab-sno", with_installer=True, extra=extra,
+                     env_more={**env_more, "PROXSHIFT_TEST_CLUSTER_ID": OLD_ID})
     assert first.rc == 0, first.output
     old_mc = kube_api.get(f"{MC}/lab-sno")
     assert old_mc["metadata"]["annotations"]["proxshift.io/cluster-id"] == OLD_ID
@@ -72,7 +74,7 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
     # The rebuilt cluster is a new OpenShift cluster: a new ClusterVersion ID behind the same name.
     set_cluster_id(spoke_api, NEW_ID)
     forced = run_flow("site.yaml", "lab-sno", with_installer=True, extra={**extra, "force_install": True},
-                      env_more=env_more)
+                      env_more={**env_more, "PROXSHIFT_TEST_CLUSTER_ID": NEW_ID})
     assert forced.rc == 0, forced.output
     # Preflight (its VM plan, then the verdict), the rebuilt VMs planned as new ones, detach, delete the
     # VMs, create them, import.
