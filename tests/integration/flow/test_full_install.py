@@ -17,6 +17,10 @@ def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
         api.ok("POST", "/apis/config.openshift.io/v1/clusterversions", {
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
             "spec": {"clusterID": CLUSTER_ID}})
+    else:
+        # The API servers are shared by the session: a test before this one may have given it another ID.
+        api.ok("PATCH", "/apis/config.openshift.io/v1/clusterversions/version", {"spec": {"clusterID": CLUSTER_ID}},
+               content_type="application/merge-patch+json")
     api.patch_status("/apis/config.openshift.io/v1/clusterversions/version", {
         "desired": {"version": "4.19.7", "image": "quay.io/x@sha256:0"}, "observedGeneration": 1, "versionHash": "x",
         "availableUpdates": [],
