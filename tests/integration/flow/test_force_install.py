@@ -94,6 +94,9 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
     assert "conditions" not in mc.get("status", {}), "the new ManagedCluster carries the old one's state"
     secret = kube_api.get("/api/v1/namespaces/lab-sno/secrets/auto-import-secret")
     assert secret is not None, "the auto-import-secret was not written for the new cluster"
+    # The record tells the new cluster's story: imported into the hub read from Vault, the new ID.
+    record = site.record("lab-sno")
+    assert (record["phase"], record["hub"], record["cluster_id"]) == ("imported", "hub1", NEW_ID), sorted(record)
     assert site.canary not in forced.output and kube_api.admin_token not in forced.output
 
 
