@@ -97,7 +97,19 @@ fn validate_level(
     ctx: &Level,
     out: &mut Validated,
 ) -> Map<String, Value> {
-    // 1. Secrets first, from the raw input, so even a rejected value is masked.
+    // Secrets first, from the raw input, so even a rejected value is masked.
+    collect_secrets(raw, spec, out);
+    let mut given = resolve_names(raw, spec, ctx, out);
+    apply_env_fallbacks(spec, &mut given, out);
+    check_given_rules(spec, &given, ctx, out);
+    let params = convert_all(spec, &given, ctx, out);
+    // required_if is checked on converted values, so `state: "absent"` and aliases compare right.
+    check_required_if(spec, &given, &params, ctx, out);
+    params
+}
+
+/// Every string of a `no_log` option, under any of its names, as given.
+fn collect_secrets(raw: &Map<String, Value>, spec: &ArgSpec, out: &mut Validated) {
     for opt in spec.options.iter().filter(|o| o.no_log) {
         for name in opt.names() {
             if let Some(v) = raw.get(name) {
@@ -105,8 +117,16 @@ fn validate_level(
             }
         }
     }
+}
 
-    // 2. Resolve aliases to canonical names; reject unknown options.
+/// The given options under their canonical names (aliases resolved, `null`s dropped); unknown
+/// options are an error (a warning with `ignore_unknown`).
+fn resolve_names(
+    raw: &Map<String, Value>,
+    spec: &ArgSpec,
+    ctx: &Level,
+    out: &mut Validated,
+) -> Map<String, Value> {
     let mut given: Map<String, Value> = Map::new();
     let mut unknown = Vec::new();
     for (key, value) in raw {
@@ -145,8 +165,11 @@ fn validate_level(
         }
     }
     given.retain(|_, v| !v.is_null());
+    given
+}
 
-    // 3. Environment fallbacks for options not given.
+/// Environment fallbacks for options not given.
+fn apply_env_fallbacks(spec: &ArgSpec, given: &mut Map<String, Value>, out: &mut Validated) {
     for opt in &spec.options {
         if given.contains_key(opt.name) {
             continue;
@@ -163,8 +186,11 @@ fn validate_level(
             given.insert(opt.name.to_string(), Value::String(val));
         }
     }
+}
 
-    // 4. Cross-option rules.
+/// The cross-option rules that look only at which options are given: mutually exclusive,
+/// required, required together, required one of, required by.
+fn check_given_rules(spec: &ArgSpec, given: &Map<String, Value>, ctx: &Level, out: &mut Validated) {
     let has = |n: &str| is_given(given.get(n));
     for group in &spec.mutually_exclusive {
         let set: Vec<&str> = group.iter().copied().filter(|n| has(n)).collect();
@@ -220,8 +246,16 @@ fn validate_level(
             }
         }
     }
+}
 
-    // 5. Types, choices, nested options, defaults.
+/// Every option of the spec: its given value converted (types, choices, nested options), else its
+/// default, else `null`.
+fn convert_all(
+    spec: &ArgSpec,
+    given: &Map<String, Value>,
+    ctx: &Level,
+    out: &mut Validated,
+) -> Map<String, Value> {
     let mut params = Map::new();
     for opt in &spec.options {
         let value = match given.get(opt.name) {
@@ -230,8 +264,19 @@ fn validate_level(
         };
         params.insert(opt.name.to_string(), value);
     }
+    params
+}
 
-    // required_if is checked on converted values, so `state: "absent"` and aliases compare right.
+/// `required_if`: when an option's converted value matches, the rule's options must be given
+/// (any or all of them).
+fn check_required_if(
+    spec: &ArgSpec,
+    given: &Map<String, Value>,
+    params: &Map<String, Value>,
+    ctx: &Level,
+    out: &mut Validated,
+) {
+    let has = |n: &str| is_given(given.get(n));
     for rule in &spec.required_if {
         let actual = params.get(rule.key).cloned().unwrap_or(Value::Null);
         if actual != rule.value {
@@ -263,7 +308,6 @@ fn validate_level(
             ));
         }
     }
-    params
 }
 
 fn type_error(opt: &Opt, v: &Value, ty: Type, why: &CoerceError, ctx: &Level) -> String {

@@ -41,58 +41,20 @@ pub fn argument_spec() -> ArgSpec {
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let args: Args = m.options()?;
     let single = args.vms.is_none();
-    let defaults = shared_defaults(&m.params);
-    let items: Vec<Map<String, Value>> = match &args.vms {
-        Some(list) => list.iter().map(|i| merge_item(&defaults, i)).collect(),
-        None => vec![defaults.clone()],
-    };
+    let items = vm_items(&args, &m.params);
     if items.is_empty() {
         return Ok(Outcome::new(false)
             .msg("no VMs given")
             .with("vms", json!([])));
     }
-    let mut parsed: Vec<Result<VmArgs, VmError>> = items
-        .into_iter()
-        .map(|i| vm_args(i).and_then(|a| check_args(&a).map(|_| a)))
-        .collect();
-    // Two items for one VM would fight (or create it twice): refuse them both.
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for a in parsed.iter().flatten() {
-        for key in [a.spec.name.clone(), a.vmid.map(|v| format!("vmid {v}"))]
-            .into_iter()
-            .flatten()
-        {
-            *seen.entry(key).or_default() += 1;
-        }
-    }
-    for p in parsed.iter_mut() {
-        let dup = match p {
-            Ok(a) => [a.spec.name.clone(), a.vmid.map(|v| format!("vmid {v}"))]
-                .into_iter()
-                .flatten()
-                .find(|k| seen.get(k).copied().unwrap_or(0) > 1),
-            Err(_) => None,
-        };
-        if let Some(k) = dup {
-            *p = Err(VmError::Refused(format!(
-                "'{k}' appears more than once in vms"
-            )));
-        }
-    }
+    let parsed = parse_items(items);
     if single {
         if let Some(Err(e)) = parsed.first() {
             return Err(Failure::new(e.to_string()));
         }
     }
 
-    let client = Client::connect(&args.conn)
-        .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?;
-    if let Some(t) = client.session_ticket() {
-        m.add_secret(t);
-    }
-    if !args.conn.validate_certs {
-        m.warn("validate_certs is false: the Proxmox API certificate is not verified");
-    }
+    let client = connect(m, &args)?;
     let timeouts = args.timeouts.unwrap_or_default();
     let snapshot = settled_snapshot(&client, Duration::from_secs(timeouts.lock))?;
     let ctx = Ctx {
@@ -103,12 +65,84 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         reserved: Mutex::new(BTreeSet::new()),
         isos: Mutex::new(HashMap::new()),
     };
+    let plans = plan_all(&ctx, parsed);
+    let results = execute(&ctx, &plans, args.parallel.max(1) as usize);
 
-    // Plan in order: identity, node, vmid.
+    report_warnings_and_diffs(m, &results, single);
+    let changed = results.iter().any(|r| r.changed);
+    if single {
+        single_outcome(&results[0], changed)
+    } else {
+        list_outcome(&results, changed)
+    }
+}
+
+/// The VM items: each `vms` entry over the top-level options, or the top level itself.
+fn vm_items(args: &Args, params: &Map<String, Value>) -> Vec<Map<String, Value>> {
+    let defaults = shared_defaults(params);
+    match &args.vms {
+        Some(list) => list.iter().map(|i| merge_item(&defaults, i)).collect(),
+        None => vec![defaults],
+    }
+}
+
+/// Each item's options, read and checked; two items for one VM are both refused.
+fn parse_items(items: Vec<Map<String, Value>>) -> Vec<Result<VmArgs, VmError>> {
+    let mut parsed: Vec<Result<VmArgs, VmError>> = items
+        .into_iter()
+        .map(|i| vm_args(i).and_then(|a| check_args(&a).map(|_| a)))
+        .collect();
+    refuse_duplicates(&mut parsed);
+    parsed
+}
+
+/// The keys that name a VM within one run: its name and its vmid.
+fn identity_keys(a: &VmArgs) -> impl Iterator<Item = String> {
+    [a.spec.name.clone(), a.vmid.map(|v| format!("vmid {v}"))]
+        .into_iter()
+        .flatten()
+}
+
+/// Two items for one VM would fight (or create it twice): refuse them both.
+fn refuse_duplicates(parsed: &mut [Result<VmArgs, VmError>]) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for a in parsed.iter().flatten() {
+        for key in identity_keys(a) {
+            *seen.entry(key).or_default() += 1;
+        }
+    }
+    for p in parsed.iter_mut() {
+        let dup = match p {
+            Ok(a) => identity_keys(a).find(|k| seen.get(k).copied().unwrap_or(0) > 1),
+            Err(_) => None,
+        };
+        if let Some(k) = dup {
+            *p = Err(VmError::Refused(format!(
+                "'{k}' appears more than once in vms"
+            )));
+        }
+    }
+}
+
+/// The API client; its session ticket is masked in the module's output.
+fn connect(m: &mut Module, args: &Args) -> Result<Client, Failure> {
+    let client = Client::connect(&args.conn)
+        .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?;
+    if let Some(t) = client.session_ticket() {
+        m.add_secret(t);
+    }
+    if !args.conn.validate_certs {
+        m.warn("validate_certs is false: the Proxmox API certificate is not verified");
+    }
+    Ok(client)
+}
+
+/// Plan in order (identity, node, vmid), so placement is deterministic.
+fn plan_all(ctx: &Ctx, parsed: Vec<Result<VmArgs, VmError>>) -> Vec<Planned> {
     let mut nodes: Option<Vec<NodeInfo>> = None;
     let mut loads: HashMap<String, Vec<NodeLoad>> = HashMap::new();
     let mut plans: Vec<Planned> = Vec::new();
-    for p in parsed.drain(..) {
+    for p in parsed {
         let a = match p {
             Ok(a) => a,
             Err(e) => {
@@ -116,15 +150,17 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 continue;
             }
         };
-        match plan(&ctx, &a, &mut nodes, &mut loads) {
+        match plan(ctx, &a, &mut nodes, &mut loads) {
             Ok(t) => plans.push(Ok((a, t))),
             Err(e) => plans.push(Err((Some(a), e))),
         }
     }
+    plans
+}
 
-    let results = execute(&ctx, &plans, args.parallel.max(1) as usize);
-
-    for r in &results {
+/// Every VM's warnings (prefixed with the VM unless there is one) and before/after diff.
+fn report_warnings_and_diffs(m: &mut Module, results: &[VmResult], single: bool) {
+    for r in results {
         for w in &r.warnings {
             let who = r
                 .name
@@ -152,29 +188,33 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             );
         }
     }
-    let changed = results.iter().any(|r| r.changed);
-    if single {
-        let r = &results[0];
-        let mut data = r.to_json();
-        data.remove("changed");
-        data.remove("failed");
-        let msg = data
-            .remove("msg")
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        if r.failed {
-            let mut f = Failure::new(msg).changed(changed);
-            for (k, v) in data {
-                f = f.with(&k, v);
-            }
-            return Err(f);
-        }
-        let mut o = Outcome::new(changed).msg(msg);
+}
+
+/// One VM (no `vms`): its result's fields at the top level of the module's result.
+fn single_outcome(r: &VmResult, changed: bool) -> Result<Outcome, Failure> {
+    let mut data = r.to_json();
+    data.remove("changed");
+    data.remove("failed");
+    let msg = data
+        .remove("msg")
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if r.failed {
+        let mut f = Failure::new(msg).changed(changed);
         for (k, v) in data {
-            o = o.with(&k, v);
+            f = f.with(&k, v);
         }
-        return Ok(o);
+        return Err(f);
     }
+    let mut o = Outcome::new(changed).msg(msg);
+    for (k, v) in data {
+        o = o.with(&k, v);
+    }
+    Ok(o)
+}
+
+/// A `vms` list: one result per VM and a summary; failed when any VM failed.
+fn list_outcome(results: &[VmResult], changed: bool) -> Result<Outcome, Failure> {
     let list: Vec<Value> = results.iter().map(|r| Value::Object(r.to_json())).collect();
     let failed: Vec<String> = results
         .iter()

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use crate::propstring::{bool01, format_size, normalize_tags, parse_bool, PropString};
-use crate::spec::{CurrentDrive, NicValue, VmSpec};
+use crate::spec::{Cdrom, CurrentDrive, Disk, Nic, NicValue, VmSpec};
 
 /// A disk to grow (PVE cannot shrink).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,33 +126,9 @@ pub fn canonical(key: &str, value: Option<&str>) -> String {
 /// Compute what converging `current` (the pending-applied config) to `spec` takes.
 pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     let mut d = ConfigDiff::default();
-    let cur = |k: &str| config_str(current, k);
-
     for (key, want) in spec.scalar_values() {
-        let have = cur(key);
-        if canonical(key, Some(&want)) == canonical(key, have.as_deref()) {
-            continue;
-        }
-        if (key == "description" || key == "tags") && want.trim().is_empty() {
-            if have.is_some() {
-                d.delete.push(key.to_string());
-                d.record(key, have.as_deref(), None);
-            }
-            continue;
-        }
-        let send = if key == "agent" {
-            // Keep agent sub-options (fstrim_cloned_disks, type) the spec does not manage.
-            let mut p = PropString::parse(have.as_deref().unwrap_or(""), Some("enabled"))
-                .unwrap_or_default();
-            p.set("enabled", want.clone());
-            p.render(Some("enabled"))
-        } else {
-            want
-        };
-        d.record(key, have.as_deref(), Some(&send));
-        d.set.push((key.to_string(), send));
+        diff_scalar(&mut d, key, want, config_str(current, key));
     }
-
     if let Some(want) = spec.efidisk_value() {
         special_drive(
             &mut d,
@@ -165,145 +141,196 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     if let Some(want) = spec.tpm_value() {
         special_drive(&mut d, current, "tpmstate0", &want, &[("version", "v1.2")]);
     }
-
     for disk in spec.disks.iter().flatten() {
-        let slot = disk.slot.as_str();
-        let want_bytes = match disk.size_bytes() {
-            Ok(b) => b,
-            Err(e) => {
-                d.problems.push(e.to_string());
-                continue;
-            }
-        };
-        let Some(raw) = cur(slot) else {
-            match disk.allocation_string() {
-                Ok(a) => {
-                    d.record(slot, None, Some(&a));
-                    d.set.push((slot.to_string(), a));
-                }
-                Err(e) => d.problems.push(e.to_string()),
-            }
-            continue;
-        };
-        let drive = match CurrentDrive::parse(slot, &raw) {
-            Ok(x) => x,
-            Err(e) => {
-                d.problems.push(e.to_string());
-                continue;
-            }
-        };
-        if drive.cdrom {
-            d.problems.push(format!(
-                "disk {slot}: the VM has a CD-ROM drive in {slot}; pick another slot or remove the drive"
-            ));
-            continue;
-        }
-        if drive.storage.as_deref() != Some(disk.storage.as_str()) {
-            d.problems.push(format!(
-                "disk {slot} is on storage '{}', the spec says '{}': the module does not move disks (move it in Proxmox or fix the spec)",
-                drive.storage.as_deref().unwrap_or("?"),
-                disk.storage
-            ));
-            continue;
-        }
-        let new_props = disk.apply_to(&drive.props);
-        let options_differ =
-            CurrentDrive::comparable(&new_props) != CurrentDrive::comparable(&drive.props);
-        let mut shown = new_props.clone();
-        let mut size_changes = false;
-        match drive.size {
-            Some(have) if want_bytes > have => {
-                d.resize.push(Resize {
-                    disk: slot.to_string(),
-                    from: have,
-                    to: want_bytes,
-                });
-                shown.set("size", format_size(want_bytes));
-                size_changes = true;
-            }
-            Some(have) if want_bytes < have => {
-                d.problems.push(format!(
-                    "disk {slot} is {} and cannot shrink to {} (Proxmox does not shrink disks)",
-                    format_size(have),
-                    format_size(want_bytes)
-                ));
-                shown.set("size", format_size(have));
-            }
-            Some(have) => shown.set("size", format_size(have)),
-            None => {}
-        }
-        if options_differ {
-            d.set
-                .push((slot.to_string(), new_props.render(Some("file"))));
-        }
-        if options_differ || size_changes {
-            d.record(slot, Some(&raw), Some(&shown.render(Some("file"))));
-        }
+        diff_disk(&mut d, current, disk);
     }
-
     if let Some(c) = &spec.cdrom {
-        let slot = c.slot();
-        let want = format!("{},media=cdrom", c.iso());
-        match cur(slot) {
-            None => {
-                d.record(slot, None, Some(&want));
-                d.set.push((slot.to_string(), want));
-            }
-            Some(raw) => match CurrentDrive::parse(slot, &raw) {
-                Ok(dr) if !dr.cdrom => d.problems.push(format!(
-                    "cdrom: {slot} holds a disk ({}), not a CD-ROM drive; use another cdrom.slot",
-                    dr.volid
-                )),
-                Ok(dr) if dr.volid != c.iso() => {
-                    d.record(slot, Some(&raw), Some(&want));
-                    d.set.push((slot.to_string(), want));
-                }
-                Ok(_) => {}
-                Err(e) => d.problems.push(e.to_string()),
-            },
-        }
+        diff_cdrom(&mut d, current, c);
     }
-
     if let Some(nics) = &spec.nics {
-        let wanted: BTreeSet<&str> = nics.iter().map(|n| n.slot.as_str()).collect();
-        for n in nics {
-            let raw = cur(&n.slot);
-            let current_nic = match raw.as_deref().map(NicValue::parse) {
-                Some(Ok(v)) => Some(v),
-                Some(Err(e)) => {
-                    d.problems
-                        .push(format!("{}: cannot parse the current NIC: {e}", n.slot));
-                    continue;
-                }
-                None => None,
-            };
-            match n.desired(current_nic.as_ref()) {
-                Ok(want) => {
-                    if current_nic.as_ref().is_some_and(|c| c.same_as(&want)) {
-                        continue;
-                    }
-                    let v = want.render();
-                    d.record(&n.slot, raw.as_deref(), Some(&v));
-                    d.set.push((n.slot.clone(), v));
-                }
-                Err(e) => d.problems.push(e.to_string()),
-            }
-        }
-        let mut extra: Vec<&String> = current
-            .keys()
-            .filter(|k| {
-                k.strip_prefix("net")
-                    .is_some_and(|n| n.parse::<u32>().is_ok())
-            })
-            .filter(|k| !wanted.contains(k.as_str()))
-            .collect();
-        extra.sort();
-        for k in extra {
-            d.record(k, cur(k).as_deref(), None);
-            d.delete.push(k.clone());
-        }
+        diff_nics(&mut d, current, nics);
     }
     d
+}
+
+/// One scalar key (`memory`, `tags`, `agent` …): set it, delete it (empty text), or leave it.
+fn diff_scalar(d: &mut ConfigDiff, key: &str, want: String, have: Option<String>) {
+    if canonical(key, Some(&want)) == canonical(key, have.as_deref()) {
+        return;
+    }
+    if (key == "description" || key == "tags") && want.trim().is_empty() {
+        if have.is_some() {
+            d.delete.push(key.to_string());
+            d.record(key, have.as_deref(), None);
+        }
+        return;
+    }
+    let send = if key == "agent" {
+        // Keep agent sub-options (fstrim_cloned_disks, type) the spec does not manage.
+        let mut p =
+            PropString::parse(have.as_deref().unwrap_or(""), Some("enabled")).unwrap_or_default();
+        p.set("enabled", want);
+        p.render(Some("enabled"))
+    } else {
+        want
+    };
+    d.record(key, have.as_deref(), Some(&send));
+    d.set.push((key.to_string(), send));
+}
+
+/// One spec disk: allocate it when its slot is empty, else update options and grow it in place;
+/// a CD-ROM in the slot, another storage or a shrink is a problem.
+fn diff_disk(d: &mut ConfigDiff, current: &Map<String, Value>, disk: &Disk) {
+    let slot = disk.slot.as_str();
+    let want_bytes = match disk.size_bytes() {
+        Ok(b) => b,
+        Err(e) => return d.problems.push(e.to_string()),
+    };
+    let Some(raw) = config_str(current, slot) else {
+        match disk.allocation_string() {
+            Ok(a) => {
+                d.record(slot, None, Some(&a));
+                d.set.push((slot.to_string(), a));
+            }
+            Err(e) => d.problems.push(e.to_string()),
+        }
+        return;
+    };
+    let drive = match CurrentDrive::parse(slot, &raw) {
+        Ok(x) => x,
+        Err(e) => return d.problems.push(e.to_string()),
+    };
+    if drive.cdrom {
+        return d.problems.push(format!(
+            "disk {slot}: the VM has a CD-ROM drive in {slot}; pick another slot or remove the drive"
+        ));
+    }
+    if drive.storage.as_deref() != Some(disk.storage.as_str()) {
+        return d.problems.push(format!(
+            "disk {slot} is on storage '{}', the spec says '{}': the module does not move disks (move it in Proxmox or fix the spec)",
+            drive.storage.as_deref().unwrap_or("?"),
+            disk.storage
+        ));
+    }
+    let new_props = disk.apply_to(&drive.props);
+    let options_differ =
+        CurrentDrive::comparable(&new_props) != CurrentDrive::comparable(&drive.props);
+    let mut shown = new_props.clone();
+    let size_changes = diff_disk_size(d, slot, drive.size, want_bytes, &mut shown);
+    if options_differ {
+        d.set
+            .push((slot.to_string(), new_props.render(Some("file"))));
+    }
+    if options_differ || size_changes {
+        d.record(slot, Some(&raw), Some(&shown.render(Some("file"))));
+    }
+}
+
+/// Grow (a resize) or refuse to shrink a disk of `have` bytes to `want_bytes`, and put the size
+/// the disk will have in `shown`. True when a resize was added.
+fn diff_disk_size(
+    d: &mut ConfigDiff,
+    slot: &str,
+    have: Option<u64>,
+    want_bytes: u64,
+    shown: &mut PropString,
+) -> bool {
+    match have {
+        Some(have) if want_bytes > have => {
+            d.resize.push(Resize {
+                disk: slot.to_string(),
+                from: have,
+                to: want_bytes,
+            });
+            shown.set("size", format_size(want_bytes));
+            true
+        }
+        Some(have) if want_bytes < have => {
+            d.problems.push(format!(
+                "disk {slot} is {} and cannot shrink to {} (Proxmox does not shrink disks)",
+                format_size(have),
+                format_size(want_bytes)
+            ));
+            shown.set("size", format_size(have));
+            false
+        }
+        Some(have) => {
+            shown.set("size", format_size(have));
+            false
+        }
+        None => false,
+    }
+}
+
+/// The CD-ROM drive: added when its slot is empty, media swapped when another ISO is in it; a
+/// disk in the slot is a problem.
+fn diff_cdrom(d: &mut ConfigDiff, current: &Map<String, Value>, c: &Cdrom) {
+    let slot = c.slot();
+    let want = format!("{},media=cdrom", c.iso());
+    match config_str(current, slot) {
+        None => {
+            d.record(slot, None, Some(&want));
+            d.set.push((slot.to_string(), want));
+        }
+        Some(raw) => match CurrentDrive::parse(slot, &raw) {
+            Ok(dr) if !dr.cdrom => d.problems.push(format!(
+                "cdrom: {slot} holds a disk ({}), not a CD-ROM drive; use another cdrom.slot",
+                dr.volid
+            )),
+            Ok(dr) if dr.volid != c.iso() => {
+                d.record(slot, Some(&raw), Some(&want));
+                d.set.push((slot.to_string(), want));
+            }
+            Ok(_) => {}
+            Err(e) => d.problems.push(e.to_string()),
+        },
+    }
+}
+
+/// The spec's NICs (keeping each current MAC), then deleting the VM's `netN` the spec lacks.
+fn diff_nics(d: &mut ConfigDiff, current: &Map<String, Value>, nics: &[Nic]) {
+    for n in nics {
+        diff_nic(d, current, n);
+    }
+    let wanted: BTreeSet<&str> = nics.iter().map(|n| n.slot.as_str()).collect();
+    let mut extra: Vec<&String> = current
+        .keys()
+        .filter(|k| {
+            k.strip_prefix("net")
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|k| !wanted.contains(k.as_str()))
+        .collect();
+    extra.sort();
+    for k in extra {
+        d.record(k, config_str(current, k).as_deref(), None);
+        d.delete.push(k.clone());
+    }
+}
+
+/// One spec NIC: set when missing or different from the current one.
+fn diff_nic(d: &mut ConfigDiff, current: &Map<String, Value>, n: &Nic) {
+    let raw = config_str(current, &n.slot);
+    let current_nic = match raw.as_deref().map(NicValue::parse) {
+        Some(Ok(v)) => Some(v),
+        Some(Err(e)) => {
+            return d
+                .problems
+                .push(format!("{}: cannot parse the current NIC: {e}", n.slot));
+        }
+        None => None,
+    };
+    match n.desired(current_nic.as_ref()) {
+        Ok(want) => {
+            if current_nic.as_ref().is_some_and(|c| c.same_as(&want)) {
+                return;
+            }
+            let v = want.render();
+            d.record(&n.slot, raw.as_deref(), Some(&v));
+            d.set.push((n.slot.clone(), v));
+        }
+        Err(e) => d.problems.push(e.to_string()),
+    }
 }
 
 /// `efidisk0` / `tpmstate0`: created when missing; their type/version cannot change in place.
