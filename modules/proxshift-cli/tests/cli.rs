@@ -913,6 +913,8 @@ fn rehearse_writes_a_pvesim_seed_and_prints_the_commands() {
         .as_str()
         .unwrap()
         .contains("rehearsal.invalid"));
+    // With placeholder secrets there is no Vault to read the cluster's record from.
+    assert_eq!(vars["proxshift_record_store"], Value::Bool(false));
 }
 
 /// What `ansible-playbook` printed in a real `proxshift rehearse lab-sno` on the example inventory

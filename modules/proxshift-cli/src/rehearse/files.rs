@@ -50,7 +50,8 @@ impl Files {
     }
 
     /// Write the seed and the vars file: the simulator's throwaway token (it outranks an inventory
-    /// value, so no real secret is used) and, with `placeholder`, install secrets valid nowhere.
+    /// value, so no real secret is used) and, with `placeholder`, install secrets valid nowhere and no
+    /// Vault record.
     pub(crate) fn write(
         &self,
         cluster: &str,
@@ -69,6 +70,8 @@ impl Files {
         if placeholder {
             vars["secrets_values"] =
                 json!({"pull_secret": PLACEHOLDER_PULL_SECRET, "ssh_key": PLACEHOLDER_SSH_KEY});
+            // No Vault in this rehearsal: the cluster's record is not read (the simulated cluster is new).
+            vars["proxshift_record_store"] = json!(false);
         }
         let vars_file = self.vars_file();
         std::fs::write(&vars_file, vars.to_string())
