@@ -81,10 +81,11 @@ def test_every_phase_with_installer_double_vault_and_acm(run_flow, site, kube_ap
     assert second.changed_tasks() == [], second.changed_tasks()
 
 
-def test_install_failure_shows_the_installer_log(run_flow, site, kube_api: KubeApi, tmp_path):
+def test_install_failure_shows_the_installer_log(run_flow, site, spoke_api: KubeApi, tmp_path):
+    # The cluster is spoke_api: giving the hub (kube_api) the cluster's ID would make later imports self-imports.
     kubeconfig = tmp_path / "cluster.kubeconfig"
-    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
-    make_cluster_ready(kube_api, ["lab-sno-0"])
+    kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
+    make_cluster_ready(spoke_api, ["lab-sno-0"])
     env_more = {"PROXSHIFT_TEST_KUBECONFIG": str(kubeconfig)}
     run = run_flow("site.yaml", "lab-sno", with_installer=True,
                    env_more={**env_more, "PROXSHIFT_TEST_INSTALL_FAIL": "bootstrap-complete"})

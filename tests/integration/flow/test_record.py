@@ -13,7 +13,7 @@ import ansible_runner
 import pytest
 import yaml
 
-from kube_fixtures import KubeApi, kube_api  # noqa: F401 (pytest fixture)
+from kube_fixtures import KubeApi, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
 from test_full_install import make_cluster_ready
 from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID, VENV
 
@@ -21,11 +21,12 @@ CLUSTER = "lab-sno"
 
 
 @pytest.fixture
-def cluster_api(kube_api: KubeApi, tmp_path):
-    """The installed cluster's API (the double copies this kubeconfig into auth/)."""
+def cluster_api(spoke_api: KubeApi, tmp_path):  # noqa: F811
+    """The installed cluster's API (the double copies this kubeconfig into auth/). Not the hub (kube_api):
+    giving the hub the cluster's ID would make later imports into it self-imports."""
     kubeconfig = tmp_path / "cluster.kubeconfig"
-    kubeconfig.write_text(kube_api.kubeconfig(kube_api.admin_token))
-    make_cluster_ready(kube_api, [f"{CLUSTER}-0"])
+    kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
+    make_cluster_ready(spoke_api, [f"{CLUSTER}-0"])
     return kubeconfig
 
 
@@ -111,11 +112,12 @@ def test_rerun_in_an_empty_work_folder_resumes_the_install(run_flow, site, clust
     assert_no_record_secret(site, canary, stopped, resumed, third)
 
 
-def test_a_different_cluster_behind_the_name_is_refused(run_flow, site, cluster_api, kube_api: KubeApi, tmp_path):
+def test_a_different_cluster_behind_the_name_is_refused(run_flow, site, cluster_api, spoke_api: KubeApi,  # noqa: F811
+                                                        tmp_path):
     env = installer_env(tmp_path, cluster_api)
     assert run_flow("site.yaml", CLUSTER, with_installer=True, env_more=env,
                     extra={"acm_hub_kubeconfig": ""}).rc == 0
-    set_id = lambda cid: kube_api.ok(  # noqa: E731
+    set_id = lambda cid: spoke_api.ok(  # noqa: E731
         "PATCH", "/apis/config.openshift.io/v1/clusterversions/version", {"spec": {"clusterID": cid}},
         content_type="application/merge-patch+json")
     set_id("00000000-0000-4000-8000-00000000dead")
