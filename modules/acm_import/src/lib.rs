@@ -558,14 +558,6 @@ fn spoke_credentials(o: &Opts) -> Result<SpokeCredentials, ImportError> {
 mod tests {
     #[test]
     fn sidecar_matches_spec() {
-        let yaml = include_str!(
-            "../../../ansible_collections/proxshift/openshift/plugins/modules/acm_import.yml"
-        );
-        let problems = ansible_module::sidecar::check(&super::argument_spec(), yaml, "acm_import");
-        assert!(
-            problems.is_empty(),
-            "sidecar drift:\n{}",
-            problems.join("\n")
-        );
+        module_testkit::assert_sidecar_matches(&super::argument_spec(), "openshift", "acm_import");
     }
 }

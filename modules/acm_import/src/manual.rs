@@ -103,16 +103,14 @@ fn apply_one(
     let (api_version, kind) = (field("apiVersion"), field("kind"));
     let obj_name = name_of(doc).0.unwrap_or_default();
     // In check mode the CRDs of crds.yaml are not there: their kinds would be created.
-    if m.check_mode {
-        if let Err(KubeError::Other(_)) = spoke.resolve(&api_version, &kind) {
-            report.changed = true;
-            let what = format!("{kind} {obj_name}");
-            report
-                .actions
-                .push(json!({"side": "spoke", "object": what, "action": "created"}));
-            applied.push(json!({"object": what, "action": "created", "from": file}));
-            return Ok(());
-        }
+    if m.check_mode && matches!(spoke.resolve(&api_version, &kind), Err(e) if e.is_not_served()) {
+        report.changed = true;
+        let what = format!("{kind} {obj_name}");
+        report
+            .actions
+            .push(json!({"side": "spoke", "object": what, "action": "created"}));
+        applied.push(json!({"object": what, "action": "created", "from": file}));
+        return Ok(());
     }
     let res =
         resolve_kind(o, spoke, &api_version, &kind).map_err(|source| ImportError::SpokeKind {
@@ -166,9 +164,9 @@ fn resolve_kind(
         || match spoke.resolve(api_version, kind) {
             Ok(r) => Ok(Poll::Ready(r)),
             // Discovery does not list the kind (yet).
-            Err(KubeError::Other(msg)) => {
+            Err(e) if e.is_not_served() => {
                 spoke.forget_discovery();
-                Ok(Poll::Pending(msg))
+                Ok(Poll::Pending(e.to_string()))
             }
             Err(e) => Err(e),
         },

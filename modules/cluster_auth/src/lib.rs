@@ -277,11 +277,10 @@ fn whoami(client: &Client) -> Result<Option<String>, Failure> {
 
 /// Errors that waiting may cure (the API coming up, a gateway hiccup) count as pending.
 fn waitable(e: &KubeError) -> bool {
-    match e {
-        KubeError::Transport(_) => true,
-        KubeError::Api { status, .. } => *status == 404 || *status >= 500,
-        KubeError::Other(_) => false,
+    if e.is_transport() {
+        return true;
     }
+    matches!(e.status(), Some(s) if s == 404 || s >= 500)
 }
 
 fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetState, KubeError> {

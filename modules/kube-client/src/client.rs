@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use proxshift_http::{
-    describe, is_transient_status, is_transient_transport, Backoff, ClientOptions, Poll, WaitError,
+    is_transient_status, is_transient_transport, Backoff, ClientOptions, Poll, WaitError,
 };
 use serde_json::Value;
 
@@ -51,7 +51,7 @@ impl Client {
 
     pub fn with_options(conn: &Connection, mut opts: ClientOptions) -> Result<Self, KubeError> {
         opts.tls = conn.tls.clone();
-        let http = proxshift_http::client(&opts).map_err(|e| KubeError::Other(e.to_string()))?;
+        let http = proxshift_http::client(&opts)?;
         Ok(Client {
             http,
             conn: conn.clone(),
@@ -83,7 +83,7 @@ impl Client {
         let url = format!("{}{path_and_query}", self.conn.server);
         let m: proxshift_http::reqwest::Method = method
             .parse()
-            .map_err(|_| KubeError::Other(format!("bad HTTP method {method}")))?;
+            .map_err(|_| KubeError::BadMethod(method.to_string()))?;
         let path = path_and_query.split('?').next().unwrap_or_default();
         self.backoff
             .retry(
@@ -103,17 +103,20 @@ impl Client {
                     let resp = rb.send().map_err(|e| {
                         let retry = is_transient_transport(&e);
                         (
-                            KubeError::Transport(format!("{method} {}: {}", url, describe(&e))),
+                            KubeError::Transport {
+                                request: format!("{method} {url}"),
+                                source: e,
+                            },
                             retry,
                         )
                     })?;
                     let status = resp.status().as_u16();
                     let bytes = resp.bytes().map_err(|e| {
                         (
-                            KubeError::Transport(format!(
-                                "{method} {url}: reading the answer: {}",
-                                describe(&e)
-                            )),
+                            KubeError::Transport {
+                                request: format!("{method} {url}: reading the answer"),
+                                source: e,
+                            },
                             false,
                         )
                     })?;
@@ -141,8 +144,10 @@ impl Client {
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&bytes)
-            .map_err(|e| KubeError::Other(format!("{method} {path}: the answer is not JSON: {e}")))
+        serde_json::from_slice(&bytes).map_err(|source| KubeError::NotJson {
+            request: format!("{method} {path}"),
+            source,
+        })
     }
 
     /// GET any path as JSON.
@@ -307,7 +312,11 @@ impl Client {
         }
         let list = self.get_path(&api_root(api_version)).map_err(|e| {
             if e.is_not_found() {
-                KubeError::Other(format!("the API server does not serve {api_version} (kind {kind}); is its CRD installed?"))
+                KubeError::NotServed {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    group_version_served: false,
+                }
             } else {
                 e
             }
@@ -337,10 +346,10 @@ impl Client {
         self.discovered
             .borrow_mut()
             .insert(api_version.to_string(), rs);
-        found.ok_or_else(|| {
-            KubeError::Other(format!(
-                "the API server serves {api_version} but has no kind {kind}"
-            ))
+        found.ok_or_else(|| KubeError::NotServed {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            group_version_served: true,
         })
     }
 

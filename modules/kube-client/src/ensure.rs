@@ -81,8 +81,9 @@ impl Client {
         check_mode: bool,
     ) -> Result<Ensured, KubeError> {
         let (name, ns) = name_of(desired);
-        let name =
-            name.ok_or_else(|| KubeError::Other(format!("a {} without metadata.name", r.kind)))?;
+        let name = name.ok_or_else(|| KubeError::Unnamed {
+            kind: r.kind.clone(),
+        })?;
         let ns = if r.namespaced {
             ns.or_else(|| Some("default".into()))
         } else {
@@ -90,7 +91,9 @@ impl Client {
         };
         let ns = ns.as_deref();
         let description = r.describe(ns, &name);
-        let current = self.get(r, ns, &name).map_err(|e| ctx(&description, e))?;
+        let current = self
+            .get(r, ns, &name)
+            .map_err(|e| e.context(&description))?;
         let (action, before, after) = plan(current.as_ref(), desired);
         let object = if check_mode || action == Action::Unchanged {
             current
@@ -101,7 +104,7 @@ impl Client {
                     (Action::Created, Method::Merge) => self.create(r, ns, desired),
                     _ => self.patch(r, ns, &name, desired, PatchType::Merge),
                 }
-                .map_err(|e| ctx(&description, e))?,
+                .map_err(|e| e.context(&description))?,
             )
         };
         Ok(Ensured {
@@ -111,16 +114,6 @@ impl Client {
             after,
             object,
         })
-    }
-}
-
-fn ctx(what: &str, e: KubeError) -> KubeError {
-    match e {
-        KubeError::Transport(m) => KubeError::Transport(format!("{what}: {m}")),
-        KubeError::Other(m) => KubeError::Other(format!("{what}: {m}")),
-        // An API answer names its method and path already, and callers decide by its status
-        // (`is_conflict`, `is_not_found`): keep it as it is.
-        api @ KubeError::Api { .. } => api,
     }
 }
 

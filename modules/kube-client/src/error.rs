@@ -1,10 +1,14 @@
 //! Errors with messages a user can act on: the API's own `Status.message` plus what the code means.
 
-use std::fmt;
+use crate::oauth::OAuthRedirectError;
+use proxshift_http::{describe, reqwest, BuildError};
 
-#[derive(Debug, Clone)]
+/// Why a call to the API server did not give the answer asked for. Callers decide by variant or by
+/// [`KubeError::status`], never by the text.
+#[derive(Debug, thiserror::Error)]
 pub enum KubeError {
     /// The server answered with an error status.
+    #[error("{}", api_text(*.status, .message, .method, .path))]
     Api {
         status: u16,
         /// `Status.reason` (`NotFound`, `AlreadyExists`, `Conflict`, `Forbidden`, …) when given.
@@ -14,17 +18,124 @@ pub enum KubeError {
         method: String,
         path: String,
     },
-    /// No answer: connection, TLS or timeout problems.
-    Transport(String),
-    /// The answer could not be understood, or the settings are wrong.
-    Other(String),
+    /// No answer: connection, TLS or timeout problems. reqwest's own text hides the reason, so the
+    /// message carries the whole chain.
+    #[error("{request}: {}", describe(.source))]
+    Transport {
+        /// `METHOD URL`, or what was being done.
+        request: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The HTTP client could not be set up from the connection's TLS settings.
+    #[error(transparent)]
+    Setup(#[from] BuildError),
+    /// A caller asked for an HTTP method that does not exist.
+    #[error("bad HTTP method {0}")]
+    BadMethod(String),
+    /// A 2xx answer that is not the JSON asked for.
+    #[error("{request}: the answer is not JSON: {source}")]
+    NotJson {
+        request: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// API discovery does not list this kind (its CRD is not installed, or not yet served).
+    #[error("{}", not_served_text(.api_version, .kind, *.group_version_served))]
+    NotServed {
+        api_version: String,
+        kind: String,
+        /// The group/version is served, only the kind is missing from it.
+        group_version_served: bool,
+    },
+    /// An object handed to the client lacks its `metadata.name`.
+    #[error("a {kind} without metadata.name")]
+    Unnamed { kind: String },
+    /// Logging in through the OpenShift OAuth server failed.
+    #[error(transparent)]
+    Login(#[from] LoginError),
+    /// What was being done when the cause happened (the object, the step).
+    #[error("{what}: {source}")]
+    Context {
+        what: String,
+        #[source]
+        source: Box<KubeError>,
+    },
+}
+
+/// Why a password login through the OpenShift OAuth server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    /// 404 (or 403 for anonymous on plain Kubernetes) on the discovery document.
+    #[error("{source} (the server offers no OpenShift OAuth login; use api_key or kubeconfig)")]
+    NoOAuth {
+        #[source]
+        source: Box<KubeError>,
+    },
+    #[error("the OAuth discovery document is not JSON: {0}")]
+    DiscoveryNotJson(#[source] serde_json::Error),
+    #[error("the OAuth discovery document has no authorization_endpoint")]
+    NoAuthorizeEndpoint,
+    #[error("the OAuth server at {authorize} answered HTTP {status} without a Basic challenge; password login is not possible there (is an identity provider with challenge login configured?)")]
+    NoBasicChallenge { authorize: String, status: u16 },
+    #[error(
+        "login as {username:?} failed: wrong username or password (HTTP 401 from the OAuth server)"
+    )]
+    WrongPassword { username: String },
+    #[error("the OAuth server redirected without a Location")]
+    NoLocation,
+    #[error(transparent)]
+    Redirect(#[from] OAuthRedirectError),
+}
+
+fn api_text(status: u16, message: &str, method: &str, path: &str) -> String {
+    let mut s = format!("{method} {path}: HTTP {status} {}", meaning(status));
+    if !message.is_empty() {
+        s.push_str(": ");
+        s.push_str(message);
+    }
+    s
+}
+
+fn not_served_text(api_version: &str, kind: &str, group_version_served: bool) -> String {
+    if group_version_served {
+        format!("the API server serves {api_version} but has no kind {kind}")
+    } else {
+        format!("the API server does not serve {api_version} (kind {kind}); is its CRD installed?")
+    }
 }
 
 impl KubeError {
+    /// The HTTP status of the server's answer, looking through any [`KubeError::Context`].
     pub fn status(&self) -> Option<u16> {
-        match self {
+        match self.innermost() {
             KubeError::Api { status, .. } => Some(*status),
             _ => None,
+        }
+    }
+    /// The cause under any [`KubeError::Context`] wrapping.
+    pub fn innermost(&self) -> &KubeError {
+        match self {
+            KubeError::Context { source, .. } => source.innermost(),
+            e => e,
+        }
+    }
+    /// No answer came (connection refused, TLS, timeout): waiting or retrying may cure it.
+    pub fn is_transport(&self) -> bool {
+        matches!(self.innermost(), KubeError::Transport { .. })
+    }
+    /// Discovery does not (yet) list the kind.
+    pub fn is_not_served(&self) -> bool {
+        matches!(self.innermost(), KubeError::NotServed { .. })
+    }
+    /// Wrap with what was being done; an API answer already names its method and path.
+    pub fn context(self, what: impl Into<String>) -> KubeError {
+        match self {
+            api @ KubeError::Api { .. } => api,
+            e => KubeError::Context {
+                what: what.into(),
+                source: Box::new(e),
+            },
         }
     }
     pub fn is_not_found(&self) -> bool {
@@ -81,29 +192,6 @@ fn meaning(status: u16) -> &'static str {
         _ => "unexpected answer",
     }
 }
-
-impl fmt::Display for KubeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KubeError::Api {
-                status,
-                message,
-                method,
-                path,
-                ..
-            } => {
-                write!(f, "{method} {path}: HTTP {status} {}", meaning(*status))?;
-                if !message.is_empty() {
-                    write!(f, ": {message}")?;
-                }
-                Ok(())
-            }
-            KubeError::Transport(m) | KubeError::Other(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for KubeError {}
 
 #[cfg(test)]
 mod tests {

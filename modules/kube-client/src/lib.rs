@@ -18,7 +18,7 @@ pub mod testenv;
 pub use client::{Client, PatchType};
 pub use connect::{connect, ConnectError, Connected, HubOptions};
 pub use ensure::{Action, Ensured, Method};
-pub use error::KubeError;
+pub use error::{KubeError, LoginError};
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig, KubeconfigError};
 pub use oauth::OAuthRedirectError;
 pub use objects::{known, Condition, DocumentError, Resource};

@@ -2,10 +2,10 @@
 //! does), token revocation, and the pure parts (fragment parsing, token object names, expiry times).
 
 use base64::Engine;
-use proxshift_http::{describe, ClientOptions};
+use proxshift_http::ClientOptions;
 use serde_json::Value;
 
-use crate::error::KubeError;
+use crate::error::{KubeError, LoginError};
 use crate::kubeconfig::Connection;
 
 pub const CHALLENGING_CLIENT: &str = "openshift-challenging-client";
@@ -112,19 +112,20 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
         follow_redirects: false,
         ..Default::default()
     };
-    let http = proxshift_http::client(&opts).map_err(|e| KubeError::Other(e.to_string()))?;
+    let http = proxshift_http::client(&opts)?;
     let discovery_url = format!("{}/.well-known/oauth-authorization-server", api.server);
-    let transport = |what: &str, e: &proxshift_http::reqwest::Error| {
-        KubeError::Transport(format!("{what}: {}", describe(e)))
+    let transport = |what: &str, source: proxshift_http::reqwest::Error| KubeError::Transport {
+        request: what.to_string(),
+        source,
     };
     let resp = http
         .get(&discovery_url)
         .send()
-        .map_err(|e| transport(&format!("GET {discovery_url}"), &e))?;
+        .map_err(|e| transport(&format!("GET {discovery_url}"), e))?;
     let status = resp.status().as_u16();
     let body = resp
         .bytes()
-        .map_err(|e| transport("reading the OAuth discovery document", &e))?;
+        .map_err(|e| transport("reading the OAuth discovery document", e))?;
     if status != 200 {
         let mut e = KubeError::from_response(
             "GET",
@@ -134,27 +135,25 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
         );
         // 404 (or 403 for anonymous on plain Kubernetes): no OpenShift OAuth behind this API.
         if status == 404 || status == 403 {
-            e = KubeError::Other(format!(
-                "{e} (the server offers no OpenShift OAuth login; use api_key or kubeconfig)"
-            ));
+            e = LoginError::NoOAuth {
+                source: Box::new(e),
+            }
+            .into();
         }
         return Err(e);
     }
-    let meta: Value = serde_json::from_slice(&body)
-        .map_err(|e| KubeError::Other(format!("the OAuth discovery document is not JSON: {e}")))?;
+    let meta: Value = serde_json::from_slice(&body).map_err(LoginError::DiscoveryNotJson)?;
     let authorize = meta
         .get("authorization_endpoint")
         .and_then(Value::as_str)
-        .ok_or_else(|| {
-            KubeError::Other("the OAuth discovery document has no authorization_endpoint".into())
-        })?;
+        .ok_or(LoginError::NoAuthorizeEndpoint)?;
     let url = format!("{authorize}?client_id={CHALLENGING_CLIENT}&response_type=token");
     // First without credentials, as oc does: the server must offer a Basic challenge.
     let first = http
         .get(&url)
         .header("X-CSRF-Token", "1")
         .send()
-        .map_err(|e| transport(&format!("GET {authorize}"), &e))?;
+        .map_err(|e| transport(&format!("GET {authorize}"), e))?;
     let offers_basic = first.headers().get_all("WWW-Authenticate").iter().any(|h| {
         h.to_str()
             .unwrap_or_default()
@@ -167,22 +166,32 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
         return location_token(&first);
     }
     if status != 401 || !offers_basic {
-        return Err(KubeError::Other(format!(
-            "the OAuth server at {authorize} answered HTTP {status} without a Basic challenge; password login is not possible there (is an identity provider with challenge login configured?)"
-        )));
+        return Err(LoginError::NoBasicChallenge {
+            authorize: authorize.to_string(),
+            status,
+        }
+        .into());
     }
     let resp = http
         .get(&url)
         .header("X-CSRF-Token", "1")
         .basic_auth(username, Some(password))
         .send()
-        .map_err(|e| transport(&format!("GET {authorize}"), &e))?;
+        .map_err(|e| transport(&format!("GET {authorize}"), e))?;
     match resp.status().as_u16() {
         302 | 303 => location_token(&resp),
-        401 => Err(KubeError::Other(format!("login as {username:?} failed: wrong username or password (HTTP 401 from the OAuth server)"))),
+        401 => Err(LoginError::WrongPassword {
+            username: username.to_string(),
+        }
+        .into()),
         s => {
             let body = resp.bytes().unwrap_or_default();
-            Err(KubeError::from_response("GET", "/oauth/authorize", s, &body))
+            Err(KubeError::from_response(
+                "GET",
+                "/oauth/authorize",
+                s,
+                &body,
+            ))
         }
     }
 }
@@ -202,8 +211,8 @@ fn location_token(resp: &proxshift_http::reqwest::blocking::Response) -> Result<
         .headers()
         .get("Location")
         .and_then(|l| l.to_str().ok())
-        .ok_or_else(|| KubeError::Other("the OAuth server redirected without a Location".into()))?;
-    token_from_location(loc).map_err(|e| KubeError::Other(e.to_string()))
+        .ok_or(LoginError::NoLocation)?;
+    Ok(token_from_location(loc).map_err(LoginError::from)?)
 }
 
 #[cfg(test)]

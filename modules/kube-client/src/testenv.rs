@@ -89,7 +89,10 @@ openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out
     );
 }
 
-fn spawn(dir: &Path, name: &str, bin: &Path, args: &[String]) -> Child {
+/// Start a server logging to `NAME.log`; its PID. The servers outlive every test of the binary: the
+/// watchdog ([`reap_when_done`]), not `wait()`, ends and reaps them.
+#[allow(clippy::zombie_processes)]
+fn spawn(dir: &Path, name: &str, bin: &Path, args: &[String]) -> u32 {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log file");
     Command::new(bin)
         .args(args)
@@ -98,6 +101,7 @@ fn spawn(dir: &Path, name: &str, bin: &Path, args: &[String]) -> Child {
         .stderr(log)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()))
+        .id()
 }
 
 fn wait_until(what: &str, dir: &Path, log: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
@@ -116,6 +120,123 @@ fn wait_until(what: &str, dir: &Path, log: &str, timeout: Duration, mut ok: impl
     );
 }
 
+/// A fresh folder with the PKI, the audit policy and the static tokens the servers use.
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "proxshift-kube-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    make_pki(&dir);
+    // Every request at Metadata level, one event per request: tests read who called what (and
+    // what it answered) instead of timing the module.
+    std::fs::write(
+        dir.join("audit-policy.yaml"),
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+    )
+    .expect("audit policy");
+    std::fs::write(
+        dir.join("tokens.csv"),
+        format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n{KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n"),
+    )
+    .expect("tokens");
+    dir
+}
+
+fn path_in(dir: &Path, p: &str) -> String {
+    dir.join(p).display().to_string()
+}
+
+fn start_etcd(dir: &Path, etcd: &Path, client_url: &str) -> u32 {
+    let peer_url = format!("http://127.0.0.1:{}", free_port());
+    spawn(
+        dir,
+        "etcd",
+        etcd,
+        &[
+            "--name=t".into(),
+            format!("--data-dir={}", path_in(dir, "etcd-data")),
+            format!("--listen-client-urls={client_url}"),
+            format!("--advertise-client-urls={client_url}"),
+            format!("--listen-peer-urls={peer_url}"),
+            format!("--initial-advertise-peer-urls={peer_url}"),
+            format!("--initial-cluster=t={peer_url}"),
+        ],
+    )
+}
+
+fn start_apiserver(dir: &Path, apiserver: &Path, etcd_url: &str, port: u16) -> u32 {
+    let d = |p: &str| path_in(dir, p);
+    spawn(
+        dir,
+        "kube-apiserver",
+        apiserver,
+        &[
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", d("server.crt")),
+            format!("--tls-private-key-file={}", d("server.key")),
+            format!("--client-ca-file={}", d("ca.crt")),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            format!("--service-account-key-file={}", d("sa.pub")),
+            format!("--service-account-signing-key-file={}", d("sa.key")),
+            "--service-cluster-ip-range=10.96.0.0/24".into(),
+            "--authorization-mode=RBAC".into(),
+            format!("--token-auth-file={}", d("tokens.csv")),
+            "--enable-priority-and-fairness=false".into(),
+            format!("--audit-policy-file={}", d("audit-policy.yaml")),
+            format!("--audit-log-path={}", d("audit.log")),
+            "--audit-log-mode=blocking".into(),
+        ],
+    )
+}
+
+/// The namespace and garbage-collector controllers, so namespaces really terminate.
+fn start_controller_manager(dir: &Path, kcm: &Path) -> u32 {
+    let d = |p: &str| path_in(dir, p);
+    spawn(
+        dir,
+        "kube-controller-manager",
+        kcm,
+        &[
+            format!("--kubeconfig={}", d("admin.kubeconfig")),
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={}", free_port()),
+            "--port=0".into(),
+            "--leader-elect=false".into(),
+            "--controllers=namespace,garbagecollector".into(),
+            format!("--service-account-private-key-file={}", d("sa.key")),
+            format!("--root-ca-file={}", d("ca.crt")),
+        ],
+    )
+}
+
+/// The watchdog: stop the servers by PID (and remove their folder) once this test process is gone.
+/// It outlives this process on purpose, so nobody waits for it.
+#[allow(clippy::zombie_processes)]
+fn reap_when_done(dir: &Path, pids: &[u32]) {
+    let me = std::process::id();
+    let list = pids
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill {list} 2>/dev/null; sleep 3; kill -9 {list} 2>/dev/null; rm -rf '{}'",
+            dir.display()
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watchdog");
+}
+
 impl TestEnv {
     /// The environment shared by this test binary, started on first use.
     pub fn shared() -> &'static TestEnv {
@@ -131,12 +252,9 @@ impl TestEnv {
         env
     }
 
-    // The servers outlive every test of the binary; the watchdog, not `wait()`, ends and reaps them.
-    #[allow(clippy::zombie_processes)]
     fn start() -> TestEnv {
         let assets = assets_dir();
-        let apiserver = assets.join("kube-apiserver");
-        let etcd = assets.join("etcd");
+        let (apiserver, etcd) = (assets.join("kube-apiserver"), assets.join("etcd"));
         for b in [&apiserver, &etcd] {
             assert!(
                 b.is_file(),
@@ -146,90 +264,13 @@ impl TestEnv {
                 b.display()
             );
         }
-        let dir = std::env::temp_dir().join(format!(
-            "proxshift-kube-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        make_pki(&dir);
-        // Every request at Metadata level, one event per request: tests read who called what (and
-        // what it answered) instead of timing the module.
-        std::fs::write(
-            dir.join("audit-policy.yaml"),
-            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
-        )
-        .expect("audit policy");
-        std::fs::write(
-            dir.join("tokens.csv"),
-            format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n{KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n"),
-        )
-        .expect("tokens");
-        let (client_port, peer_port, port, kcm_port) =
-            (free_port(), free_port(), free_port(), free_port());
-        let d = |p: &str| dir.join(p).display().to_string();
-        let mut pids = Vec::new();
-        let etcd_child = spawn(
-            &dir,
-            "etcd",
-            &etcd,
-            &[
-                "--name=t".into(),
-                format!("--data-dir={}", d("etcd-data")),
-                format!("--listen-client-urls=http://127.0.0.1:{client_port}"),
-                format!("--advertise-client-urls=http://127.0.0.1:{client_port}"),
-                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-                format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
-                format!("--initial-cluster=t=http://127.0.0.1:{peer_port}"),
-            ],
-        );
-        pids.push(etcd_child.id());
-        let api_child = spawn(
-            &dir,
-            "kube-apiserver",
-            &apiserver,
-            &[
-                format!("--etcd-servers=http://127.0.0.1:{client_port}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
-                format!("--secure-port={port}"),
-                format!("--tls-cert-file={}", d("server.crt")),
-                format!("--tls-private-key-file={}", d("server.key")),
-                format!("--client-ca-file={}", d("ca.crt")),
-                "--service-account-issuer=https://kubernetes.default.svc".into(),
-                format!("--service-account-key-file={}", d("sa.pub")),
-                format!("--service-account-signing-key-file={}", d("sa.key")),
-                "--service-cluster-ip-range=10.96.0.0/24".into(),
-                "--authorization-mode=RBAC".into(),
-                format!("--token-auth-file={}", d("tokens.csv")),
-                "--enable-priority-and-fairness=false".into(),
-                format!("--audit-policy-file={}", d("audit-policy.yaml")),
-                format!("--audit-log-path={}", d("audit.log")),
-                "--audit-log-mode=blocking".into(),
-            ],
-        );
-        pids.push(api_child.id());
-        // The watchdog: stop the servers by PID once this test process is gone.
-        let me = std::process::id();
-        let watchdog = |pids: &[u32]| {
-            let list = pids
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(" ");
-            Command::new("bash")
-                .arg("-c")
-                .arg(format!(
-                    "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill {list} 2>/dev/null; sleep 3; kill -9 {list} 2>/dev/null; rm -rf '{}'",
-                    dir.display()
-                ))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("watchdog");
-        };
-        watchdog(&pids);
+        let dir = scratch_dir();
+        let etcd_url = format!("http://127.0.0.1:{}", free_port());
+        let etcd_pid = start_etcd(&dir, &etcd, &etcd_url);
+        let port = free_port();
+        let api_pid = start_apiserver(&dir, &apiserver, &etcd_url, port);
+        let pids = vec![etcd_pid, api_pid];
+        reap_when_done(&dir, &pids);
         let url = format!("https://127.0.0.1:{port}");
         let mut env = TestEnv {
             ca_path: dir.join("ca.crt"),
@@ -238,7 +279,7 @@ impl TestEnv {
             server_key: dir.join("server.key"),
             admin_cert_kubeconfig: dir.join("admin-cert.kubeconfig"),
             dir: dir.clone(),
-            url: url.clone(),
+            url,
             controller_manager: false,
             pids,
         };
@@ -255,7 +296,21 @@ impl TestEnv {
                     .unwrap_or(false)
             },
         );
-        std::fs::write(dir.join("admin.kubeconfig"), env.kubeconfig(ADMIN_TOKEN))
+        env.write_kubeconfigs();
+        let kcm = assets.join("kube-controller-manager");
+        if kcm.is_file() {
+            let pid = start_controller_manager(&dir, &kcm);
+            env.pids.push(pid);
+            reap_when_done(&dir, &[pid]);
+            env.controller_manager = true;
+        }
+        env
+    }
+
+    /// `admin.kubeconfig` (bearer token) and the client-certificate kubeconfig.
+    fn write_kubeconfigs(&self) {
+        let dir = &self.dir;
+        std::fs::write(dir.join("admin.kubeconfig"), self.kubeconfig(ADMIN_TOKEN))
             .expect("kubeconfig");
         let b64 = |p: &str| {
             use base64::Engine;
@@ -264,39 +319,16 @@ impl TestEnv {
         };
         let cert_kc = json!({
             "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "test", "cluster": {"server": url, "certificate-authority-data": b64("ca.crt")}}],
+            "clusters": [{"name": "test", "cluster": {"server": self.url, "certificate-authority-data": b64("ca.crt")}}],
             "users": [{"name": "admin", "user": {"client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")}}],
             "contexts": [{"name": "admin", "context": {"cluster": "test", "user": "admin"}}],
             "current-context": "admin",
         });
         std::fs::write(
-            &env.admin_cert_kubeconfig,
+            &self.admin_cert_kubeconfig,
             serde_yaml_ng::to_string(&cert_kc).expect("yaml"),
         )
         .expect("kubeconfig");
-
-        let kcm = assets.join("kube-controller-manager");
-        if kcm.is_file() {
-            let child = spawn(
-                &dir,
-                "kube-controller-manager",
-                &kcm,
-                &[
-                    format!("--kubeconfig={}", d("admin.kubeconfig")),
-                    "--bind-address=127.0.0.1".into(),
-                    format!("--secure-port={kcm_port}"),
-                    "--port=0".into(),
-                    "--leader-elect=false".into(),
-                    "--controllers=namespace,garbagecollector".into(),
-                    format!("--service-account-private-key-file={}", d("sa.key")),
-                    format!("--root-ca-file={}", d("ca.crt")),
-                ],
-            );
-            env.pids.push(child.id());
-            watchdog(&[child.id()]);
-            env.controller_manager = true;
-        }
-        env
     }
 
     /// The API server's audit log so far: one event (JSON) per request, in the order they completed.

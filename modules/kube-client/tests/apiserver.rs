@@ -233,7 +233,7 @@ fn tls_ca_wrong_ca_insecure_and_client_certificates() {
     let mut c = Client::new(&wrong.resolve().unwrap()).unwrap();
     c.set_backoff(proxshift_http::Backoff::none());
     let e = c.get_path("/api").unwrap_err();
-    assert!(matches!(e, KubeError::Transport(_)), "{e}");
+    assert!(matches!(e, KubeError::Transport { .. }), "{e}");
     assert!(
         e.to_string().contains("UnknownIssuer") || e.to_string().contains("certificate"),
         "{e}"
