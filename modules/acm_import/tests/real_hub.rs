@@ -10,6 +10,7 @@ use std::time::Duration;
 use base64::Engine;
 use kube_client::objects::{known, Resource};
 use kube_client::testenv::{unique, TestEnv, ADMIN_TOKEN, VIEWER_TOKEN};
+use module_testkit::TestModule;
 use serde_json::{json, Value};
 
 const SPOKE_TOKEN: &str = "spoke-token-canary-3e8d";
@@ -18,25 +19,19 @@ fn env() -> &'static TestEnv {
     TestEnv::with_crds()
 }
 
-fn module(args: Value) -> (Value, i32) {
-    ansible_module::execute(
-        &args.to_string(),
-        "acm_import",
-        &acm_import::argument_spec(),
-        acm_import::run,
-    )
+/// The module as Ansible runs it; no result may show the hub's or the spoke's token.
+fn acm_import() -> TestModule {
+    TestModule::new("acm_import", acm_import::argument_spec(), acm_import::run)
+        .hiding(ADMIN_TOKEN)
+        .hiding(SPOKE_TOKEN)
 }
 
 fn ok(args: Value) -> Value {
-    let (r, code) = module(args);
-    assert_eq!(code, 0, "module failed: {r:#}");
-    r
+    acm_import().ok(&args)
 }
 
 fn failed(args: Value) -> Value {
-    let (r, code) = module(args);
-    assert_eq!(code, 1, "module should have failed: {r:#}");
-    r
+    acm_import().failed(&args)
 }
 
 fn hub_args(env: &TestEnv, cluster: &str) -> Value {
