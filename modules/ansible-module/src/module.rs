@@ -232,36 +232,44 @@ where
     std::process::exit(code)
 }
 
+/// The arguments file's JSON object, split into Ansible's `_ansible_*` keys and the user's options.
+type SplitArgs = (Map<String, Value>, Map<String, Value>);
+
+fn split_args(args_text: &str) -> Result<SplitArgs, String> {
+    let raw = match serde_json::from_str::<Value>(args_text) {
+        Ok(Value::Object(m)) => m,
+        Ok(other) => {
+            return Err(format!(
+                "the arguments file must hold a JSON object, not {}",
+                crate::coerce::type_name(&other)
+            ))
+        }
+        Err(e) => return Err(format!("the arguments file is not valid JSON: {e}")),
+    };
+    Ok(raw
+        .into_iter()
+        .partition(|(k, _)| k.starts_with("_ansible_")))
+}
+
+/// The options as the result's `invocation` shows them: every `no_log` option masked whole.
+fn masked_args(args: &Map<String, Value>, spec: &ArgSpec) -> Map<String, Value> {
+    let mut args = args.clone();
+    for opt in spec.options.iter().filter(|o| o.no_log) {
+        if args.get(opt.name).is_some_and(|x| !x.is_null()) {
+            args.insert(opt.name.to_string(), json!(crate::mask::MASK_WHOLE));
+        }
+    }
+    args
+}
+
 /// The testable core of [`run`]: args text in, masked result and exit code out.
 pub fn execute<F>(args_text: &str, default_name: &str, spec: &ArgSpec, body: F) -> (Value, i32)
 where
     F: FnOnce(&mut Module) -> Result<Outcome, Failure>,
 {
-    let raw: Map<String, Value> = match serde_json::from_str::<Value>(args_text) {
-        Ok(Value::Object(m)) => m,
-        Ok(other) => {
-            let msg = format!(
-                "the arguments file must hold a JSON object, not {}",
-                crate::coerce::type_name(&other)
-            );
-            return finish(json!({"failed": true, "changed": false, "msg": msg}), &[]);
-        }
-        Err(e) => {
-            let msg = format!("the arguments file is not valid JSON: {e}");
-            return finish(json!({"failed": true, "changed": false, "msg": msg}), &[]);
-        }
-    };
-    let (internal, user): (Map<String, Value>, Map<String, Value>) = {
-        let mut i = Map::new();
-        let mut u = Map::new();
-        for (k, v) in raw {
-            if k.starts_with("_ansible_") {
-                i.insert(k, v);
-            } else {
-                u.insert(k, v);
-            }
-        }
-        (i, u)
+    let (internal, user) = match split_args(args_text) {
+        Ok(parts) => parts,
+        Err(msg) => return finish(json!({"failed": true, "changed": false, "msg": msg}), &[]),
     };
     let flag = |k: &str| {
         internal
@@ -293,21 +301,14 @@ where
     if let Ok(mut g) = secrets().lock() {
         g.extend(v.no_log_values.iter().cloned());
     }
-    let invocation = if inject_invocation {
-        let mut args = if v.errors.is_empty() {
-            v.params.clone()
+    let invocation = inject_invocation.then(|| {
+        let args = if v.errors.is_empty() {
+            &v.params
         } else {
-            user.clone()
+            &user
         };
-        for opt in spec.options.iter().filter(|o| o.no_log) {
-            if args.get(opt.name).is_some_and(|x| !x.is_null()) {
-                args.insert(opt.name.to_string(), json!(crate::mask::MASK_WHOLE));
-            }
-        }
-        Some(json!({"module_args": args}))
-    } else {
-        None
-    };
+        json!({"module_args": masked_args(args, spec)})
+    });
 
     let mut result = Map::new();
     if !v.errors.is_empty() {
@@ -350,17 +351,13 @@ where
             if let Some(m) = outcome.msg {
                 result.insert("msg".into(), json!(m));
             }
-            for (k, val) in outcome.data {
-                result.insert(k, val);
-            }
+            result.extend(outcome.data);
         }
         Err(failure) => {
             result.insert("failed".into(), json!(true));
             result.insert("changed".into(), json!(failure.changed));
-            result.insert("msg".into(), json!(failure.msg));
-            for (k, val) in failure.data {
-                result.insert(k, val);
-            }
+            result.insert("msg".into(), json!(&failure.msg));
+            result.extend(failure.data);
             if tracebacks && !result.contains_key("exception") {
                 result.insert(
                     "exception".into(),
