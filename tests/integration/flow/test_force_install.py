@@ -123,10 +123,12 @@ def test_force_install_with_a_failing_preflight_deletes_nothing(run_flow, site, 
     assert "the rebuilt cluster's VMs would not fit" in run.output, run.output
     assert "needs 9765.6 GiB" in run.output, run.output
     assert "detach" not in events(run) and events(run).count("vms") == 2, events(run)
-    # --tags vms alone would skip the preflight: refused (today it stops even earlier, on the phase's
-    # missing secrets - #22 item 6; force_reset.yml's own guard says "runs only after the preflight").
+    # --tags vms alone would skip the preflight and the rebuild: refused before anything is read or deleted.
     only_vms = run_flow("site.yaml", "lab-sno", extra=forced, tags="vms")
     assert only_vms.rc != 0
+    [refused] = [r for r in only_vms.results if r["status"] == "failed"]
+    assert "forced reinstall" in refused["task"], refused["task"]
+    assert "leaves out preflight, manifests, iso" in refused["result"]["msg"], refused["result"]["msg"]
 
     assert site.sim.writes_since(seq) == []
     [still] = site.owned_vms("lab-sno")
