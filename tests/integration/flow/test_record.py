@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import ansible_runner
 import pytest
 import yaml
 
-from kube_fixtures import KubeApi, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
+from kube_fixtures import KubeApi, condition, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
+from test_force_install import MC, forget_on_hub
 from test_full_install import make_cluster_ready
 from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID, VENV
 
@@ -186,6 +189,55 @@ def test_vault_sealed_at_a_write_point(run_flow, site, cluster_api, tmp_path, po
     if before:
         assert record["kubeadmin"] == before["kubeadmin"]
     assert_no_record_secret(site, canary, sealed, rerun)
+
+
+def join_after_sealing(hub: KubeApi, bao, cluster: str) -> threading.Thread:
+    """Play the hub's import controller, sealing Vault first: once acm_import has created the
+    ManagedCluster, seal Vault, then report the klusterlet Joined and Available. acm_import (which reads
+    nothing from Vault here) waits for those conditions, so the record's `imported` write is the first
+    Vault call after the seal: that write point, and no other, meets a sealed Vault."""
+    def play():
+        for _ in range(1200):  # bounded by polls: acm_import creates the ManagedCluster within the run
+            if hub.get(f"{MC}/{cluster}") is not None:
+                bao.api("PUT", "sys/seal")
+                hub.patch_status(f"{MC}/{cluster}", {"conditions": [
+                    condition("ManagedClusterJoined", "True"), condition("ManagedClusterConditionAvailable", "True")]})
+                return
+            time.sleep(0.25)
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_vault_sealed_at_the_imported_write_point(run_flow, site, cluster_api, kube_api: KubeApi,  # noqa: F811
+                                                  tmp_path, canary):
+    env = installer_env(tmp_path, cluster_api)
+    hub_kc = tmp_path / "hub.kubeconfig"
+    hub_kc.write_text(kube_api.kubeconfig(kube_api.admin_token))
+    forget_on_hub(kube_api, CLUSTER)
+    hub = {"acm_hub_kubeconfig": str(hub_kc), "acm_wait_timeout": 300}
+    player = join_after_sealing(kube_api, site.bao, CLUSTER)
+    sealed = run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub, env_more=env)
+    player.join(timeout=60)
+    assert sealed.rc != 0
+    failed = [r["task"] for r in sealed.results if r["status"] == "failed"]
+    assert len(failed) == 1 and "Record the ACM import" in failed[0], failed
+    assert "sealed" in sealed.output.lower(), sealed.output
+    site.bao.unseal()
+    # The import happened; the record still says what the last good write said.
+    before = site.record(CLUSTER)
+    assert before["phase"] == "installed", before
+    [mc_before] = [m for m in kube_api.get(MC)["items"] if m["metadata"]["name"] == CLUSTER]
+
+    rerun = run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub, env_more=env)
+    assert rerun.rc == 0, rerun.output
+    assert image_builds(tmp_path) == 1
+    record = site.record(CLUSTER)
+    assert (record["phase"], record["kubeadmin"]) == ("imported", before["kubeadmin"])
+    [mc] = [m for m in kube_api.get(MC)["items"] if m["metadata"]["name"] == CLUSTER]
+    assert mc["metadata"]["uid"] == mc_before["metadata"]["uid"], "the rerun re-created the ManagedCluster"
+    assert_no_record_secret(site, canary, sealed, rerun)
+    forget_on_hub(kube_api, CLUSTER)
 
 
 def test_sealed_vault_stops_the_run_before_anything_happens(run_flow, site, tmp_path):
