@@ -244,6 +244,55 @@ def test_vault_sealed_at_the_imported_write_point(run_flow, site, cluster_api, k
     forget_on_hub(kube_api, CLUSTER)
 
 
+def seal_after_vm_delete(site) -> threading.Thread:
+    """Seal Vault as soon as deprovision has asked pvesim to delete a VM. Every Proxmox request of the run
+    is slowed (a latency fault), so the watcher seals long before the tombstone write; the run's failed task
+    then shows the seal met exactly that write point."""
+    seq = site.sim.last_seq()
+
+    def watch():
+        for _ in range(2400):  # bounded by polls
+            if any(r["method"] == "DELETE" and "/qemu/" in r["path"] for r in site.sim.requests(seq)):
+                site.bao.api("PUT", "sys/seal")
+                return
+            time.sleep(0.1)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_deprovision_leaves_a_tombstone_and_survives_a_sealed_vault(run_flow, site, cluster_api, tmp_path, canary):
+    env = installer_env(tmp_path, cluster_api)
+    hub = {"acm_hub_kubeconfig": ""}
+    assert run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub, env_more=env).rc == 0
+    installed, version = site.record(CLUSTER), site.record_version(CLUSTER)
+    assert installed["phase"] == "installed"
+
+    site.sim.fault({"latency": {"ms": 1000}})
+    watcher = seal_after_vm_delete(site)
+    sealed = run_flow("deprovision.yaml", CLUSTER, extra=hub)
+    watcher.join(timeout=60)
+    site.sim.clear_faults()
+    assert sealed.rc != 0
+    failed = [r["task"] for r in sealed.results if r["status"] == "failed"]
+    assert failed == ["proxshift.hashi_vault.record : Write the cluster's record to Vault"], failed
+    assert "sealed" in sealed.output.lower(), sealed.output
+    assert site.owned_vms(CLUSTER) == []
+    site.bao.unseal()
+    assert site.record_version(CLUSTER) == version, "the tombstone was written although Vault was sealed"
+
+    # The rerun finds nothing left to delete and writes the tombstone; the history keeps the credentials.
+    rerun = run_flow("deprovision.yaml", CLUSTER, extra=hub)
+    assert rerun.rc == 0, rerun.output
+    assert site.record(CLUSTER) == {"phase": "deprovisioned"}
+    assert site.record_version(CLUSTER) == version + 1
+    status, old = site.bao.api("GET", f"secret/data/openshift/clusters/{CLUSTER}?version={version}")
+    assert status == 200 and old["data"]["data"]["kubeadmin"] == installed["kubeadmin"]
+    assert_no_record_secret(site, canary, sealed, rerun)
+    for run in (sealed, rerun):
+        assert installed["kubeadmin"] not in run.output
+
+
 def test_sealed_vault_stops_the_run_before_anything_happens(run_flow, site, tmp_path):
     site.bao.api("PUT", "sys/seal")
     run = run_flow("site.yaml", CLUSTER, with_installer=True, extra={"acm_hub_kubeconfig": ""})
