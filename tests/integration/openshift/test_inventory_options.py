@@ -132,7 +132,7 @@ all:
             interface_name: enp1s0
             rendezvous_ip: 192.168.50.11
             fips: true
-            capabilities: {baseline_capability_set: None, additional_enabled_capabilities: [Ingress, MachineAPI]}
+            capabilities: {baseline_capability_set: None, additional_enabled_capabilities: [baremetal, Ingress, MachineAPI]}
             trust_bundle_policy: Always
             iso_max_age_hours: 12
           hosts:
@@ -178,7 +178,7 @@ def test_cluster_model_maps_the_new_variables(run_playbook):
     assert (got["platform"], got["load_balancer"], got["interface_name"]) == ("baremetal", "UserManaged", "enp1s0")
     assert (got["rendezvous_ip"], got["fips"], got["iso_max_age_hours"]) == ("192.168.50.11", True, 12)
     assert got["additional_trust_bundle_policy"] == "Always"
-    assert got["capabilities"]["additional_enabled_capabilities"] == ["Ingress", "MachineAPI"]
+    assert got["capabilities"]["additional_enabled_capabilities"] == ["baremetal", "Ingress", "MachineAPI"]
     nodes = {n["name"]: n for n in got["nodes"]}
     assert nodes["m0"]["interface"] == "ens19" and "interface" not in nodes["m1"]
     assert nodes["m2"]["network_config"]["interfaces"][1]["vlan"] == {"base-iface": "ens18", "id": 50}
@@ -211,7 +211,7 @@ def test_new_variables_reach_the_module(run_playbook, tmp_path):
     out = tmp_path / "out"
     run = run_playbook(ROLE_PLAY, inventory=INVENTORY, extra_vars={"out_dir": str(out)})
     assert run.rc == 0, run.output
-    r = run.task("Render and validate the manifests")
+    r = run.task("proxshift.openshift.manifests : Render and validate the manifests")
     args = r["invocation"]["module_args"]
     assert args["service_networks"] == ["172.31.0.0/16"]
     assert args["cluster_networks"] == [{"cidr": "10.132.0.0/14", "host_prefix": 24}]
