@@ -65,6 +65,7 @@ pub fn argument_spec() -> ArgSpec {
             Opt::bool("iam_policy_controller"),
         ])),
         Opt::bool("keep_auto_import_secret").default(false),
+        Opt::int("auto_import_retry").default(5),
         Opt::bool("force_conflicts").default(false),
         Opt::bool("delete_namespace").default(true),
         Opt::bool("wait").default(false),
@@ -87,6 +88,7 @@ pub struct Opts {
     klusterlet_addon_config: bool,
     addons: Option<Addons>,
     keep_auto_import_secret: bool,
+    auto_import_retry: i64,
     force_conflicts: bool,
     delete_namespace: bool,
     wait: bool,
@@ -179,6 +181,13 @@ fn check_options(o: &Opts) -> Result<(), Failure> {
         return Err(Failure::new(
             "wait_timeout must be >= 0 and poll_interval >= 1 (seconds)",
         ));
+    }
+    if !(0..=i64::from(u16::MAX)).contains(&o.auto_import_retry) {
+        return Err(Failure::new(format!(
+            "auto_import_retry must be between 0 (one try) and {}, not {}",
+            u16::MAX,
+            o.auto_import_retry
+        )));
     }
     let name = o.cluster_name.as_str();
     if name.is_empty()
@@ -284,11 +293,12 @@ fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Resul
             ),
         );
     }
+    // Imported means joined and available, as the hub's docs define a successful import;
+    // `ManagedClusterImportSucceeded` only says the klusterlet was deployed.
     let already_imported = replaced.is_none()
-        && existing.as_ref().is_some_and(|mc| {
-            unmet(mc, &[("ManagedClusterImportSucceeded", "True")]).is_empty()
-                || unmet(mc, &[("ManagedClusterJoined", "True")]).is_empty()
-        });
+        && existing
+            .as_ref()
+            .is_some_and(|mc| unmet(mc, &JOINED).is_empty());
 
     ensure_namespace(m, hub, name, report)?;
     if let Some(creds) = creds {
@@ -434,7 +444,14 @@ fn auto_import_secret(
             "deleted (it held the old cluster's credentials)",
         );
     }
-    let secret = resources::auto_import_secret(name, &creds, o.keep_auto_import_secret);
+    // The old cluster's secret (deleted above) does not count for the new one.
+    let current = if replaced {
+        None
+    } else {
+        hub.get(&secrets, Some(name), resources::AUTO_IMPORT_SECRET)?
+    };
+    let retry = resources::RetryValue::for_secret(current.as_ref(), o.auto_import_retry as u32);
+    let secret = resources::auto_import_secret(name, &creds, o.keep_auto_import_secret, retry);
     let e = hub.ensure(&secrets, &secret, Method::Merge, m.check_mode)?;
     report.record(m, "hub", &e);
     Ok(())
@@ -502,15 +519,27 @@ fn outcome(
 
 fn detached(m: &Module, o: &Opts, report: &Report) -> Outcome {
     let name = o.cluster_name.as_str();
-    let msg = match (report.changed, m.check_mode) {
+    let kept: Vec<Value> = report
+        .actions
+        .iter()
+        .filter_map(|a| a.get("kept_objects"))
+        .flat_map(|k| k.as_array().cloned().unwrap_or_default())
+        .collect();
+    let mut msg = match (report.changed, m.check_mode) {
         (false, _) => format!("{name} is not registered on the hub"),
         (true, true) => format!("{name} would be detached from the hub"),
         (true, false) => format!("{name} detached from the hub"),
     };
+    if !kept.is_empty() {
+        msg.push_str(&format!(
+            "; namespace {name} kept: it holds objects the import did not create"
+        ));
+    }
     Outcome::new(report.changed)
         .msg(msg)
         .with("cluster_name", name)
         .with("actions", json!(report.actions))
+        .with("kept_objects", json!(kept))
 }
 
 /// A clusterset label naming a set that does not exist puts the cluster in no set at all: warn.

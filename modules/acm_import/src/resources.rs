@@ -8,6 +8,11 @@ pub const CLUSTERSET_LABEL: &str = "cluster.open-cluster-management.io/clusterse
 pub const KEEP_SECRET_ANNOTATION: &str =
     "managedcluster-import-controller.open-cluster-management.io/keeping-auto-import-secret";
 pub const AUTO_IMPORT_SECRET: &str = "auto-import-secret";
+/// The auto-import-secret's key for how many times the import controller retries with it (0: one try;
+/// without the key the controller tries once). stolostron/managedcluster-import-controller
+/// `pkg/constants` `AutoImportRetryName`, read in `pkg/controller/autoimport`; the controller counts
+/// it down as it retries, so an existing secret's value is left alone ([`auto_import_secret`]).
+pub const AUTO_IMPORT_RETRY: &str = "autoImportRetry";
 
 /// Set on an existing ManagedCluster to have the hub apply the klusterlet manifests again, whatever its
 /// import state. Needed since ACM 2.14 (MCE 2.9), whose import controller defaults `autoImportStrategy`
@@ -99,19 +104,51 @@ pub enum SpokeCredentials {
     Token { server: String, token: String },
 }
 
-pub fn auto_import_secret(cluster: &str, creds: &SpokeCredentials, keep: bool) -> Value {
+/// The auto-import-secret. `retry` is the `autoImportRetry` value already in the hub's secret (base64,
+/// as stored: the import controller may have counted it down) or, for a new secret, the option's.
+pub fn auto_import_secret(
+    cluster: &str,
+    creds: &SpokeCredentials,
+    keep: bool,
+    retry: RetryValue,
+) -> Value {
     let b = |s: &str| json!(base64::engine::general_purpose::STANDARD.encode(s));
-    let data = match creds {
+    let mut data = match creds {
         SpokeCredentials::Kubeconfig(k) => json!({"kubeconfig": b(k)}),
         SpokeCredentials::Token { server, token } => {
             json!({"server": b(server), "token": b(token)})
         }
+    };
+    data[AUTO_IMPORT_RETRY] = match retry {
+        RetryValue::New(n) => b(&n.to_string()),
+        RetryValue::Stored(v) => json!(v),
     };
     let mut meta = json!({"name": AUTO_IMPORT_SECRET, "namespace": cluster});
     if keep {
         meta["annotations"] = json!({KEEP_SECRET_ANNOTATION: ""});
     }
     json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta, "data": data})
+}
+
+/// The `autoImportRetry` of an auto-import-secret about to be written.
+pub enum RetryValue {
+    /// A new secret: the option's count.
+    New(u32),
+    /// The value in the hub's secret (base64), left as the import controller counted it.
+    Stored(String),
+}
+
+impl RetryValue {
+    /// Keep the hub's count when its secret has one, else start at `n`.
+    pub fn for_secret(existing: Option<&Value>, n: u32) -> Self {
+        match existing
+            .and_then(|s| s.pointer(&format!("/data/{AUTO_IMPORT_RETRY}")))
+            .and_then(Value::as_str)
+        {
+            Some(v) if !v.is_empty() => RetryValue::Stored(v.to_string()),
+            _ => RetryValue::New(n),
+        }
+    }
 }
 
 /// A key of the hub's `<cluster>-import` secret that cannot be read.
@@ -211,16 +248,46 @@ mod tests {
                 token: "t".into(),
             },
             true,
+            RetryValue::New(5),
         );
         assert_eq!(s["data"]["server"], json!("aHR0cHM6Ly9hcGk6NjQ0Mw=="));
+        assert_eq!(s["data"][AUTO_IMPORT_RETRY], json!("NQ=="), "\"5\"");
         assert_eq!(s["data"]["token"], json!("dA=="));
         assert_eq!(
             s["metadata"]["annotations"][KEEP_SECRET_ANNOTATION],
             json!("")
         );
-        let s = auto_import_secret("c", &SpokeCredentials::Kubeconfig("kc".into()), false);
+        let s = auto_import_secret(
+            "c",
+            &SpokeCredentials::Kubeconfig("kc".into()),
+            false,
+            RetryValue::New(0),
+        );
         assert_eq!(s["data"]["kubeconfig"], json!("a2M="));
+        assert_eq!(
+            s["data"][AUTO_IMPORT_RETRY],
+            json!("MA=="),
+            "\"0\": one try"
+        );
         assert!(s["metadata"].get("annotations").is_none());
+    }
+
+    #[test]
+    fn a_counted_down_retry_is_kept() {
+        // The hub counted 5 down to 3 ("Mw=="): rewriting 5 would restart its count on every run.
+        let hub = json!({"data": {AUTO_IMPORT_RETRY: "Mw==", "token": "dA=="}});
+        let RetryValue::Stored(v) = RetryValue::for_secret(Some(&hub), 5) else {
+            panic!("the stored count must be kept");
+        };
+        assert_eq!(v, "Mw==");
+        assert!(matches!(
+            RetryValue::for_secret(Some(&json!({"data": {"token": "dA=="}})), 5),
+            RetryValue::New(5)
+        ));
+        assert!(matches!(
+            RetryValue::for_secret(None, 2),
+            RetryValue::New(2)
+        ));
     }
 
     #[test]

@@ -113,6 +113,7 @@ fn auto_import_check_create_rerun_labels_and_join() {
         .unwrap()
         .unwrap();
     assert_eq!(secret["data"]["token"], json!(b64(SPOKE_TOKEN)));
+    assert_eq!(secret["data"]["autoImportRetry"], json!(b64("5")));
     assert_eq!(
         secret["data"]["server"],
         json!(b64("https://api.spoke.example.com:6443"))
@@ -602,17 +603,20 @@ fn detach_deletes_and_waits_and_times_out_on_stuck_namespaces() {
     let r = ok(absent);
     assert_eq!(r["changed"], json!(false));
 
-    // A namespace that cannot finish deleting (an object with a finalizer nobody removes).
+    // A namespace that cannot finish deleting (the import's own KlusterletAddonConfig has a finalizer
+    // nobody removes).
     let c = unique("stuck");
     ok(merged(
         hub_args(env, &c),
         json!({"spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN}),
     ));
-    let cm = Resource::new("v1", "ConfigMap", "configmaps", true);
-    hub.create(
-        &cm,
+    let kac = known::klusterlet_addon_configs();
+    hub.patch(
+        &kac,
         Some(&c),
-        &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+        &c,
+        &json!({"metadata": {"finalizers": ["example.com/hold"]}}),
+        kube_client::PatchType::Merge,
     )
     .unwrap();
     let r = failed(merged(
@@ -632,9 +636,9 @@ fn detach_deletes_and_waits_and_times_out_on_stuck_namespaces() {
     ));
     assert!(r["msg"].as_str().unwrap().contains("being deleted"), "{r}");
     hub.patch(
-        &cm,
+        &kac,
         Some(&c),
-        "held",
+        &c,
         &json!({"metadata": {"finalizers": null}}),
         kube_client::PatchType::Merge,
     )
@@ -689,4 +693,176 @@ fn the_spoke_cluster_id_is_recorded_on_the_managed_cluster() {
         .unwrap();
     assert!(mc.pointer("/metadata/annotations").is_none(), "{mc:#}");
     assert_eq!(ok(args)["changed"], json!(false));
+}
+
+#[test]
+fn imported_means_joined_and_available() {
+    let env = env();
+    let hub = env.admin();
+    let c = unique("joinav");
+    let args = merged(
+        hub_args(env, &c),
+        json!({"spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN, "auto_import_retry": 2}),
+    );
+    ok(args.clone());
+    let sec = known::secrets();
+    let secret = hub
+        .get(&sec, Some(&c), "auto-import-secret")
+        .unwrap()
+        .unwrap();
+    assert_eq!(secret["data"]["autoImportRetry"], json!(b64("2")));
+
+    // The hub's import controller retried once and counted down: a rerun leaves its count alone.
+    hub.patch(
+        &sec,
+        Some(&c),
+        "auto-import-secret",
+        &json!({"data": {"autoImportRetry": b64("1")}}),
+        kube_client::PatchType::Merge,
+    )
+    .unwrap();
+    let r = ok(args.clone());
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    let secret = hub
+        .get(&sec, Some(&c), "auto-import-secret")
+        .unwrap()
+        .unwrap();
+    assert_eq!(secret["data"]["autoImportRetry"], json!(b64("1")));
+
+    // The klusterlet was deployed and joined but the cluster is not available: not imported yet, so
+    // the consumed auto-import-secret is written again (with the option's count).
+    hub.patch_status(
+        &known::managed_clusters(),
+        None,
+        &c,
+        &json!({"status": {"conditions": [
+        cond("ManagedClusterImportSucceeded", "True"), cond("ManagedClusterJoined", "True"),
+        cond("ManagedClusterConditionAvailable", "Unknown")]}}),
+    )
+    .unwrap();
+    hub.delete(&sec, Some(&c), "auto-import-secret").unwrap();
+    let r = ok(args.clone());
+    assert_eq!(r["changed"], json!(true), "{r:#}");
+    assert!(
+        actions(&r).contains(&format!("Secret {c}/auto-import-secret created")),
+        "{r:#}"
+    );
+    assert_eq!(
+        (r["joined"].clone(), r["available"].clone()),
+        (json!(true), json!(false))
+    );
+    let secret = hub
+        .get(&sec, Some(&c), "auto-import-secret")
+        .unwrap()
+        .unwrap();
+    assert_eq!(secret["data"]["autoImportRetry"], json!(b64("2")));
+
+    // Joined and available: imported; the secret is no longer written.
+    hub.patch_status(
+        &known::managed_clusters(),
+        None,
+        &c,
+        &json!({"status": {"conditions": [
+        cond("ManagedClusterImportSucceeded", "True"), cond("ManagedClusterJoined", "True"),
+        cond("ManagedClusterConditionAvailable", "True")]}}),
+    )
+    .unwrap();
+    hub.delete(&sec, Some(&c), "auto-import-secret").unwrap();
+    let r = ok(args.clone());
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert!(actions(&r).contains(&format!(
+        "Secret {c}/auto-import-secret skipped (cluster already imported)"
+    )));
+    assert!(hub
+        .get(&sec, Some(&c), "auto-import-secret")
+        .unwrap()
+        .is_none());
+
+    // A count the import controller cannot use is refused, naming the option.
+    let r = failed(merged(args, json!({"auto_import_retry": -1})));
+    assert!(
+        r["msg"].as_str().unwrap().contains("auto_import_retry"),
+        "{r}"
+    );
+}
+
+#[test]
+fn detach_keeps_a_namespace_holding_other_objects() {
+    let env = env();
+    assert!(env.controller_manager, "detach tests need kube-controller-manager (namespace deletion) in KUBEBUILDER_ASSETS; run scripts/deps/kube.sh");
+    let hub = env.admin();
+    let c = unique("keep");
+    ok(merged(
+        hub_args(env, &c),
+        json!({"spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN}),
+    ));
+    // What the hub's import controller adds, and what a person added.
+    let sec = known::secrets();
+    hub.create(
+        &sec,
+        Some(&c),
+        &json!({"metadata": {"name": format!("{c}-import")}, "data": {}}),
+    )
+    .unwrap();
+    hub.create(
+        &sec,
+        Some(&c),
+        &json!({"metadata": {"name": "bmc-credentials"}, "type": "Opaque",
+        "data": {"password": b64("x")}}),
+    )
+    .unwrap();
+    let cm = Resource::new("v1", "ConfigMap", "configmaps", true);
+    hub.create(
+        &cm,
+        Some(&c),
+        &json!({"metadata": {"name": "notes"}, "data": {"a": "b"}}),
+    )
+    .unwrap();
+    let absent = merged(
+        hub_args(env, &c),
+        json!({"state": "absent", "wait_timeout": 60}),
+    );
+
+    // Check mode already says what would be kept, and deletes nothing.
+    let r = ok(merged(absent.clone(), json!({"_ansible_check_mode": true})));
+    assert_eq!(r["changed"], json!(true));
+    let kept = json!([
+        format!("Secret {c}/bmc-credentials"),
+        format!("ConfigMap {c}/notes")
+    ]);
+    assert_eq!(r["kept_objects"], kept, "{r:#}");
+    assert!(hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .is_some());
+
+    let r = ok(absent.clone());
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(r["kept_objects"], kept, "{r:#}");
+    let a = actions(&r);
+    assert_eq!(a[0], format!("ManagedCluster {c} deleted"));
+    assert!(a[1].starts_with(&format!("Namespace {c} kept (it holds objects the import did not create: Secret {c}/bmc-credentials, ConfigMap {c}/notes")), "{a:?}");
+    assert!(r["msg"].as_str().unwrap().contains("kept"), "{r}");
+    assert!(r["warnings"].to_string().contains("bmc-credentials"), "{r}");
+    assert!(hub
+        .get(&known::managed_clusters(), None, &c)
+        .unwrap()
+        .is_none());
+    let ns = hub.get(&known::namespaces(), None, &c).unwrap().unwrap();
+    assert!(
+        ns.pointer("/metadata/deletionTimestamp").is_none(),
+        "{ns:#}"
+    );
+    assert!(hub
+        .get(&sec, Some(&c), "bmc-credentials")
+        .unwrap()
+        .is_some());
+
+    // Once they are gone the namespace goes too (the hub's own objects do not hold it).
+    hub.delete(&sec, Some(&c), "bmc-credentials").unwrap();
+    hub.delete(&cm, Some(&c), "notes").unwrap();
+    let r = ok(absent);
+    assert_eq!(actions(&r), vec![format!("Namespace {c} deleted")]);
+    assert_eq!(r["kept_objects"], json!([]));
+    assert!(hub.get(&known::namespaces(), None, &c).unwrap().is_none());
 }

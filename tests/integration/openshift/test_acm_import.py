@@ -145,3 +145,25 @@ def test_rbac_forbidden_and_detach(run_playbook, kube_api: KubeApi):
     assert run.task("detach again")["changed"] is False
     assert kube_api.get(f"{MC}/{c}") is None
     assert kube_api.get(f"/api/v1/namespaces/{c}") is None
+
+
+def test_openshift_group_defaults_reach_both_hub_modules(run_playbook, kube_api: KubeApi):
+    """`group/proxshift.openshift.openshift` module_defaults with the hub connection: both modules of the
+    group take it (before the group held ocp_manifests and cluster_auth too, which reject hub_*)."""
+    c = unique("grp")
+    defaults = {"hub_host": kube_api.url, "hub_api_key": kube_api.admin_token, "hub_ca_cert": kube_api.ca_cert}
+    pb = json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "module_defaults": {"group/proxshift.openshift.openshift": defaults},
+        "tasks": [
+            task("import", {"cluster_name": c, "spoke_host": "https://s:6443", "spoke_api_key": SPOKE_TOKEN,
+                            "klusterlet_addon_config": False}),
+            {"name": "info", "proxshift.openshift.acm_cluster_info": {"name": c}},
+        ],
+    }])
+    run = run_playbook(pb)
+    assert run.rc == 0, run.output
+    assert run.task("import")["changed"] is True
+    assert [x["name"] for x in run.task("info")["clusters"]] == [c]
+    secret = kube_api.get(f"/api/v1/namespaces/{c}/secrets/auto-import-secret")
+    assert secret["data"]["autoImportRetry"] == b64("5")

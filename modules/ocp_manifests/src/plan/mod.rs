@@ -27,7 +27,7 @@ mod vips;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use capabilities::{BASELINE_SETS, CAPABILITIES};
+pub use capabilities::{baseline_members, baseline_sets, known_capabilities};
 pub use context::Problem;
 pub use version::parse_version;
 
