@@ -146,10 +146,11 @@ def test_product_collections_define_action_groups(run_playbook, tmp_path):
 
 
 @pytest.mark.parametrize("module", sorted(MODULE_BINARIES))
-def test_ansible_doc_renders_sidecar(module, tmp_path):
+def test_ansible_doc_renders_sidecar(module, tmp_path, ansible_venv):
     fqcn = f"proxshift.{MODULE_BINARIES[module]}.{module}"
     proc = subprocess.run(
-        [tool("ansible-doc"), fqcn], env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120
+        [tool("ansible-doc", ansible_venv), fqcn], env=ansible_env(tmp_path, venv=ansible_venv),
+        capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"({fqcn})" in proc.stdout or fqcn in proc.stdout
