@@ -6,6 +6,11 @@
 # Also holds antsibull-changelog, which renders the collections' CHANGELOG.rst from
 # changelogs/changelog.yaml.
 #
+# ansible-test runs each sanity test in a venv of its own under ~/.ansible/test/venv, made without pip and
+# bootstrapped by a script it downloads from a host these machines cannot reach. The tests run it with
+# HOME=$VENV/home, where this script puts tests/sanity/pip_bootstrap.py in that script's cache slot
+# (ensurepip, then the pinned pip from PyPI); the per-test venvs are then cached there too.
+#
 # Idempotent and cached per machine under $PROXSHIFT_SANITY_VENV (default
 # /var/cache/proxshift/ansible-sanity-VERSION). Prints the venv path on stdout.
 set -euo pipefail
@@ -26,4 +31,9 @@ if [ ! -e "$stamp" ]; then
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "${args[@]}" >&2
     touch "$stamp"
 fi
+pip_version=$("$VENV/bin/python" -c 'import types
+from ansible_test._internal.python_requirements import get_venv_packages
+print(get_venv_packages(types.SimpleNamespace(version="3.11"))["pip"])')
+mkdir -p "$VENV/home/.ansible/test/cache"
+install -m 0644 tests/sanity/pip_bootstrap.py "$VENV/home/.ansible/test/cache/get_pip_${pip_version//./_}.py"
 echo "$VENV"
