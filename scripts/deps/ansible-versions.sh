@@ -12,15 +12,7 @@ ROOT=${PROXSHIFT_ANSIBLE_VENVS:-/var/cache/proxshift/ansible-core}
 # ansible-core version : Python minor version.
 RELEASES=(2.16.19:3.11 2.18.19:3.12 2.21.5:3.13)
 
-find_python() {
-    local minor=$1 pyenv_root=${PYENV_ROOT:-$HOME/.pyenv} candidate
-    for candidate in "$pyenv_root"/versions/"$minor".*/bin/python"$minor"; do
-        [ -x "$candidate" ] && { echo "$candidate"; return 0; }
-    done
-    command -v "python$minor" && return 0
-    echo "ansible-versions.sh: no Python $minor (pyenv install $minor, or put python$minor on PATH)" >&2
-    return 1
-}
+. "$(dirname "$0")/lib/python.sh"
 
 for release in "${RELEASES[@]}"; do
     version=${release%%:*}
