@@ -18,8 +18,16 @@ from testlib import REPO, VENV, PlaybookRun, ansible_env, module_binary, tool
 
 
 @pytest.fixture
-def run_playbook(tmp_path):
-    """Run a playbook (YAML text or a path) with real ansible-playbook on localhost.
+def ansible_venv() -> Path:
+    """The venv whose ansible-core runs the playbooks: the project venv. The protocol suite overrides
+    it to run under every supported ansible-core (tests/integration/protocol/conftest.py)."""
+    return VENV
+
+
+@pytest.fixture
+def run_playbook(tmp_path, ansible_venv):
+    """Run a playbook (YAML text or a path) with real ansible-playbook on localhost (the ansible-core of
+    the `ansible_venv` fixture).
 
     Keyword options: extra_vars (dict), check, diff, verbosity (0-4), env (dict), inventory (text or
     path), tags, args (extra CLI args), timeout (s). Returns a PlaybookRun with rc, stdout, stderr and
@@ -50,7 +58,7 @@ def run_playbook(tmp_path):
         if inventory is None:
             inv = tmp_path / "inventory.ini"
             inv.write_text(
-                f"localhost ansible_connection=local ansible_python_interpreter={VENV / 'bin' / 'python'}\n"
+                f"localhost ansible_connection=local ansible_python_interpreter={ansible_venv / 'bin' / 'python'}\n"
             )
         elif isinstance(inventory, Path):
             inv = inventory
@@ -58,7 +66,7 @@ def run_playbook(tmp_path):
             inv = tmp_path / f"inventory-{n}.yml"
             inv.write_text(textwrap.dedent(inventory))
         record = tmp_path / f"record-{n}.jsonl"
-        cmd = [tool("ansible-playbook"), "-i", str(inv), str(pb_path)]
+        cmd = [tool("ansible-playbook", ansible_venv), "-i", str(inv), str(pb_path)]
         if extra_vars:
             cmd += ["-e", json.dumps(extra_vars)]
         if check:
@@ -72,7 +80,7 @@ def run_playbook(tmp_path):
         cmd += args or []
         proc = subprocess.run(
             cmd,
-            env=ansible_env(tmp_path, {"PROXSHIFT_RECORD": str(record), **(env or {})}),
+            env=ansible_env(tmp_path, {"PROXSHIFT_RECORD": str(record), **(env or {})}, ansible_venv),
             capture_output=True,
             text=True,
             timeout=timeout,

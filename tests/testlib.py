@@ -45,12 +45,48 @@ def module_binary(name: str) -> Path:
     return path
 
 
-def tool(name: str) -> str:
-    """An executable from the project venv (ansible-playbook, ansible-doc, ...)."""
-    path = VENV / "bin" / name
+def tool(name: str, venv: Path = VENV) -> str:
+    """An executable from the project venv (ansible-playbook, ansible-doc, ...), or from `venv`."""
+    path = venv / "bin" / name
     if not path.exists():
-        pytest.fail(f"{path} is missing: run `make venv` first")
+        hint = "run `make venv` first" if venv == VENV else "run `make test-deps` (scripts/deps/) first"
+        pytest.fail(f"{path} is missing: {hint}")
     return str(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnsibleCore:
+    """One ansible-core release in its own venv (scripts/deps/ansible-versions.sh), or the project venv."""
+
+    version: str
+    python: str
+    venv: Path
+
+    @property
+    def id(self) -> str:
+        return f"core{'.'.join(self.version.split('.')[:2])}-py{self.python}"
+
+
+ANSIBLE_VERSIONS_SCRIPT = REPO / "scripts" / "deps" / "ansible-versions.sh"
+
+
+def _project_ansible_core() -> AnsibleCore:
+    import re
+    import sys
+
+    pinned = re.search(r"^ansible-core==(\S+)", (REPO / "requirements-dev.txt").read_text(), re.M).group(1)
+    return AnsibleCore(pinned, f"{sys.version_info.major}.{sys.version_info.minor}", VENV)
+
+
+def ansible_core_releases() -> list[AnsibleCore]:
+    """Every ansible-core release the protocol suite runs under: the project venv's and the cached venvs
+    of scripts/deps/ansible-versions.sh (its RELEASES list is the one place the versions are named)."""
+    import re
+
+    listed = re.search(r"^RELEASES=\((.*)\)$", ANSIBLE_VERSIONS_SCRIPT.read_text(), re.M).group(1).split()
+    root = Path(os.environ.get("PROXSHIFT_ANSIBLE_VENVS", "/var/cache/proxshift/ansible-core"))
+    others = [AnsibleCore(v, py, root / f"{v}-py{py}") for v, py in (r.split(":") for r in listed)]
+    return sorted([_project_ansible_core(), *others], key=lambda c: tuple(map(int, c.version.split("."))))
 
 
 @dataclasses.dataclass
@@ -81,8 +117,9 @@ class PlaybookRun:
         return [r["task"] for r in self.results if r["result"].get("changed")]
 
 
-def ansible_env(tmp: Path, extra: dict | None = None) -> dict:
-    """Environment for an isolated ansible run: our collections, our callback, a private ANSIBLE_HOME."""
+def ansible_env(tmp: Path, extra: dict | None = None, venv: Path = VENV) -> dict:
+    """Environment for an isolated ansible run: our collections, our callback, a private ANSIBLE_HOME;
+    `venv`'s tools first on PATH (the project venv unless a test picks another ansible-core)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(
         {
@@ -98,7 +135,7 @@ def ansible_env(tmp: Path, extra: dict | None = None) -> dict:
             "ANSIBLE_RETRY_FILES_ENABLED": "false",
             "ANSIBLE_HOST_KEY_CHECKING": "false",
             "ANSIBLE_DEPRECATION_WARNINGS": "true",
-            "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+            "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}",
         }
     )
     if extra:

@@ -55,9 +55,31 @@ def test_diff_renders(run_playbook, tmp_path):
     assert "-old line" in run.stdout and "+new line" in run.stdout, run.stdout
 
 
+# ansible-core 2.21 adds `invocation` to results only when asked (INJECT_INVOCATION, default off, sent to
+# modules as `_ansible_inject_invocation`); older cores always expect it. Tests that read it ask for it.
+INJECT_INVOCATION = {"ANSIBLE_INJECT_INVOCATION": "true"}
+
+
+def test_invocation_follows_the_controller(run_playbook, tmp_path, ansible_core):
+    default = run_playbook(probe_play(tmp_path / "f", content="x"))
+    assert default.rc == 0, default.output
+    asks_for_it = tuple(map(int, ansible_core.version.split(".")[:2])) >= (2, 21)
+    assert ("invocation" in default.task("probe")) is not asks_for_it, default.task("probe")
+    asked = run_playbook(probe_play(tmp_path / "f", content="x"), env=INJECT_INVOCATION)
+    assert asked.task("probe")["invocation"]["module_args"]["content"] == "x"
+
+
+def test_no_deprecation_warnings(run_playbook, tmp_path):
+    # ansible_env turns deprecation warnings on; nothing the suite's plays or the modules use is deprecated
+    # in any supported ansible-core.
+    run = run_playbook(probe_play(tmp_path / "f", content="x", secret=CANARY), diff=True, check=True)
+    assert run.rc == 0, run.output
+    assert "DEPRECATION" not in run.output, run.output
+
+
 def test_no_log_value_never_shown_even_at_vvv(run_playbook, tmp_path):
     target = tmp_path / "file.txt"
-    ok = run_playbook(probe_play(target, content="x", secret=CANARY), verbosity=3)
+    ok = run_playbook(probe_play(target, content="x", secret=CANARY), verbosity=3, env=INJECT_INVOCATION)
     assert ok.rc == 0, ok.output
     assert CANARY not in ok.output
     assert ok.task("probe")["secret_echo"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
@@ -140,16 +162,17 @@ def test_product_collections_define_action_groups(run_playbook, tmp_path):
       proxshift.proxmox.proxmox_vm: {}
       ignore_errors: true
 """
-    run = run_playbook(play)
+    run = run_playbook(play, env=INJECT_INVOCATION)
     result = run.task("vm")
     assert result["invocation"]["module_args"]["api_host"] == "pve.example.test", result
 
 
 @pytest.mark.parametrize("module", sorted(MODULE_BINARIES))
-def test_ansible_doc_renders_sidecar(module, tmp_path):
+def test_ansible_doc_renders_sidecar(module, tmp_path, ansible_venv):
     fqcn = f"proxshift.{MODULE_BINARIES[module]}.{module}"
     proc = subprocess.run(
-        [tool("ansible-doc"), fqcn], env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120
+        [tool("ansible-doc", ansible_venv), fqcn], env=ansible_env(tmp_path, venv=ansible_venv),
+        capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"({fqcn})" in proc.stdout or fqcn in proc.stdout

@@ -10,7 +10,7 @@ name: kv
 short_description: Read KV secrets from HashiCorp Vault or OpenBao
 version_added: 0.1.0
 author:
-  - ProxShift developers
+  - ProxShift developers (@proxshift)
 description:
   - Returns the secret at each path given as a term (KV v1 or v2, the engine version detected per mount), or with
     O(key) the value of that key.

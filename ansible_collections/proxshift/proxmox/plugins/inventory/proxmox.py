@@ -10,7 +10,7 @@ name: proxmox
 short_description: Proxmox VE virtual machines as inventory hosts
 version_added: 0.1.0
 author:
-  - ProxShift developers
+  - ProxShift developers (@proxshift)
 description:
   - Lists the QEMU VMs of a Proxmox VE cluster as hosts, with their node, status, tags, pool, config and the
     addresses the QEMU guest agent reports (when it is enabled and answers) as host vars.
