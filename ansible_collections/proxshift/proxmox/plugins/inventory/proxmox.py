@@ -162,6 +162,12 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
 
+try:  # ansible-core >= 2.19 (data tagging): text from a plugin is untrusted, never templated, unless tagged
+    from ansible._internal._datatag._tags import TrustedAsTemplate  # noqa: F401
+    MARK_UNSAFE = False
+except ImportError:  # older cores template any plain string: wrap it
+    MARK_UNSAFE = True
+
 display = Display()
 
 BACKEND = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules", "proxmox_vm_info")
@@ -241,7 +247,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         strict = self.get_option("strict")
         added = set()
         for host, hostvars in listing["hosts"].items():
-            hostvars = wrap_var(hostvars)  # API text (descriptions, names) is never templated
+            if MARK_UNSAFE:  # API text (descriptions, names) is never templated
+                hostvars = wrap_var(hostvars)
             if not self._passes(host, hostvars, strict):
                 continue
             self.inventory.add_host(host)
