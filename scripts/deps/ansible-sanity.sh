@@ -29,11 +29,7 @@ for release in "${RELEASES[@]}"; do
     venv="$ROOT/ansible-sanity-$version"
     stamp="$venv/.stamp-ansible-core-$version-py$minor"
     if [ ! -e "$stamp" ]; then
-        python=$(find_python "$minor")
-        mkdir -p "$ROOT"
-        rm -rf "$venv"
-        "$python" -m venv "$venv"
-        "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$version" >&2
+        core_venv "$venv" "$minor" "$version"
         reqs=$("$venv/bin/python" -c 'import ansible_test, pathlib; print(pathlib.Path(ansible_test.__file__).parent / "_data/requirements")')
         args=()
         for f in "$reqs"/sanity.*.txt; do args+=(-r "$f"); done

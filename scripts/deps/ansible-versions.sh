@@ -20,11 +20,7 @@ for release in "${RELEASES[@]}"; do
     venv="$ROOT/$version-py$minor"
     stamp="$venv/.stamp-ansible-core-$version"
     if [ ! -e "$stamp" ]; then
-        python=$(find_python "$minor")
-        mkdir -p "$ROOT"
-        rm -rf "$venv"
-        "$python" -m venv "$venv"
-        "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$version" >&2
+        core_venv "$venv" "$minor" "$version"
         reported=$("$venv/bin/ansible" --version)
         [[ "$reported" == *"core $version]"* ]] ||
             { echo "ansible-versions.sh: $venv does not run ansible-core $version" >&2; exit 1; }

@@ -9,3 +9,13 @@ find_python() {
     echo "no Python $minor: pyenv install $minor, or put python$minor on PATH" >&2
     return 1
 }
+
+# core_venv VENV MINOR VERSION: a fresh venv at VENV on Python MINOR with ansible-core VERSION.
+core_venv() {
+    local venv=$1 minor=$2 version=$3 python
+    python=$(find_python "$minor") || return 1
+    mkdir -p "$(dirname "$venv")"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$version" >&2
+}
