@@ -163,10 +163,10 @@ from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
 
 try:  # ansible-core >= 2.19 (data tagging): text from a plugin is untrusted, never templated, unless tagged
-    from ansible._internal._datatag._tags import TrustedAsTemplate  # noqa: F401
-    MARK_UNSAFE = False
+    from ansible._internal._datatag._tags import TrustedAsTemplate
 except ImportError:  # older cores template any plain string: wrap it
-    MARK_UNSAFE = True
+    TrustedAsTemplate = None
+MARK_UNSAFE = TrustedAsTemplate is None
 
 display = Display()
 
