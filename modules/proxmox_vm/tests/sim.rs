@@ -897,3 +897,40 @@ fn api_host_with_a_port_and_no_scheme() {
         "the module reached the API"
     );
 }
+
+/// The lab with an LVM (thick) storage `vg` on pve1, playing `version`.
+fn sim_with_lvm(version: &str) -> SimHandle {
+    let lab = include_str!("../../pvesim/examples/lab.yaml");
+    let line = "      - {id: local-lvm, type: lvmthin, content: [images, rootdir], size: 2T}\n";
+    assert!(lab.contains(line));
+    let yaml = lab.replacen(
+        line,
+        &format!("{line}      - {{id: vg, type: lvm, content: [images, rootdir], size: 1T}}\n"),
+        1,
+    );
+    let mut seed = pvesim::Seed::from_yaml(&yaml).unwrap();
+    seed.cluster.version = version.into();
+    Simulator::start(Config::with_seed(seed)).expect("simulator starts")
+}
+
+/// LVM holds raw volumes only (PVE 8's `LVMPlugin` `alloc_image`; PVE 9 without
+/// `snapshot-as-volume-chain`). PVE 9.1 says so in `formats`, PVE 8 sends no format field for
+/// LVM at all: either way qcow2 is refused before anything is created.
+#[test]
+fn qcow2_on_lvm_is_refused_up_front_on_both_releases() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_with_lvm(v);
+        let mut args = sno();
+        args["efidisk"] = json!({"storage": "vg"});
+        args["disks"] =
+            json!([{"slot": "scsi0", "storage": "vg", "size": "20G", "format": "qcow2"}]);
+        let msg = failed(&run(&sim, &args));
+        assert!(
+            msg.contains(
+                "format 'qcow2' is not supported on storage 'vg' (type lvm; supported: raw)"
+            ),
+            "PVE {v}: {msg}"
+        );
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+    }
+}
