@@ -11,6 +11,7 @@ pub mod create;
 pub mod destroy;
 pub mod power;
 pub mod resize;
+pub mod storage;
 pub mod template;
 pub mod upload;
 
