@@ -5,6 +5,7 @@
 //! placement, vmid — sequential, so placement is deterministic), then carry the plans out in
 //! parallel (bounded by `parallel`), one result per VM; a failing VM does not hide the others.
 
+mod clone_nodes;
 pub mod converge;
 mod create;
 pub mod error;
@@ -25,6 +26,7 @@ use pve_client::{Client, NodeInfo};
 use pve_types::{commit, place, NodeLoad};
 use serde_json::{json, Map, Value};
 
+use clone_nodes::CloneNodes;
 use converge::{run_one, Ctx, Target, VmResult};
 use error::VmError;
 use identity::{node_usage, requested_memory, resolve};
@@ -137,10 +139,34 @@ fn connect(m: &mut Module, args: &Args) -> Result<Client, Failure> {
     Ok(client)
 }
 
+/// A clone source (vmid or name) with its `clone.storage`.
+type CloneKey = (Option<u32>, Option<String>, Option<String>);
+
+/// What planning reads once per run and shares between VMs.
+#[derive(Default)]
+struct PlanState {
+    nodes: Option<Vec<NodeInfo>>,
+    /// Node loads per owner tag (each cluster spreads its own VMs).
+    loads: HashMap<String, Vec<NodeLoad>>,
+    /// Where clones may go, per source (vmid or name) and `clone.storage`.
+    clones: HashMap<CloneKey, CloneNodes>,
+}
+
+impl PlanState {
+    fn clone_nodes(&mut self, ctx: &Ctx, cl: &options::CloneArgs) -> Result<CloneNodes, VmError> {
+        let key = (cl.vmid, cl.name.clone(), cl.storage.clone());
+        if let Some(c) = self.clones.get(&key) {
+            return Ok(c.clone());
+        }
+        let c = CloneNodes::read(ctx, cl)?;
+        self.clones.insert(key, c.clone());
+        Ok(c)
+    }
+}
+
 /// Plan in order (identity, node, vmid), so placement is deterministic.
 fn plan_all(ctx: &Ctx, parsed: Vec<Result<VmArgs, VmError>>) -> Vec<Planned> {
-    let mut nodes: Option<Vec<NodeInfo>> = None;
-    let mut loads: HashMap<String, Vec<NodeLoad>> = HashMap::new();
+    let mut state = PlanState::default();
     let mut plans: Vec<Planned> = Vec::new();
     for p in parsed {
         let a = match p {
@@ -150,7 +176,7 @@ fn plan_all(ctx: &Ctx, parsed: Vec<Result<VmArgs, VmError>>) -> Vec<Planned> {
                 continue;
             }
         };
-        match plan(ctx, &a, &mut nodes, &mut loads) {
+        match plan(ctx, &a, &mut state) {
             Ok(t) => plans.push(Ok((a, t))),
             Err(e) => plans.push(Err((Some(a), e))),
         }
@@ -283,12 +309,7 @@ pub fn check_args(a: &VmArgs) -> Result<(), VmError> {
     Ok(())
 }
 
-fn plan(
-    ctx: &Ctx,
-    a: &VmArgs,
-    nodes: &mut Option<Vec<NodeInfo>>,
-    loads: &mut HashMap<String, Vec<NodeLoad>>,
-) -> Result<Target, VmError> {
+fn plan(ctx: &Ctx, a: &VmArgs, state: &mut PlanState) -> Result<Target, VmError> {
     let found = resolve(&ctx.snapshot, a.vmid, a.spec.name.as_deref())?;
     if let Some(vm) = found {
         if let (Some(want), Some(n)) = (&a.node, Some(&vm.node)) {
@@ -304,15 +325,20 @@ fn plan(
     if a.state == "absent" {
         return Ok(Target::Missing);
     }
-    if nodes.is_none() {
-        *nodes = Some(
+    // Before any placement: a clone may be bound to its source's node.
+    let clone_nodes = match &a.clone {
+        Some(cl) => Some(state.clone_nodes(ctx, cl)?),
+        None => None,
+    };
+    if state.nodes.is_none() {
+        state.nodes = Some(
             ctx.client
                 .nodes()
                 .map_err(|e| VmError::step("cannot list the cluster's nodes", e))?,
         );
     }
-    let nodes = nodes.as_ref().expect("just set");
-    let load = loads.entry(a.owner_tag.clone()).or_insert_with(|| {
+    let nodes = state.nodes.as_ref().expect("just set");
+    let load = state.loads.entry(a.owner_tag.clone()).or_insert_with(|| {
         let usage = node_usage(&ctx.snapshot, &a.owner_tag);
         nodes
             .iter()
@@ -332,49 +358,13 @@ fn plan(
     let mut warnings = Vec::new();
     let node = match &a.node {
         Some(n) => {
-            let l = load.iter().find(|l| &l.node == n).ok_or_else(|| {
-                VmError::Refused(format!(
-                    "node '{n}' is not in the cluster (nodes: {})",
-                    load.iter()
-                        .map(|l| l.node.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
-            if !l.online {
-                return Err(VmError::Refused(format!("node '{n}' is offline")));
-            }
-            if let Some(room) = l.reservable(a.memory_adjustment) {
-                if mem > room {
-                    let msg = format!(
-                        "node '{n}' has {:.1} GiB of reservable memory left (memory_adjustment {}%), the VM needs {:.1} GiB",
-                        room as f64 / (1u64 << 30) as f64,
-                        a.memory_adjustment,
-                        mem as f64 / (1u64 << 30) as f64
-                    );
-                    if !a.allow_overcommit {
-                        return Err(VmError::Refused(format!(
-                            "{msg}; set allow_overcommit: true or raise memory_adjustment"
-                        )));
-                    }
-                    warnings.push(format!("{msg} (allowed by allow_overcommit)"));
-                }
+            check_fixed_node(a, load, n, mem, &mut warnings)?;
+            if let Some(cn) = &clone_nodes {
+                cn.check(n)?;
             }
             n.clone()
         }
-        None => {
-            let allowed = a.allowed_nodes.clone().unwrap_or_default();
-            match place(load, &allowed, mem, a.memory_adjustment) {
-                Ok(n) => n,
-                Err(e @ pve_types::PlacementError::InsufficientMemory { .. })
-                    if a.allow_overcommit =>
-                {
-                    warnings.push(format!("{e} (placed anyway: allow_overcommit)"));
-                    place(load, &allowed, mem, 0).map_err(|_| e)?
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        None => choose_node(a, load, mem, clone_nodes.as_ref(), &mut warnings)?,
     };
     commit(load, &node, mem);
     let vmid = match (a.vmid, &a.vmid_range) {
@@ -387,6 +377,76 @@ fn plan(
         vmid,
         warnings,
     })
+}
+
+/// The node the options name: in the cluster, online, with room (or `allow_overcommit`).
+fn check_fixed_node(
+    a: &VmArgs,
+    load: &[NodeLoad],
+    n: &str,
+    mem: u64,
+    warnings: &mut Vec<String>,
+) -> Result<(), VmError> {
+    let l = load.iter().find(|l| l.node == n).ok_or_else(|| {
+        VmError::Refused(format!(
+            "node '{n}' is not in the cluster (nodes: {})",
+            load.iter()
+                .map(|l| l.node.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    if !l.online {
+        return Err(VmError::Refused(format!("node '{n}' is offline")));
+    }
+    if let Some(room) = l.reservable(a.memory_adjustment) {
+        if mem > room {
+            let msg = format!(
+                "node '{n}' has {:.1} GiB of reservable memory left (memory_adjustment {}%), the VM needs {:.1} GiB",
+                room as f64 / (1u64 << 30) as f64,
+                a.memory_adjustment,
+                mem as f64 / (1u64 << 30) as f64
+            );
+            if !a.allow_overcommit {
+                return Err(VmError::Refused(format!(
+                    "{msg}; set allow_overcommit: true or raise memory_adjustment"
+                )));
+            }
+            warnings.push(format!("{msg} (allowed by allow_overcommit)"));
+        }
+    }
+    Ok(())
+}
+
+/// Placement by memory over `allowed_nodes`, narrowed to the clone source's node when the clone
+/// cannot go anywhere else.
+fn choose_node(
+    a: &VmArgs,
+    load: &[NodeLoad],
+    mem: u64,
+    clone_nodes: Option<&CloneNodes>,
+    warnings: &mut Vec<String>,
+) -> Result<String, VmError> {
+    let mut allowed = a.allowed_nodes.clone().unwrap_or_default();
+    let restricted = match clone_nodes {
+        Some(cn) => cn.restrict(&allowed)?.map(|only| (cn, only)),
+        None => None,
+    };
+    if let Some((_, only)) = &restricted {
+        allowed = only.clone();
+    }
+    let explain = |e: pve_types::PlacementError| match &restricted {
+        Some((cn, _)) => cn.explain(e),
+        None => e.into(),
+    };
+    match place(load, &allowed, mem, a.memory_adjustment) {
+        Ok(n) => Ok(n),
+        Err(e @ pve_types::PlacementError::InsufficientMemory { .. }) if a.allow_overcommit => {
+            warnings.push(format!("{e} (placed anyway: allow_overcommit)"));
+            place(load, &allowed, mem, 0).map_err(|_| explain(e))
+        }
+        Err(e) => Err(explain(e)),
+    }
 }
 
 /// Carry out the plans with at most `parallel` at a time; results keep the input order.

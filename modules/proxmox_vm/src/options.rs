@@ -36,7 +36,9 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
             .mutually_exclusive(&["vmid", "name"]),
         ),
         Opt::str("pool"),
-        d(Opt::str("cpu"), "host".into()),
+        // Unset = unmanaged: a default would rewrite adopted and cloned VMs' CPU type (and
+        // need a reboot). The site flow sets `cpu` itself (`cluster_model.yml`).
+        Opt::str("cpu"),
         Opt::int("cores"),
         Opt::int("sockets"),
         Opt::int("memory"),

@@ -40,7 +40,7 @@ impl VmRun<'_, '_> {
             Ok(st)
         };
         let check_format = |st: &StorageInfo, format: &str, what: &str| -> Result<(), VmError> {
-            let supported: Vec<String> = match &st.formats {
+            let supported: Vec<String> = match st.format_info() {
                 Some(f) if !f.supported.is_empty() => f.supported.clone(),
                 _ => formats_for_storage_type(&st.kind)
                     .map(|f| f.iter().map(|s| s.to_string()).collect())

@@ -12,6 +12,16 @@ fn sim() -> SimHandle {
     Simulator::start(Config::default()).expect("simulator starts")
 }
 
+/// The lab playing PVE release `version` (as `pvesim --pve-version`).
+fn sim_version(version: &str) -> SimHandle {
+    let mut seed = pvesim::Seed::lab();
+    seed.cluster.version = version.into();
+    Simulator::start(Config::with_seed(seed)).expect("simulator starts")
+}
+
+/// A PVE 8 and a PVE 9 release, for behaviour the module must show on both.
+const BOTH_VERSIONS: [&str; 2] = ["8.4.1", "9.2.11"];
+
 fn run_mode(sim: &SimHandle, args: &Value, check: bool) -> Value {
     let mut a = args.clone();
     a["api_host"] = json!(sim.url());
@@ -46,6 +56,7 @@ fn sno() -> Value {
                    "iothread": true, "discard": true, "serial": "sno-root"}],
         "nics": [{"slot": "net0", "bridge": "vmbr0", "vlan": 20, "mac": "bc:24:11:00:41:00"}],
         "cdrom": {"iso": "local:iso/agent.x86_64.iso"},
+        "cpu": "host",
         "boot": ["scsi0", "ide2"],
         "ostype": "l26",
         "onboot": true,
@@ -658,4 +669,268 @@ fn a_vmid_taken_meanwhile_is_replaced_unless_the_user_fixed_it() {
         "{msg}"
     );
     assert_eq!(creates(&user), [("4150".to_string(), 500)]);
+}
+
+/// qemu-server allocates `STORAGE:GiB` rounded *up* to whole KiB and records that as `size=`
+/// (`create_disks` → `PVE::Tools::convert_size`): a size that is not whole KiB, or a GiB number
+/// rounded for sending, must neither fail as "cannot shrink" nor resize on every run.
+#[test]
+fn fractional_disk_sizes_are_created_as_asked_and_reruns_change_nothing() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        let mut args = sno();
+        args["disks"] = json!([
+            {"slot": "scsi0", "storage": "local-lvm", "size": "100M"},
+            {"slot": "scsi1", "storage": "local-lvm", "size": "10.1G"},
+        ]);
+        ok(&run(&sim, &args));
+        let conf = sim.vm_config(4100).unwrap();
+        assert!(conf["scsi0"].ends_with(",size=100M"), "PVE {v}: {conf:?}");
+        assert!(
+            conf["scsi1"].ends_with(",size=10590618K"),
+            "PVE {v}: {conf:?}"
+        );
+        sim.clear_requests();
+        let r = run(&sim, &args);
+        ok(&r);
+        assert_eq!(r["changed"], json!(false), "PVE {v}: {r:#}");
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+        // A grow to a fractional size, then nothing more.
+        args["disks"][1]["size"] = json!("10.2G");
+        let r = run(&sim, &args);
+        assert_eq!(ok(&r)["changed_keys"], json!(["scsi1"]), "PVE {v}");
+        sim.clear_requests();
+        let r = run(&sim, &args);
+        assert_eq!(ok(&r)["changed"], json!(false), "PVE {v}: {r:#}");
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+    }
+}
+
+/// Someone changes the VM between the module's read and its write: the digest check fails, in
+/// the release's own words ("checksum missmatch" before qemu-server 8.2.5), and the module reads
+/// again and retries.
+#[test]
+fn a_digest_race_is_retried_whatever_the_releases_spelling() {
+    for v in ["8.2.7", "9.2.11"] {
+        let sim = sim_version(v);
+        ok(&run(&sim, &sno()));
+        sim.inject(Fault::EditAfterRead {
+            vmid: 4100,
+            key: "tablet".into(),
+            value: "0".into(),
+            count: 1,
+        })
+        .unwrap();
+        sim.clear_requests();
+        let mut more = sno();
+        more["memory"] = json!(32768);
+        let r = run(&sim, &more);
+        ok(&r);
+        assert_eq!(r["changed_keys"], json!(["memory"]), "PVE {v}");
+        let conf = sim.vm_config(4100).unwrap();
+        assert_eq!(
+            (conf["memory"].as_str(), conf["tablet"].as_str()),
+            ("32768", "0")
+        );
+        let posts: Vec<u16> = sim
+            .writes()
+            .into_iter()
+            .filter(|w| w.path == "/nodes/pve1/qemu/4100/config")
+            .map(|w| w.status)
+            .collect();
+        assert_eq!(
+            posts,
+            vec![500, 200],
+            "PVE {v}: the first write met the race"
+        );
+    }
+}
+
+/// The lab's template (9000, pve1) has its disks on local-lvm: Proxmox refuses to clone it to
+/// another node. Placement keeps the clone on pve1 (pve2 has more free memory), and a node or
+/// `allowed_nodes` that cannot work is refused before any clone, saying why.
+#[test]
+fn a_clone_of_a_local_template_stays_on_its_node() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        let args = json!({
+            "name": "ocp-w0",
+            "clone": {"name": "rhcos-template"},
+            "nics": [{"slot": "net0", "bridge": "vmbr0", "mac": "BC:24:11:00:60:01"}],
+            "owner_tag": "ocp6",
+        });
+        let r = run(&sim, &args);
+        ok(&r);
+        assert_eq!(r["node"], json!("pve1"), "PVE {v}: {r:#}");
+        let clone = sim
+            .writes()
+            .into_iter()
+            .find(|w| w.path.ends_with("/clone"))
+            .unwrap();
+        assert!(!clone.params.contains_key("target"), "{:?}", clone.params);
+
+        sim.clear_requests();
+        for (key, value, names) in [
+            ("node", json!("pve2"), "node 'pve2' cannot take this clone"),
+            (
+                "allowed_nodes",
+                json!(["pve2", "pve3"]),
+                "none of allowed_nodes (pve2, pve3)",
+            ),
+        ] {
+            let mut other = args.clone();
+            other["name"] = json!("ocp-w1");
+            other[key] = value;
+            let msg = failed(&run(&sim, &other));
+            assert!(msg.contains(names), "PVE {v}: {msg}");
+            assert!(
+                msg.contains("its scsi0 (local-lvm:base-9000-disk-1) is not on shared storage"),
+                "PVE {v}: {msg}"
+            );
+        }
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+    }
+}
+
+/// A source whose volumes are all shared may be cloned to another node (`target`); a local ISO
+/// in its CD-ROM keeps it home, and so does a local `clone.storage`.
+#[test]
+fn a_clone_of_a_shared_source_may_go_elsewhere_unless_an_iso_or_the_storage_is_local() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        let source = json!({
+            "name": "shared-src", "node": "pve1", "owner_tag": "src",
+            "disks": [{"slot": "scsi0", "storage": "nfs-shared", "size": "1G"}],
+            "cdrom": {"slot": "ide2", "iso": "local:iso/agent.x86_64.iso"},
+        });
+        let id = ok(&run(&sim, &source))["vmid"].as_u64().unwrap();
+        let clone = json!({
+            "name": "far-clone", "node": "pve2", "owner_tag": "far",
+            "clone": {"vmid": id},
+        });
+        let msg = failed(&run(&sim, &clone));
+        assert!(
+            msg.contains("its ide2 (local:iso/agent.x86_64.iso) is not on shared storage"),
+            "PVE {v}: {msg}"
+        );
+        let mut local = clone.clone();
+        local["clone"]["storage"] = json!("local-lvm");
+        let mut no_iso = source.clone();
+        no_iso["cdrom"] = json!({"slot": "ide2"});
+        ok(&run(&sim, &no_iso));
+        let msg = failed(&run(&sim, &local));
+        assert!(
+            msg.contains("clone.storage 'local-lvm' is not shared"),
+            "PVE {v}: {msg}"
+        );
+        let r = run(&sim, &clone);
+        ok(&r);
+        assert_eq!(r["node"], json!("pve2"), "PVE {v}");
+        let new = r["vmid"].as_u64().unwrap() as u32;
+        let posted = sim
+            .writes()
+            .into_iter()
+            .find(|w| w.path.ends_with("/clone"))
+            .unwrap();
+        assert_eq!(
+            posted.params.get("target").map(String::as_str),
+            Some("pve2")
+        );
+        assert!(sim.vm_config(new).unwrap()["scsi0"].starts_with("nfs-shared:"));
+    }
+}
+
+/// `cpu` unset is not managed: a clone keeps the template's (none: Proxmox's default) and an
+/// adopted VM keeps its own — no rewrite, no reboot.
+#[test]
+fn an_unset_cpu_is_left_alone() {
+    let sim = sim();
+    let args = json!({
+        "name": "ocp-c0", "node": "pve1", "owner_tag": "ocpc",
+        "clone": {"name": "rhcos-template"},
+    });
+    let r = run(&sim, &args);
+    ok(&r);
+    let id = r["vmid"].as_u64().unwrap() as u32;
+    assert!(!sim.vm_config(id).unwrap().contains_key("cpu"), "{r:#}");
+    sim.clear_requests();
+    assert_eq!(run(&sim, &args)["changed"], json!(false));
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+
+    let mut own = sno();
+    own["cpu"] = json!("x86-64-v2-AES");
+    ok(&run(&sim, &own));
+    own.as_object_mut().unwrap().remove("cpu");
+    sim.clear_requests();
+    let r = run(&sim, &own);
+    assert_eq!(ok(&r)["changed"], json!(false), "{r:#}");
+    assert_eq!(sim.vm_config(4100).unwrap()["cpu"], "x86-64-v2-AES");
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+}
+
+/// `api_host: host:8006` (no scheme) is a host and a port, not an IPv6 address.
+#[test]
+fn api_host_with_a_port_and_no_scheme() {
+    let sim = Simulator::start(Config {
+        tls: pvesim::Tls::Generated { ca_path: None },
+        ..Config::default()
+    })
+    .expect("simulator starts");
+    let a = json!({
+        "api_host": format!("127.0.0.1:{}", sim.addr().port()),
+        "api_token_id": "root@pam!pvesim",
+        "api_token_secret": TOKEN,
+        "validate_certs": false,
+        "name": "nothing-here",
+        "state": "absent",
+    });
+    let r = TestModule::new("proxmox_vm", proxmox_vm::argument_spec(), proxmox_vm::run)
+        .hiding(TOKEN)
+        .run(&a)
+        .0;
+    ok(&r);
+    assert_eq!(r["changed"], json!(false));
+    assert!(
+        sim.requests()
+            .iter()
+            .any(|q| q.path == "/cluster/resources"),
+        "the module reached the API"
+    );
+}
+
+/// The lab with an LVM (thick) storage `vg` on pve1, playing `version`.
+fn sim_with_lvm(version: &str) -> SimHandle {
+    let lab = include_str!("../../pvesim/examples/lab.yaml");
+    let line = "      - {id: local-lvm, type: lvmthin, content: [images, rootdir], size: 2T}\n";
+    assert!(lab.contains(line));
+    let yaml = lab.replacen(
+        line,
+        &format!("{line}      - {{id: vg, type: lvm, content: [images, rootdir], size: 1T}}\n"),
+        1,
+    );
+    let mut seed = pvesim::Seed::from_yaml(&yaml).unwrap();
+    seed.cluster.version = version.into();
+    Simulator::start(Config::with_seed(seed)).expect("simulator starts")
+}
+
+/// LVM holds raw volumes only (PVE 8's `LVMPlugin` `alloc_image`; PVE 9 without
+/// `snapshot-as-volume-chain`). PVE 9.1 says so in `formats`, PVE 8 sends no format field for
+/// LVM at all: either way qcow2 is refused before anything is created.
+#[test]
+fn qcow2_on_lvm_is_refused_up_front_on_both_releases() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_with_lvm(v);
+        let mut args = sno();
+        args["efidisk"] = json!({"storage": "vg"});
+        args["disks"] =
+            json!([{"slot": "scsi0", "storage": "vg", "size": "20G", "format": "qcow2"}]);
+        let msg = failed(&run(&sim, &args));
+        assert!(
+            msg.contains(
+                "format 'qcow2' is not supported on storage 'vg' (type lvm; supported: raw)"
+            ),
+            "PVE {v}: {msg}"
+        );
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+    }
 }

@@ -113,9 +113,36 @@ pub struct StorageInfo {
     pub used: u64,
     #[serde(default, deserialize_with = "lenient_u64")]
     pub avail: u64,
-    /// With `format=1`: `{"default":"raw","supported":["raw","qcow2"]}`.
+    /// With `format=1` on PVE 9.1 and later: `{"default":"raw","supported":["raw","qcow2"]}`.
+    /// Read both forms with [`StorageInfo::format_info`].
     #[serde(default)]
     pub formats: Option<StorageFormats>,
+    /// With `format=1` on PVE 8 and 9.0 (deprecated, still sent by 9.1+): `format:
+    /// [{"raw":1,"qcow2":1}, "raw"]` — pve-storage `storage_info`. PVE 8 sends it only for
+    /// storage types that declare formats (not LVM, LVM-thin, RBD, iSCSI).
+    #[serde(default, rename = "format", deserialize_with = "legacy_formats")]
+    pub legacy_format: Option<StorageFormats>,
+}
+
+/// pve-storage's `[{FORMAT: 1, …}, DEFAULT]` pair (anything else: none).
+fn legacy_formats<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StorageFormats>, D::Error> {
+    let v = Value::deserialize(d)?;
+    let Some([valid, default]) = v.as_array().map(Vec::as_slice) else {
+        return Ok(None);
+    };
+    let Some(valid) = valid.as_object() else {
+        return Ok(None);
+    };
+    let mut supported: Vec<String> = valid
+        .iter()
+        .filter(|(_, on)| value_u64(on).is_some_and(|n| n != 0) || on.as_bool() == Some(true))
+        .map(|(f, _)| f.clone())
+        .collect();
+    supported.sort();
+    Ok(Some(StorageFormats {
+        default: default.as_str().map(str::to_string),
+        supported,
+    }))
 }
 
 fn yes() -> bool {
@@ -133,6 +160,12 @@ pub struct StorageFormats {
 impl StorageInfo {
     pub fn has_content(&self, content: &str) -> bool {
         self.content.split(',').any(|c| c.trim() == content)
+    }
+
+    /// The storage's formats, whichever form the server sent (`formats` first, else the old
+    /// `format` pair); `None` when it sent neither (PVE 8 for LVM and the like).
+    pub fn format_info(&self) -> Option<&StorageFormats> {
+        self.formats.as_ref().or(self.legacy_format.as_ref())
     }
 }
 
@@ -390,6 +423,24 @@ mod tests {
         .unwrap();
         assert!(st.enabled && st.active && !st.shared && st.avail == 1000);
         assert!(st.has_content("images") && !st.has_content("iso"));
+        assert_eq!(st.format_info().unwrap().supported, vec!["raw"]);
+        // PVE 8 / 9.0: the old pair only.
+        let st: StorageInfo = serde_json::from_value(json!({
+            "storage":"local","type":"dir","format":[{"raw":1,"qcow2":1,"vmdk":1},"raw"]
+        }))
+        .unwrap();
+        let f = st.format_info().unwrap();
+        assert_eq!(f.supported, vec!["qcow2", "raw", "vmdk"]);
+        assert_eq!(f.default.as_deref(), Some("raw"));
+        // PVE 8 sends nothing for LVM; garbage is no formats either.
+        for extra in [json!({}), json!({"format": "raw"}), json!({"format": [1]})] {
+            let mut v = json!({"storage":"vg","type":"lvm"});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let st: StorageInfo = serde_json::from_value(v).unwrap();
+            assert!(st.format_info().is_none(), "{st:?}");
+        }
         let p: Vec<PendingItem> = serde_json::from_value(json!([
             {"key":"cores","value":2,"pending":4},{"key":"net1","delete":1},{"key":"name","value":"a"}
         ]))

@@ -73,6 +73,43 @@ pub enum Auth {
     Password { user: String, password: String },
 }
 
+/// A scheme-less `api_host`: the host (IPv6 in brackets) and the port it names, if any.
+fn split_host_port(host: &str) -> Result<(String, Option<u16>), Error> {
+    let bad_port = |p: &str| {
+        Error::invalid(format!(
+            "api_host '{host}': '{p}' is not a port (give host:PORT, or the port in api_port)"
+        ))
+    };
+    let parse_port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad_port(p))
+    };
+    if let Some(rest) = host.strip_prefix('[') {
+        // `[v6]` or `[v6]:port`.
+        let (addr, tail) = rest.split_once(']').ok_or_else(|| {
+            Error::invalid(format!(
+                "api_host '{host}': unclosed '[' in an IPv6 address"
+            ))
+        })?;
+        let port = match tail {
+            "" => None,
+            t => Some(parse_port(t.strip_prefix(':').ok_or_else(|| bad_port(t))?)?),
+        };
+        return Ok((format!("[{addr}]"), port));
+    }
+    match host.split_once(':') {
+        // More than one colon: a bare IPv6 address, which needs brackets in a URL.
+        Some((_, rest)) if rest.contains(':') => Ok((format!("[{host}]"), None)),
+        Some((h, p)) if !h.is_empty() => Ok((h.to_string(), Some(parse_port(p)?))),
+        Some(_) => Err(Error::invalid(format!(
+            "api_host '{host}' has no host name"
+        ))),
+        None => Ok((host.to_string(), None)),
+    }
+}
+
 impl ConnectionOptions {
     /// Options for a host with token auth and defaults elsewhere (tests, tools).
     pub fn new(api_host: impl Into<String>) -> Self {
@@ -89,7 +126,9 @@ impl ConnectionOptions {
         }
     }
 
-    /// `https://host:port` (no trailing slash).
+    /// `https://host:port` (no trailing slash). `api_host` may be `host`, `host:port`, an IPv6
+    /// address (`fd00::5`, `[fd00::5]`, `[fd00::5]:8006`) or an `https://` URL; a port given in
+    /// `api_host` wins over `api_port`.
     pub fn base_url(&self) -> Result<String, Error> {
         let host = self.api_host.trim().trim_end_matches('/');
         if host.is_empty() {
@@ -114,13 +153,8 @@ impl ConnectionOptions {
                 format!("{scheme}://{authority}:{}", self.api_port)
             });
         }
-        // A bare IPv6 address needs brackets in a URL.
-        let h = if host.contains(':') && !host.starts_with('[') {
-            format!("[{host}]")
-        } else {
-            host.to_string()
-        };
-        Ok(format!("https://{h}:{}", self.api_port))
+        let (h, port) = split_host_port(host)?;
+        Ok(format!("https://{h}:{}", port.unwrap_or(self.api_port)))
     }
 
     /// Pick the authentication: a token when one is configured (preferred), else user + password.
@@ -209,6 +243,32 @@ mod tests {
         assert_eq!(o.base_url().unwrap(), "https://[fd00::5]:443");
         o.api_host = "ftp://x".into();
         assert!(o.base_url().is_err());
+    }
+
+    #[test]
+    fn host_with_port_and_no_scheme() {
+        let mut o = opts();
+        o.api_port = 443;
+        o.api_host = "pve1.example.com:8006".into();
+        assert_eq!(o.base_url().unwrap(), "https://pve1.example.com:8006");
+        o.api_host = "10.0.0.5:8443".into();
+        assert_eq!(o.base_url().unwrap(), "https://10.0.0.5:8443");
+        o.api_host = "[fd00::5]:8006".into();
+        assert_eq!(o.base_url().unwrap(), "https://[fd00::5]:8006");
+        o.api_host = "[fd00::5]".into();
+        assert_eq!(o.base_url().unwrap(), "https://[fd00::5]:443");
+        for bad in [
+            "pve1:http",
+            "pve1:",
+            "pve1:0",
+            "pve1:99999",
+            "[fd00::5]x",
+            ":8006",
+        ] {
+            o.api_host = bad.into();
+            let e = o.base_url().unwrap_err().to_string();
+            assert!(e.contains("api_host"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -153,10 +153,15 @@ impl Error {
         rest.split(')').next()
     }
 
-    /// The config changed under us (`digest` check failed): re-read and try again.
+    /// The config changed under us (`digest` check failed): re-read and try again. The one
+    /// place that knows PVE's wordings: qemu-server's config update and resize say "checksum
+    /// mismatch (file change by other user?)" — "checksum missmatch" before qemu-server 8.2.5
+    /// (PVE 8.2.7 and older) — and `PVE::Tools::assert_if_modified` (move disk, …) says
+    /// "detected modified configuration - file changed by other user? Try again.".
     pub fn is_digest_mismatch(&self) -> bool {
         let t = self.server_text();
-        t.contains("checksum mismatch") && t.contains("file change")
+        (t.contains("checksum mismatch") || t.contains("checksum missmatch"))
+            && t.contains("file change")
             || t.contains("detected modified configuration")
     }
 
@@ -438,6 +443,32 @@ mod tests {
             "{}",
         );
         assert!(digest.is_digest_mismatch());
+        // qemu-server before 8.2.5 (PVE 8.2.7 and older) spelled it with two s.
+        let old_digest = from_response(
+            "PUT",
+            "/x",
+            500,
+            "checksum missmatch (file change by other user?)",
+            "{}",
+        );
+        assert!(old_digest.is_digest_mismatch());
+        let modified = from_response(
+            "POST",
+            "/x",
+            500,
+            "detected modified configuration - file changed by other user? Try again.",
+            "{}",
+        );
+        assert!(modified.is_digest_mismatch());
+        // An upload's checksum failure is no config race.
+        let upload = from_response(
+            "POST",
+            "/x",
+            500,
+            "checksum mismatch: got 'ab' != expect 'cd'",
+            "{}",
+        );
+        assert!(!upload.is_digest_mismatch());
         let busy = from_response("GET", "/x", 503, "Service Unavailable", "");
         assert!(busy.is_transient());
         let exists = from_response(

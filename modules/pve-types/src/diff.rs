@@ -497,6 +497,24 @@ mod tests {
     }
 
     #[test]
+    fn fractional_sizes_compare_as_pve_stored_them() {
+        let mut s = spec();
+        let mut cur = as_created();
+        // What PVE recorded for `local-lvm:10.1000003814697265625` (10.1G rounded up to KiB).
+        cur.insert(
+            "scsi0".into(),
+            json!("local-lvm:vm-101-disk-1,discard=on,iothread=1,size=10590618K,ssd=1"),
+        );
+        s.disks.as_mut().unwrap()[0].size = "10.1G".into();
+        let d = diff(&s, &cur);
+        assert!(d.is_empty() && d.problems.is_empty(), "{d:?}");
+        // A grow to a fractional size is sent in KiB, which PVE stores as is.
+        s.disks.as_mut().unwrap()[0].size = "10.2G".into();
+        let d = diff(&s, &cur);
+        assert_eq!(d.resize[0].size_param(), "10695476K");
+    }
+
+    #[test]
     fn disk_option_change_keeps_volume_and_unmanaged_options() {
         let mut cur = as_created();
         cur.insert(

@@ -7,7 +7,7 @@
 //! - [`diff`]: normalise desired and current config the way Proxmox does and compute exactly the keys
 //!   to set, the `delete` list, the resizes and what cannot be converged; restart prediction.
 //! - [`placement`]: CAPMOX-style memory-aware placement over allowed nodes, vmid candidates from a
-//!   range, storage-type disk formats.
+//!   range, storage-type disk formats, the volumes that keep a clone on its source's node.
 
 pub mod diff;
 pub mod error;
@@ -17,6 +17,6 @@ pub mod spec;
 
 pub use diff::{canonical, config_str, diff, needs_restart, ConfigDiff, Resize};
 pub use error::{MacError, PropStringError, RangeError, SizeError, SpecError};
-pub use placement::{commit, place, vmid_candidates, NodeLoad, PlacementError};
+pub use placement::{commit, local_volumes, place, vmid_candidates, NodeLoad, PlacementError};
 pub use propstring::{format_size, normalize_mac, normalize_tags, parse_size, PropString};
 pub use spec::{Cdrom, CurrentDrive, Disk, EfiDisk, Nic, NicValue, Tpm, VmSpec};

@@ -169,13 +169,37 @@ pub fn validate_range(start: u32, end: u32) -> Result<(), crate::error::RangeErr
     Ok(())
 }
 
+/// The volumes of a VM's config that keep a clone on the VM's own node: every drive (CD-ROM
+/// media included, `unused*` not) whose storage is not shared, as `(key, volid)`. qemu-server's
+/// `clone_vm` refuses a `target` node unless this is empty (`$check_storage_access_clone`:
+/// "can't clone VM to node … (VM uses local storage)"). `shared(storage)` says whether a
+/// storage is shared; an unknown storage counts as local.
+pub fn local_volumes(
+    config: &serde_json::Map<String, serde_json::Value>,
+    shared: impl Fn(&str) -> bool,
+) -> Vec<(String, String)> {
+    config
+        .iter()
+        .filter(|(k, _)| crate::spec::is_drive_key(k))
+        .filter_map(|(k, v)| {
+            let d = crate::spec::CurrentDrive::parse(k, v.as_str()?).ok()?;
+            // `none`, `cdrom` (the host's drive) and absolute paths name no storage.
+            let sid = d.storage?;
+            (!shared(&sid)).then(|| (k.clone(), d.volid))
+        })
+        .collect()
+}
+
 /// Disk formats a storage type can hold (pve-storage `plugindata`), used when the API does not
 /// report them. `None` for unknown types.
 pub fn formats_for_storage_type(kind: &str) -> Option<&'static [&'static str]> {
     Some(match kind {
         "dir" | "nfs" | "cifs" | "glusterfs" => &["raw", "qcow2", "vmdk"],
-        "lvm" => &["raw", "qcow2"],
-        "lvmthin" | "zfspool" | "zfs" | "rbd" | "btrfs" | "iscsidirect" | "iscsi" => &["raw"],
+        // PVE 8 sends no formats for LVM and allows raw only there (LVMPlugin `alloc_image`);
+        // PVE 9 allows qcow2 only with `snapshot-as-volume-chain` and then says so itself.
+        "lvmthin" | "lvm" | "zfspool" | "zfs" | "rbd" | "btrfs" | "iscsidirect" | "iscsi" => {
+            &["raw"]
+        }
         _ => return None,
     })
 }
@@ -183,6 +207,31 @@ pub fn formats_for_storage_type(kind: &str) -> Option<&'static [&'static str]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_volumes_include_iso_media_not_unused_or_empty_drives() {
+        let cfg = serde_json::json!({
+            "scsi0": "nfs-shared:9000/base-9000-disk-0.raw,size=32G",
+            "efidisk0": "local-lvm:base-9000-disk-1,efitype=4m,size=4M",
+            "ide2": "local:iso/agent.x86_64.iso,media=cdrom",
+            "ide0": "none,media=cdrom",
+            "ide1": "cdrom,media=cdrom",
+            "unused0": "local-lvm:vm-9000-disk-9",
+            "name": "tmpl",
+        });
+        let shared = |s: &str| s == "nfs-shared";
+        assert_eq!(
+            local_volumes(cfg.as_object().unwrap(), shared),
+            vec![
+                (
+                    "efidisk0".to_string(),
+                    "local-lvm:base-9000-disk-1".to_string()
+                ),
+                ("ide2".to_string(), "local:iso/agent.x86_64.iso".to_string()),
+            ]
+        );
+        assert!(local_volumes(cfg.as_object().unwrap(), |_| true).is_empty());
+    }
 
     const G: u64 = 1 << 30;
 

@@ -13,6 +13,7 @@ use crate::propstring::{
 };
 
 pub const GIB: u64 = 1 << 30;
+const KIB: u64 = 1 << 10;
 
 /// One data disk.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -194,11 +195,17 @@ pub const NIC_MODELS: &[&str] = &[
 ];
 
 impl Disk {
+    /// The size as PVE records it: rounded *up* to whole KiB. qemu-server's `create_disks`
+    /// allocates `PVE::Tools::convert_size($size, 'gb' => 'kb')`, which rounds up, and stores
+    /// that as `size=`; comparing the raw request (`10.1G` is not a whole number of KiB)
+    /// would see the new disk as bigger than asked ("cannot shrink") or smaller (a resize on
+    /// every run).
     pub fn size_bytes(&self) -> Result<u64, SpecError> {
-        parse_size(&self.size, 'G').map_err(|source| SpecError::DiskSize {
+        let bytes = parse_size(&self.size, 'G').map_err(|source| SpecError::DiskSize {
             slot: self.slot.clone(),
             source,
-        })
+        })?;
+        Ok(bytes.div_ceil(KIB) * KIB)
     }
 
     /// The managed options as PVE writes them (defaults left out).
@@ -226,16 +233,12 @@ impl Disk {
         ]
     }
 
-    /// `storage:GiB,format=..,opts` for allocating this disk.
+    /// `storage:GiB,format=..,opts` for allocating this disk. The GiB number is exact (a whole
+    /// number of KiB is a finite binary fraction of a GiB), so PVE allocates exactly
+    /// [`Disk::size_bytes`]: `100M` is sent as `0.09765625`, not a rounded `0.098` that PVE
+    /// would turn into `102761K`.
     pub fn allocation_string(&self) -> Result<String, SpecError> {
-        let bytes = self.size_bytes()?;
-        let gib = bytes as f64 / GIB as f64;
-        let size = if bytes.is_multiple_of(GIB) {
-            format!("{}", bytes / GIB)
-        } else {
-            let s = format!("{gib:.3}");
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        };
+        let size = exact_gib(self.size_bytes()? / KIB);
         let mut p = PropString::new();
         p.set("file", format!("{}:{size}", self.storage));
         if let Some(f) = &self.format {
@@ -681,6 +684,19 @@ impl VmSpec {
     }
 }
 
+/// `kib` KiB as an exact decimal number of GiB (`102400` → `0.09765625`): KiB / 2^20 has at
+/// most 20 decimals, each 1/2^20 being 5^20 / 10^20.
+pub fn exact_gib(kib: u64) -> String {
+    const FIVE_POW_20: u128 = 95_367_431_640_625;
+    let whole = kib >> 20;
+    let frac = u128::from(kib & ((1 << 20) - 1)) * FIVE_POW_20;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{frac:020}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
 /// `size=` for display: `120G`.
 pub fn display_size(bytes: u64) -> String {
     format_size(bytes)
@@ -783,6 +799,39 @@ mod tests {
             d.allocation_string().unwrap(),
             "nfs:1.5,format=qcow2,backup=0"
         );
+    }
+
+    #[test]
+    fn sizes_are_what_pve_records_and_allocations_exact() {
+        let disk = |size: &str| Disk {
+            slot: "scsi0".into(),
+            storage: "local-lvm".into(),
+            size: size.into(),
+            ..Default::default()
+        };
+        // 100M is whole KiB; sent exactly (PVE would make `0.098` into 102761K).
+        assert_eq!(disk("100M").size_bytes().unwrap(), 100 << 20);
+        assert_eq!(
+            disk("100M").allocation_string().unwrap(),
+            "local-lvm:0.09765625"
+        );
+        // 10.1G is not whole KiB: PVE's convert_size rounds up to 10590618K.
+        assert_eq!(disk("10.1G").size_bytes().unwrap(), 10_590_618 << 10);
+        assert_eq!(
+            disk("10.1G").allocation_string().unwrap(),
+            "local-lvm:10.1000003814697265625"
+        );
+        assert_eq!(disk("1500").size_bytes().unwrap(), 1500 * GIB);
+        assert_eq!(
+            disk("1K").allocation_string().unwrap(),
+            "local-lvm:0.00000095367431640625"
+        );
+        assert_eq!(exact_gib(120 << 20), "120");
+        // Perl (and Rust) read the exact decimal back to the same KiB count.
+        for kib in [1u64, 102_400, 10_590_618, (3 << 30) + 7] {
+            let gib: f64 = exact_gib(kib).parse().unwrap();
+            assert_eq!(gib * (1u64 << 20) as f64, kib as f64, "{kib}");
+        }
     }
 
     #[test]

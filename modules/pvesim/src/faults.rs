@@ -57,6 +57,16 @@ pub enum Fault {
     },
     /// Holds the VM's config file lock (flock) for `seconds` of simulated time.
     HoldFileLock { vmid: u32, seconds: f64 },
+    /// Another writer (an HA, backup or admin job) changes the VM's config right after each of
+    /// the next `count` `GET …/qemu/{vmid}/config` answers: it sets `key` to `value`, so a write
+    /// sent with the `digest` just read fails qemu-server's digest check.
+    EditAfterRead {
+        vmid: u32,
+        key: String,
+        value: String,
+        #[serde(default = "one")]
+        count: u32,
+    },
     /// Leaves only `free` bytes (default 0) on a storage.
     FillStorage {
         node: String,
@@ -190,6 +200,24 @@ impl Faults {
         Some(out)
     }
 
+    /// Consumes one edit armed for a config read of `vmid`: `(key, value)` to set.
+    pub fn take_edit_after_read(&mut self, vmid: u32) -> Option<(String, String)> {
+        let out = self.armed.iter_mut().find_map(|f| match f {
+            Fault::EditAfterRead {
+                vmid: v,
+                key,
+                value,
+                count,
+            } if *v == vmid && *count > 0 => {
+                *count -= 1;
+                Some((key.clone(), value.clone()))
+            }
+            _ => None,
+        });
+        self.gc();
+        out
+    }
+
     /// Total latency to add for a request (consumes counted latency faults).
     pub fn take_latency(&mut self, path: &str) -> u64 {
         let mut total = 0;
@@ -222,7 +250,9 @@ impl Faults {
         self.armed.retain(|f| {
             !matches!(
                 f,
-                Fault::FailTasks { count: 0, .. } | Fault::HttpError { count: 0, .. }
+                Fault::FailTasks { count: 0, .. }
+                    | Fault::HttpError { count: 0, .. }
+                    | Fault::EditAfterRead { count: 0, .. }
             )
         });
     }

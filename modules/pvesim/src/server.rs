@@ -484,7 +484,26 @@ fn run(
         arrived,
         who,
     );
-    handlers::dispatch(&mut ctx)
+    let reply = handlers::dispatch(&mut ctx);
+    if method == "GET" && def.path == "/nodes/{node}/qemu/{vmid}/config" && reply.is_ok() {
+        edit_after_read(sim, params);
+    }
+    reply
+}
+
+/// An armed `EditAfterRead` fault: another writer changes the config just read.
+fn edit_after_read(sim: &mut Sim, params: &BTreeMap<String, Value>) {
+    let Some(vmid) = params
+        .get("vmid")
+        .and_then(|v| schema::value_str(v).parse::<u32>().ok())
+    else {
+        return;
+    };
+    if let Some((key, value)) = sim.faults.take_edit_after_read(vmid) {
+        if let Some(vm) = sim.vms.get_mut(&vmid) {
+            vm.conf.insert(key, value);
+        }
+    }
 }
 
 /// Who sent the request: a ticket (cookie or header, CSRF-checked for writes) or a token;

@@ -286,11 +286,13 @@ pub fn resize_target(spec: &str, current: u64) -> Result<u64, SizeError> {
 }
 
 /// (default format, supported formats) per storage type (pve-storage plugindata).
+/// `lvm` is raw only: `LVMPlugin.pm` `alloc_image` dies "unsupported format" for anything else
+/// on PVE 8, and PVE 9's `get_formats` allows qcow2 only with `snapshot-as-volume-chain`,
+/// which pvesim does not model.
 pub fn storage_formats(kind: &str) -> (&'static str, &'static [&'static str]) {
     match kind {
         "dir" | "nfs" | "cifs" | "glusterfs" => ("raw", &["raw", "qcow2", "vmdk"]),
         "btrfs" => ("raw", &["raw", "subvol"]),
-        "lvm" => ("raw", &["raw", "qcow2"]),
         "zfspool" => ("raw", &["raw", "subvol"]),
         _ => ("raw", &["raw"]),
     }

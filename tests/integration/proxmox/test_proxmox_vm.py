@@ -92,6 +92,18 @@ def test_sno_create_rerun_change_check_and_diff(pvesim, run_playbook):
 
 
 def test_compact_cluster_cloned_with_fixed_macs_and_placed(pvesim, run_playbook):
+    # Proxmox clones to another node only from a source whose volumes are all on shared storage
+    # (the lab template's are on local-lvm), so the cluster is cloned from such a VM.
+    source = """
+- name: Shared source
+  proxshift.proxmox.proxmox_vm:
+    name: c1-source
+    node: pve1
+    disks: [{slot: scsi0, storage: nfs-shared, size: 32G}]
+    owner_tag: c1-source
+"""
+    run = run_playbook(pvesim.play(source))
+    assert run.rc == 0, run.output
     vms = "\n".join(
         f"      - {{name: c1-m{i}, nics: [{{slot: net0, bridge: vmbr0, mac: 'BC:24:11:00:80:0{i}'}}]}}"
         for i in range(3)
@@ -99,7 +111,7 @@ def test_compact_cluster_cloned_with_fixed_macs_and_placed(pvesim, run_playbook)
     task = f"""
 - name: Compact cluster
   proxshift.proxmox.proxmox_vm:
-    clone: {{name: rhcos-template, full: true, storage: nfs-shared}}
+    clone: {{name: c1-source, full: true, storage: nfs-shared}}
     allowed_nodes: [pve1, pve2, pve3]
     vmid_range: [4200, 4299]
     cores: 8

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
-from services import ROOT_TOKEN_SECRET, community_proxmox_venv
+import pytest
+
+from services import ROOT_TOKEN_SECRET, community_proxmox_venv, running_pvesim
 
 VMID = 7100
 
@@ -38,7 +40,17 @@ def play(sim) -> str:
                         "module_defaults": {"group/community.proxmox.proxmox": conn}, "tasks": tasks}])
 
 
-def test_community_proxmox_modules_drive_pvesim(pvesim, run_playbook):
+@pytest.fixture(params=["8.4.1", "9.2.11"], ids=["pve8", "pve9"])
+def pvesim_release(request, tmp_path):
+    """pvesim playing a PVE 8 and a PVE 9 release (`--pve-version`)."""
+    with running_pvesim(tmp_path, extra=["--pve-version", request.param]) as sim:
+        sim.release = request.param
+        yield sim
+
+
+def test_community_proxmox_modules_drive_pvesim(pvesim_release, run_playbook):
+    pvesim = pvesim_release
+    assert pvesim.api("GET", "version")["version"] == pvesim.release
     venv = community_proxmox_venv()
     # The modules run under the venv's Python (proxmoxer lives there); the controller is the project's.
     inventory = (f"all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"

@@ -5,7 +5,6 @@ use serde_json::{json, Value};
 use crate::error::{ErrorReply, ReplyResult};
 use crate::ops;
 use crate::server::Ctx;
-use crate::vmconfig::storage_formats;
 
 pub fn list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let node = ctx.node();
@@ -47,8 +46,7 @@ pub fn list(ctx: &mut Ctx) -> ReplyResult<Value> {
             "used_fraction": if st.total > 0 { used as f64 / st.total as f64 } else { 0.0 },
         });
         if with_formats {
-            let (def, sup) = storage_formats(&st.kind);
-            o["formats"] = json!({"default": def, "supported": sup});
+            ops::storage::add_format_info(sim.version, &st.kind, &mut o);
         }
         out.push(o);
     }

@@ -32,37 +32,54 @@ pub struct CloneVm {
 }
 
 /// Checks the request and starts the `qmclone` worker; returns its UPID.
+///
+/// The checks follow qemu-server `PVE/API2/Qemu.pm`, `clone_vm` (`$load_and_check`), in its
+/// order: pool, target node, the target `storage` (must be shared when cloning to another
+/// node), the source's lock, snapshot and linked-clone rules, then every source volume
+/// (`$check_storage_access_clone`): with a `target` node, a VM with any volume on a
+/// non-shared storage — a CD-ROM's ISO included, whatever `storage` says — is refused.
+/// The same in PVE 8 and PVE 9.
 pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ReplyResult<String> {
     let (node, vmid, newid) = (req.node.clone(), req.vmid, req.newid);
     let src = sim.vm(&node, vmid)?.clone();
+    let pool = existing_pool(sim, req.pool.clone())?;
+    // `undef $target if $target eq $localnode`.
+    let target = req.target.clone().filter(|t| *t != node);
+    if let Some(t) = &target {
+        match sim.nodes.get(t) {
+            None => return Err(ErrorReply::die(format!("no such node '{t}'"))),
+            Some(n) if !n.online => {
+                return Err(ErrorReply::die(format!("target node '{t}' is not online")))
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = &req.storage {
+        check_target_storage(sim, who, &node, target.as_deref(), s)?;
+    }
     if let Some(l) = src.lock() {
         return Err(ErrorReply::die(locked(l)));
+    }
+    if let Some(s) = &req.snapname {
+        return Err(ErrorReply::die(format!("snapshot '{s}' does not exist")));
+    }
+    let full = req.full.unwrap_or(!src.is_template());
+    check_linked(full, &req)?;
+    let disks = source_disks(sim, &src, &node, req.storage.as_deref());
+    if let Some(t) = &target {
+        if !disks.shared {
+            return Err(ErrorReply::die(format!(
+                "can't clone VM to node '{t}' (VM uses local storage)"
+            )));
+        }
     }
     if sim.vms.contains_key(&newid) {
         return Err(ErrorReply::die(format!(
             "unable to create VM {newid}: config file already exists"
         )));
     }
-    let pool = existing_pool(sim, req.pool.clone())?;
-    let full = req.full.unwrap_or(!src.is_template());
-    check_linked(full, &req)?;
-    if let Some(s) = &req.snapname {
-        return Err(ErrorReply::die(format!("snapshot '{s}' does not exist")));
-    }
-    let target = req.target.clone().unwrap_or_else(|| node.clone());
-    match sim.nodes.get(&target) {
-        None => return Err(ErrorReply::die(format!("no such node '{target}'"))),
-        Some(n) if !n.online => {
-            return Err(ErrorReply::die(format!(
-                "target node '{target}' is not online"
-            )))
-        }
-        _ => {}
-    }
-    let (total, targets) = disk_targets(sim, &src, &node, &target, req.storage.as_deref())?;
-    if let Some(s) = &req.storage {
-        check_target_storage(sim, who, &node, &target, s)?;
-    }
+    let (total, targets) = (disks.total, disks.targets);
+    let target = target.unwrap_or_else(|| node.clone());
     let mut staged = BTreeMap::new();
     if let Some(n) = req.name {
         staged.insert("name".to_string(), n);
@@ -120,61 +137,85 @@ fn check_linked(full: bool, req: &CloneVm) -> ReplyResult<()> {
     Ok(())
 }
 
-/// The source's disk bytes and the storages the clone writes to; local disks cannot go to
-/// another node without a target `storage`.
-fn disk_targets(
-    sim: &Sim,
-    src: &Vm,
-    node: &str,
-    target: &str,
-    storage: Option<&str>,
-) -> ReplyResult<(u64, Vec<String>)> {
-    let mut total = 0u64;
-    let mut targets: Vec<String> = Vec::new();
+/// What the source's volumes mean for a clone.
+struct SourceDisks {
+    /// Bytes of the disks to copy.
+    total: u64,
+    /// The storages the clone writes to.
+    targets: Vec<String>,
+    /// Every volume (CD-ROM ISOs included) is on shared storage.
+    shared: bool,
+}
+
+/// qemu-server `PVE/API2/Qemu.pm`, `$check_storage_access_clone`: over every volume of the
+/// source (`foreach_volume`, so not `unused*`), `$sharedvm = 0 if !$scfg->{shared}` for
+/// disks *and* CD-ROM media other than `none`/`cdrom`.
+fn source_disks(sim: &Sim, src: &Vm, node: &str, storage: Option<&str>) -> SourceDisks {
+    let mut out = SourceDisks {
+        total: 0,
+        targets: Vec::new(),
+        shared: true,
+    };
     for (k, v) in src
         .conf
         .iter()
         .filter(|(k, _)| is_drive_key(k) && !k.starts_with("unused"))
     {
         let d = parse_drive(k, v);
-        if is_cdrom(&d) {
-            continue;
-        }
         let Some((sid, name)) = d.get("file").and_then(split_volid) else {
             continue;
         };
         let st = sim.storage(node, sid);
-        total += st
+        if !st.map(|s| s.shared).unwrap_or(false) {
+            out.shared = false;
+        }
+        if is_cdrom(&d) {
+            continue;
+        }
+        out.total += st
             .and_then(|s| s.volumes.get(name))
             .map(|v| v.size)
             .unwrap_or(0);
-        if target != node && storage.is_none() && !st.map(|s| s.shared).unwrap_or(false) {
-            return Err(ErrorReply::die(format!(
-                "can't clone VM to node '{target}' (VM uses local storage)"
-            )));
-        }
         let dst = storage.unwrap_or(sid).to_string();
-        if !targets.contains(&dst) {
-            targets.push(dst);
+        if !out.targets.contains(&dst) {
+            out.targets.push(dst);
         }
     }
-    Ok((total, targets))
+    out
 }
 
+/// The `storage` of a clone: enabled here and holding images, and with a `target` node
+/// available there and shared (`clone_vm`: "can't clone to non-shared storage").
 fn check_target_storage(
     sim: &Sim,
     who: &Principal,
     node: &str,
-    target: &str,
+    target: Option<&str>,
     s: &str,
 ) -> ReplyResult<()> {
     let st = sim
-        .storage(target, s)
+        .storage(node, s)
         .ok_or_else(|| ErrorReply::die(format!("storage '{s}' does not exist")))?;
-    if target != node && !st.shared {
-        return Err(ErrorReply::die(format!(
-            "can't clone to non-shared storage '{s}'"
-        )));
+    if !st.enabled {
+        return Err(ErrorReply::die(format!("storage '{s}' is disabled")));
+    }
+    if !st.content.contains("images") {
+        return Err(ErrorReply::param(
+            "storage",
+            format!("storage '{s}' does not support vm images"),
+        ));
+    }
+    if let Some(t) = target {
+        if sim.storage(t, s).is_none() {
+            return Err(ErrorReply::die(format!(
+                "storage '{s}' is not available on node '{t}'"
+            )));
+        }
+        if !st.shared {
+            return Err(ErrorReply::die(format!(
+                "can't clone to non-shared storage '{s}'"
+            )));
+        }
     }
     sim.access.require(
         who,

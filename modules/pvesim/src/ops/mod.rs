@@ -11,6 +11,7 @@ pub mod create;
 pub mod destroy;
 pub mod power;
 pub mod resize;
+pub mod storage;
 pub mod template;
 pub mod upload;
 
@@ -19,7 +20,7 @@ use std::collections::BTreeMap;
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
-use crate::sim::Sim;
+use crate::sim::{PveVersion, Sim};
 use crate::vmconfig::{
     alloc_request, is_cdrom, is_drive_key, is_net_key, normalize_tags, parse_drive, split_volid,
 };
@@ -38,15 +39,30 @@ pub fn skiplock_allowed(who: &Principal, requested: bool) -> ReplyResult<bool> {
 }
 
 /// A `digest` given with the request must match the VM's current config.
+///
+/// qemu-server `PVE/API2/Qemu.pm`, `$update_vm_api` (config PUT/POST) and `resize_vm`:
+/// `die "checksum mismatch (file change by other user?)\n" if $digest && $digest ne
+/// $conf->{digest}`. Up to qemu-server 8.2.4 the text read "checksum missmatch"; commit
+/// be8c868f ("fix typos in user-visible strings") fixed it in 8.2.5 (2024-10-24), and
+/// pve-manager 8.2.8 (the same day) is the first release that shipped with it. (Other
+/// operations use `PVE::Tools::assert_if_modified`: "detected modified configuration - file
+/// changed by other user? Try again.", unchanged in both releases.)
 pub fn check_digest(sim: &Sim, vm: &Vm, digest: Option<&str>) -> ReplyResult<()> {
     if let Some(d) = digest {
         if d != sim.digest(vm) {
-            return Err(ErrorReply::die(
-                "checksum mismatch (file change by other user?)",
-            ));
+            return Err(ErrorReply::die(digest_mismatch_text(sim.version)));
         }
     }
     Ok(())
+}
+
+/// The `die` text of a failed digest check in `$update_vm_api`/`resize_vm` (see [`check_digest`]).
+pub fn digest_mismatch_text(version: PveVersion) -> &'static str {
+    if version.at_least(8, 2, 8) {
+        "checksum mismatch (file change by other user?)"
+    } else {
+        "checksum missmatch (file change by other user?)"
+    }
 }
 
 /// Shared normalisation and synchronous checks for create and config updates.

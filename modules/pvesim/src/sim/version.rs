@@ -33,6 +33,20 @@ impl PveVersion {
         patch: Some(11),
     };
 
+    pub const fn new(major: u16, minor: u16, patch: u16) -> PveVersion {
+        PveVersion {
+            major,
+            minor,
+            patch: Some(patch),
+        }
+    }
+
+    /// Whether this release is `major.minor.patch` or later (`MAJOR.MINOR` counts as `.0`).
+    /// For differences inside a major release, e.g. a fix that shipped in a point release.
+    pub fn at_least(&self, major: u16, minor: u16, patch: u16) -> bool {
+        (self.major, self.minor, self.patch.unwrap_or(0)) >= (major, minor, patch)
+    }
+
     pub fn generation(&self) -> Generation {
         if self.major == 8 {
             Generation::Pve8
@@ -131,6 +145,10 @@ mod tests {
             "9.1.2.3".parse::<PveVersion>(),
             Err(VersionError::Syntax(_))
         ));
+        let v: PveVersion = "8.2".parse().unwrap();
+        assert!(v.at_least(8, 2, 0) && !v.at_least(8, 2, 8));
+        assert!(PveVersion::new(8, 2, 8).at_least(8, 2, 8));
+        assert!(PveVersion::CURRENT.at_least(8, 2, 8));
         assert!(matches!(
             "7.4".parse::<PveVersion>(),
             Err(VersionError::Unsupported(_))

@@ -9,6 +9,22 @@ use crate::vmconfig::{
 use super::Sim;
 use crate::tasks::TaskError;
 
+/// The KiB a new-disk request `STORAGE:GiB` allocates: qemu-server `PVE/API2/Qemu.pm`,
+/// `create_disks`, converts with `PVE::Tools::convert_size($size, 'gb' => 'kb')` (pve-common
+/// `src/PVE/Tools.pm`: `$value *= 2**$shift_amount; $value++ if ($value - int($value)) > 0.0;
+/// return int($value)`), i.e. rounds *up* to whole KiB, and later writes
+/// `$disk->{size} = convert_size($size, 'kb' => 'b')`. So `local-lvm:0.098` is
+/// `size=102761K`, not 0.098 GiB truncated to bytes. The same in PVE 8 and PVE 9 (unchanged
+/// since pve-common 2017).
+pub fn alloc_kib(gib: f64) -> u64 {
+    let kib = gib * (1u64 << 20) as f64;
+    if kib - kib.trunc() > 0.0 {
+        kib.trunc() as u64 + 1
+    } else {
+        kib as u64
+    }
+}
+
 impl Sim {
     // -- storage allocation ----------------------------------------------------
 
@@ -58,7 +74,7 @@ impl Sim {
                 }
             }
             "tpmstate0" => 4 << 20,
-            _ => import_size.unwrap_or((gib * (1u64 << 30) as f64) as u64),
+            _ => import_size.unwrap_or_else(|| alloc_kib(gib) << 10),
         };
         let file_based = st.is_file_based();
         let kind = st.kind.clone();
@@ -133,5 +149,18 @@ impl Sim {
                 .unwrap_or(false),
             None => volid == "none" || volid == "cdrom" || volid.starts_with('/'),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alloc_kib;
+
+    #[test]
+    fn allocation_rounds_up_to_whole_kib() {
+        assert_eq!(alloc_kib(0.098), 102_761);
+        assert_eq!(alloc_kib(10.1), 10_590_618);
+        assert_eq!(alloc_kib(0.09765625), 102_400);
+        assert_eq!(alloc_kib(32.0), 32 << 20);
     }
 }

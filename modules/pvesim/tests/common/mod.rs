@@ -25,6 +25,16 @@ pub fn start_seed(seed: Seed) -> SimHandle {
     Simulator::start(Config::with_seed(seed)).expect("simulator starts")
 }
 
+/// The lab seed playing PVE release `version` (e.g. `8.4.1`), as `--pve-version` does.
+pub fn start_version(version: &str) -> SimHandle {
+    let mut seed = Seed::lab();
+    seed.cluster.version = version.into();
+    start_seed(seed)
+}
+
+/// A PVE 8 and a PVE 9 release, for behaviours that must hold in both modes.
+pub const BOTH_VERSIONS: [&str; 2] = ["8.4.1", "9.2.11"];
+
 /// Options with realistic durations, for tests that move time with `advance`.
 pub fn realtime() -> Options {
     Options {

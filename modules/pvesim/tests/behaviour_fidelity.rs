@@ -1,0 +1,226 @@
+//! Behaviours taken from upstream qemu-server / pve-storage, in PVE 8 and PVE 9 modes: new-disk
+//! sizes, the digest-mismatch text, the storage list's format fields, cross-node clones.
+
+mod common;
+
+use common::{start_version, Api, BOTH_VERSIONS};
+use serde_json::json;
+
+fn create(api: &Api, params: &[(&str, &str)]) -> String {
+    api.post("/nodes/pve1/qemu", params).upid()
+}
+
+#[test]
+fn new_disk_sizes_are_rounded_up_to_kib_in_both_versions() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let upid = create(
+            &api,
+            &[
+                ("vmid", "230"),
+                ("scsi0", "local-lvm:0.098"),
+                ("scsi1", "local-lvm:10.1"),
+                ("scsi2", "nfs-shared:0.09765625"),
+            ],
+        );
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        let c = api.config("pve1", 230);
+        assert_eq!(
+            c["scsi0"], "local-lvm:vm-230-disk-0,size=102761K",
+            "PVE {v}"
+        );
+        assert_eq!(
+            c["scsi1"], "local-lvm:vm-230-disk-1,size=10590618K",
+            "PVE {v}"
+        );
+        assert_eq!(
+            c["scsi2"], "nfs-shared:230/vm-230-disk-0.raw,size=100M",
+            "PVE {v}"
+        );
+        let vols = api
+            .get("/nodes/pve1/storage/local-lvm/content", &[("vmid", "230")])
+            .ok()
+            .clone();
+        let sizes: Vec<u64> = vols
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["size"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, vec![102_761 * 1024, 10_590_618 * 1024], "PVE {v}");
+        // A disk added later is allocated the same way.
+        let r = api.put("/nodes/pve1/qemu/230/config", &[("scsi3", "local-lvm:0.5")]);
+        r.ok();
+        assert_eq!(
+            api.config("pve1", 230)["scsi3"],
+            "local-lvm:vm-230-disk-2,size=512M",
+            "PVE {v}"
+        );
+    }
+}
+
+#[test]
+fn digest_mismatch_text_is_the_releases_own() {
+    for (v, text) in [
+        ("8.2.7", "checksum missmatch (file change by other user?)\n"),
+        ("8.2.8", "checksum mismatch (file change by other user?)\n"),
+        ("8.4.1", "checksum mismatch (file change by other user?)\n"),
+        ("9.2.11", "checksum mismatch (file change by other user?)\n"),
+    ] {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let stale = api.config("pve2", 101)["digest"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        api.put("/nodes/pve2/qemu/101/config", &[("description", "x")])
+            .ok();
+        let r = api.put(
+            "/nodes/pve2/qemu/101/config",
+            &[("cores", "2"), ("digest", &stale)],
+        );
+        assert_eq!((r.status, r.message()), (500, text), "PVE {v}");
+        let r = api.post(
+            "/nodes/pve2/qemu/101/config",
+            &[("cores", "2"), ("digest", &stale)],
+        );
+        assert_eq!((r.status, r.message()), (500, text), "PVE {v}");
+        assert_eq!(api.config("pve2", 101).get("cores"), None, "PVE {v}");
+    }
+}
+
+#[test]
+fn storage_format_fields_follow_the_release() {
+    let list = |v: &str| {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let l = api
+            .get("/nodes/pve1/storage", &[("format", "1")])
+            .ok()
+            .clone();
+        let by = |sid: &str| {
+            l.as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["storage"] == sid)
+                .unwrap()
+                .clone()
+        };
+        (by("local"), by("local-lvm"))
+    };
+    let dir_valid = json!([{"raw": 1, "qcow2": 1, "vmdk": 1}, "raw"]);
+    // PVE 8: the old pair, and only for plugins that declare formats (not LVM-thin).
+    let (dir, thin) = list("8.4.1");
+    assert_eq!(dir["format"], dir_valid);
+    assert!(
+        dir.get("formats").is_none() && thin.get("format").is_none(),
+        "{thin}"
+    );
+    assert!(thin.get("formats").is_none());
+    // PVE 9.0: the pair for every storage, still no `formats`.
+    let (dir, thin) = list("9.0.10");
+    assert_eq!(dir["format"], dir_valid);
+    assert_eq!(thin["format"], json!([{"raw": 1}, "raw"]));
+    assert!(dir.get("formats").is_none() && thin.get("formats").is_none());
+    // PVE 9.1 on: `formats` as well (sorted), the pair kept.
+    let (dir, thin) = list("9.2.11");
+    assert_eq!(
+        dir["formats"],
+        json!({"default": "raw", "supported": ["qcow2", "raw", "vmdk"]})
+    );
+    assert_eq!(dir["format"], dir_valid);
+    assert_eq!(
+        thin["formats"],
+        json!({"default": "raw", "supported": ["raw"]})
+    );
+    // Without `format=1` neither appears.
+    let sim = start_version("9.2.11");
+    let l = Api::root(&sim).get("/nodes/pve1/storage", &[]).ok().clone();
+    assert!(l
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s.get("format").is_none() && s.get("formats").is_none()));
+}
+
+#[test]
+fn cross_node_clone_needs_shared_volumes_and_shared_target_storage() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        // Disk on shared storage, the ISO on the node's own `local`.
+        let upid = create(
+            &api,
+            &[
+                ("vmid", "250"),
+                ("scsi0", "nfs-shared:1"),
+                ("ide2", "local:iso/agent.x86_64.iso,media=cdrom"),
+            ],
+        );
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        let local_vm = "can't clone VM to node 'pve2' (VM uses local storage)\n";
+        for extra in [None, Some("nfs-shared")] {
+            let mut p = vec![("newid", "251"), ("target", "pve2")];
+            if let Some(s) = extra {
+                p.push(("storage", s));
+            }
+            let r = api.post("/nodes/pve1/qemu/250/clone", &p);
+            assert_eq!((r.status, r.message()), (500, local_vm), "PVE {v} {p:?}");
+        }
+        // The template's disks are on local-lvm: a shared target storage does not help.
+        let r = api.post(
+            "/nodes/pve1/qemu/9000/clone",
+            &[
+                ("newid", "251"),
+                ("target", "pve2"),
+                ("full", "1"),
+                ("storage", "nfs-shared"),
+            ],
+        );
+        assert_eq!(r.message(), local_vm, "PVE {v}");
+        // Without the ISO every volume is shared; a local target storage is still refused.
+        api.put(
+            "/nodes/pve1/qemu/250/config",
+            &[("ide2", "none,media=cdrom")],
+        )
+        .ok();
+        let r = api.post(
+            "/nodes/pve1/qemu/250/clone",
+            &[
+                ("newid", "251"),
+                ("target", "pve2"),
+                ("storage", "local-lvm"),
+            ],
+        );
+        assert_eq!(
+            r.message(),
+            "can't clone to non-shared storage 'local-lvm'\n",
+            "PVE {v}"
+        );
+        assert!(sim.vm_config(251).is_none());
+        let upid = api
+            .post(
+                "/nodes/pve1/qemu/250/clone",
+                &[
+                    ("newid", "251"),
+                    ("target", "pve2"),
+                    ("storage", "nfs-shared"),
+                ],
+            )
+            .upid();
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert!(api.config("pve2", 251)["scsi0"]
+            .as_str()
+            .unwrap()
+            .starts_with("nfs-shared:251/vm-251-disk-0"));
+        // `target` naming the source node is no cross-node clone at all.
+        let upid = api
+            .post(
+                "/nodes/pve1/qemu/9000/clone",
+                &[("newid", "252"), ("target", "pve1")],
+            )
+            .upid();
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+    }
+}
