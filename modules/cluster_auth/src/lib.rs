@@ -164,7 +164,8 @@ fn check_stability_options(m: &mut Module, o: &Opts) -> Result<(), Failure> {
     let window = (o.stable_polls - 1).saturating_mul(o.poll_interval);
     if o.waits_for("operators") && window > 0 && o.timeout <= window {
         return Err(Failure::new(format!(
-            "timeout ({}s) must be longer than the stability window of stable_polls={} looks              poll_interval={}s apart ({window}s); raise timeout or lower stable_polls",
+            "timeout ({}s) must be longer than the stability window of stable_polls={} looks \
+             poll_interval={}s apart ({window}s); raise timeout or lower stable_polls",
             o.timeout, o.stable_polls, o.poll_interval
         )));
     }
@@ -230,7 +231,7 @@ fn present(
     let look = Look {
         expected: o.expected_nodes.map(|n| n as u64),
         version: o.version.clone(),
-        stable_polls: o.stable_polls as u32,
+        stable_polls: u32::try_from(o.stable_polls).unwrap_or(u32::MAX),
     };
     let total = Duration::from_secs(o.timeout as u64);
     let interval = Duration::from_secs(o.poll_interval as u64);

@@ -291,6 +291,23 @@ mod tests {
     }
 
     #[test]
+    fn oauth_trust_adds_the_ingress_ca_and_drops_the_client_certificate() {
+        let api = Tls {
+            validate_certs: true,
+            ca_path: Some("/etc/api-ca.pem".into()),
+            ca_pem: Some(b"API-CA".to_vec()),
+            identity_pem: Some(b"CERT+KEY".to_vec()),
+        };
+        let t = oauth_tls(&api, Some(b"INGRESS-CA\n"));
+        assert_eq!(t.ca_pem.as_deref(), Some(&b"API-CA\nINGRESS-CA\n"[..]));
+        assert_eq!(t.ca_path, api.ca_path);
+        assert!(t.validate_certs && t.identity_pem.is_none());
+        let t = oauth_tls(&Tls::verified(), Some(b"INGRESS-CA"));
+        assert_eq!(t.ca_pem.as_deref(), Some(&b"INGRESS-CA"[..]));
+        assert_eq!(oauth_tls(&api, None).ca_pem, api.ca_pem);
+    }
+
+    #[test]
     fn form_decoding() {
         assert_eq!(form_decode("a%3Ab+c%zz%4"), "a:b c%zz%4");
     }
