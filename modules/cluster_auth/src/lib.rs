@@ -1,8 +1,10 @@
 //! `proxshift.openshift.cluster_auth`: Log in to an OpenShift cluster and wait for it to be ready.
 //!
 //! Credentials come from a kubeconfig, `api_key`, or kubeadmin-style username + password through
-//! OpenShift's OAuth server (challenging client, token in the redirect fragment). `wait_for` polls
-//! `/readyz`, the ClusterVersion, the ClusterOperators and the Nodes until all are ready or the
+//! OpenShift's OAuth server (challenging client, token in the redirect fragment; the OAuth route is
+//! checked with the API's CA plus `ingress_ca`). `wait_for` polls `/readyz`, the ClusterVersion, the
+//! ClusterOperators, the MachineConfigPools and the Nodes until all are ready — with the operators
+//! stable for `stable_polls` looks in a row, as `oc adm wait-for-stable-cluster` wants — or the
 //! timeout passes, and then says what was still pending. `state: absent` revokes an OAuth token.
 
 pub mod readiness;
@@ -18,7 +20,19 @@ use readiness::TargetState;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-const TARGETS: [&str; 4] = ["api", "clusterversion", "operators", "nodes"];
+const TARGETS: [&str; 5] = [
+    "api",
+    "clusterversion",
+    "operators",
+    "machineconfigpools",
+    "nodes",
+];
+
+/// `oc adm wait-for-stable-cluster` waits for the operators to stay stable for 5 minutes
+/// (`MinimumStablePeriod`), looking every 10 s (openshift/oc `pkg/cli/admin/waitforstable/command.go`,
+/// `NewWaitForStableOptions`): at the default `poll_interval` of 10 s that is the first stable look
+/// and 30 more.
+const DEFAULT_STABLE_POLLS: i64 = 31;
 
 /// The module's options; the sidecar `plugins/modules/cluster_auth.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
@@ -39,6 +53,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::path("ca_cert")
             .aliases(&["ssl_ca_cert"])
             .env(&["K8S_AUTH_SSL_CA_CERT"]),
+        Opt::str("ingress_ca"),
         Opt::bool("validate_certs")
             .aliases(&["verify_ssl"])
             .default(true),
@@ -48,10 +63,10 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("timeout").default(1800),
         Opt::int("poll_interval").default(10),
         Opt::int("expected_nodes"),
+        Opt::str("version"),
+        Opt::int("stable_polls").default(DEFAULT_STABLE_POLLS),
     ])
-    .mutually_exclusive(&["kubeconfig", "password"])
     .mutually_exclusive(&["api_key", "password"])
-    .required_by("password", &["api_url"])
     .required_if_any("state", "absent", &["api_key", "kubeconfig"])
 }
 
@@ -65,11 +80,20 @@ struct Opts {
     password: Option<String>,
     api_key: Option<String>,
     ca_cert: Option<PathBuf>,
+    ingress_ca: Option<String>,
     validate_certs: bool,
     wait_for: Vec<String>,
     timeout: i64,
     poll_interval: i64,
     expected_nodes: Option<i64>,
+    version: Option<String>,
+    stable_polls: i64,
+}
+
+impl Opts {
+    fn waits_for(&self, target: &str) -> bool {
+        self.wait_for.iter().any(|t| t == target)
+    }
 }
 
 fn kube_fail(what: &str, e: KubeError) -> Failure {
@@ -87,9 +111,13 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         if n < 1 {
             return Err(Failure::new("expected_nodes must be at least 1"));
         }
-        if !o.wait_for.iter().any(|t| t == "nodes") {
+        if !o.waits_for("nodes") {
             m.warn("expected_nodes has no effect unless wait_for contains 'nodes'");
         }
+    }
+    check_stability_options(m, &o)?;
+    if o.ingress_ca.is_some() && o.password.is_none() {
+        m.warn("ingress_ca has no effect without password (it is the OAuth server's CA)");
     }
     let params = ConnectionParams {
         kubeconfig: o.kubeconfig.clone(),
@@ -125,6 +153,60 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     r
 }
 
+/// `stable_polls` and `version` against the rest: like `oc adm wait-for-stable-cluster` ("--timeout must
+/// be greater than the --minimum-stable-period"), a timeout the window cannot fit in is refused.
+fn check_stability_options(m: &mut Module, o: &Opts) -> Result<(), Failure> {
+    if o.stable_polls < 1 {
+        return Err(Failure::new(
+            "stable_polls must be at least 1 (1: no stability window)",
+        ));
+    }
+    let window = (o.stable_polls - 1).saturating_mul(o.poll_interval);
+    if o.waits_for("operators") && window > 0 && o.timeout <= window {
+        return Err(Failure::new(format!(
+            "timeout ({}s) must be longer than the stability window of stable_polls={} looks \
+             poll_interval={}s apart ({window}s); raise timeout or lower stable_polls",
+            o.timeout, o.stable_polls, o.poll_interval
+        )));
+    }
+    if o.stable_polls != DEFAULT_STABLE_POLLS && !o.waits_for("operators") {
+        m.warn("stable_polls has no effect unless wait_for contains 'operators'");
+    }
+    if let Some(v) = &o.version {
+        if v.trim().is_empty() {
+            return Err(Failure::new(
+                "version must be a version such as 4.19.3, or left out",
+            ));
+        }
+        if !o.waits_for("clusterversion") {
+            m.warn("version has no effect unless wait_for contains 'clusterversion'");
+        }
+    }
+    Ok(())
+}
+
+/// The trust for the OAuth server: the API's CAs (a kubeconfig's `certificate-authority-data` bundle
+/// or `ca_cert`, every certificate in them) plus `ingress_ca` (a PEM file or the PEM text).
+fn oauth_trust(o: &Opts, conn: &kube_client::Connection) -> Result<kube_client::Tls, Failure> {
+    let pem = match o.ingress_ca.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(t) if t.starts_with("-----BEGIN") => Some(t.as_bytes().to_vec()),
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            Failure::new(format!(
+                "ingress_ca: cannot read {path}: {e} (give a PEM file or the PEM text)"
+            ))
+        })?),
+    };
+    if let Some(p) = &pem {
+        if !p.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+            return Err(Failure::new(
+                "ingress_ca holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            ));
+        }
+    }
+    Ok(oauth::oauth_tls(&conn.tls, pem.as_deref()))
+}
+
 /// `state: present`; `learnt` receives any token obtained, so that failures can mask it.
 fn present(
     o: &Opts,
@@ -146,7 +228,11 @@ fn present(
         .filter(|t| o.wait_for.iter().any(|w| w == t))
         .collect();
     targets.dedup();
-    let expected = o.expected_nodes.map(|n| n as u64);
+    let look = Look {
+        expected: o.expected_nodes.map(|n| n as u64),
+        version: o.version.clone(),
+        stable_polls: u32::try_from(o.stable_polls).unwrap_or(u32::MAX),
+    };
     let total = Duration::from_secs(o.timeout as u64);
     let interval = Duration::from_secs(o.poll_interval as u64);
     let started = Instant::now();
@@ -159,7 +245,7 @@ fn present(
         anon.basic = None;
         anon.tls.identity_pem = None;
         let c = Client::new(&anon).map_err(|e| kube_fail("setting up the client", e))?;
-        if let Err(e) = proxshift_wait(&c, &["api"], None, &mut last, total, interval) {
+        if let Err(e) = proxshift_wait(&c, &["api"], &look, &mut last, total, interval) {
             let data = Map::from_iter([
                 ("host".to_string(), json!(conn.server)),
                 ("readiness".to_string(), Value::Object(last)),
@@ -169,8 +255,14 @@ fn present(
     }
     let mut expiry: (Option<u64>, Option<String>) = (None, None);
     if let Some(pw) = &o.password {
+        // With a password, a kubeconfig gives the server and its CA bundle only: its user's
+        // credentials are not used.
+        conn.token = None;
+        conn.basic = None;
+        conn.tls.identity_pem = None;
         let user = o.username.clone().unwrap_or_else(|| "kubeadmin".into());
-        let tok = oauth::login(&conn, &user, pw)
+        let tls = oauth_trust(o, &conn)?;
+        let tok = oauth::login(&conn, &tls, &user, pw)
             .map_err(|e| kube_fail(&format!("OAuth login to {}", conn.server), e))?;
         *learnt = Some(tok.access_token.clone());
         if let Some(secs) = tok.expires_in {
@@ -220,7 +312,7 @@ fn present(
         Ok(())
     } else {
         let left = total.saturating_sub(started.elapsed());
-        proxshift_wait(&client, &rest, expected, &mut last, left, interval)
+        proxshift_wait(&client, &rest, &look, &mut last, left, interval)
     };
     let fact = |key: &str| {
         last.get("clusterversion")
@@ -283,7 +375,15 @@ fn waitable(e: &KubeError) -> bool {
     matches!(e.status(), Some(s) if s == 404 || s >= 500)
 }
 
-fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetState, KubeError> {
+/// What the targets are checked against.
+struct Look {
+    expected: Option<u64>,
+    version: Option<String>,
+    /// Consecutive looks with everything ready that `operators` needs (1: the first one will do).
+    stable_polls: u32,
+}
+
+fn look(client: &Client, target: &str, want: &Look) -> Result<TargetState, KubeError> {
     let res = match target {
         "api" => {
             return Ok(match client.get_text("/readyz") {
@@ -295,7 +395,7 @@ fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetSt
         "clusterversion" => client
             .get(&known::cluster_versions(), None, "version")
             .map(|v| {
-                v.map(|cv| readiness::clusterversion(&cv))
+                v.map(|cv| readiness::clusterversion(&cv, want.version.as_deref()))
                     .unwrap_or_else(|| {
                         TargetState::pending(
                             "clusterversion: ClusterVersion 'version' does not exist yet",
@@ -305,9 +405,12 @@ fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetSt
         "operators" => client
             .list(&known::cluster_operators(), None, None)
             .map(|l| readiness::operators(&l)),
+        "machineconfigpools" => client
+            .list(&known::machine_config_pools(), None, None)
+            .map(|l| readiness::machine_config_pools(&l)),
         _ => client
             .list(&known::nodes(), None, None)
-            .map(|l| readiness::nodes(&l, expected)),
+            .map(|l| readiness::nodes(&l, want.expected)),
     };
     match res {
         Ok(s) => Ok(s),
@@ -316,20 +419,43 @@ fn look(client: &Client, target: &str, expected: Option<u64>) -> Result<TargetSt
     }
 }
 
+/// Look at `targets` every `interval` until all are ready — with `operators` among them, in
+/// `want.stable_polls` looks in a row: as in `oc adm wait-for-stable-cluster` (openshift/oc
+/// `pkg/cli/admin/waitforstable/command.go`, `Run`), one unstable look (or a failed list) starts the
+/// window again. `last` receives each target's last state and, for `operators`, the run of stable
+/// looks (`stable_polls`) and the number of looks (`polls`).
 fn proxshift_wait(
     client: &Client,
     targets: &[&str],
-    expected: Option<u64>,
+    want: &Look,
     last: &mut Map<String, Value>,
     timeout: Duration,
     interval: Duration,
 ) -> Result<(), WaitError<KubeError>> {
+    let window = if targets.contains(&"operators") {
+        want.stable_polls.max(1)
+    } else {
+        1
+    };
+    let mut stable = 0u32;
+    let mut polls = 0u32;
     kube_client::wait_for(timeout, interval, || {
+        polls += 1;
         let mut pending = Vec::new();
         for t in targets {
-            let s = look(client, t, expected)?;
+            let s = look(client, t, want)?;
             pending.extend(s.pending.iter().cloned());
             last.insert(t.to_string(), s.to_json());
+        }
+        stable = if pending.is_empty() { stable + 1 } else { 0 };
+        if let Some(ops) = last.get_mut("operators").and_then(Value::as_object_mut) {
+            ops.insert("stable_polls".into(), json!(stable));
+            ops.insert("polls".into(), json!(polls));
+        }
+        if pending.is_empty() && stable < window {
+            pending.push(format!(
+                "operators: stable for {stable} of {window} looks in a row (stable_polls)"
+            ));
         }
         Ok(if pending.is_empty() {
             Poll::Ready(())

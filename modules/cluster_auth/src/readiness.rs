@@ -1,6 +1,6 @@
 //! Pure readiness rules: what counts as "ready" for each `wait_for` target, and what is still pending.
 
-use kube_client::objects::{conditions, unmet};
+use kube_client::objects::unmet;
 use serde_json::{json, Value};
 
 /// The state of one target after one look.
@@ -52,22 +52,15 @@ pub fn api(readyz: Result<&str, &str>) -> TargetState {
     }
 }
 
-/// ClusterVersion `version`: Available=True, Progressing=False, Failing=False.
-pub fn clusterversion(obj: &Value) -> TargetState {
-    let version = obj
-        .pointer("/status/desired/version")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+/// ClusterVersion `version`: Available=True, Progressing=False, Failing=False; with `want`, the
+/// cluster is at that version: it is the desired one and the newest history entry, `Completed`.
+pub fn clusterversion(obj: &Value, want: Option<&str>) -> TargetState {
+    let text = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let version = text("/status/desired/version");
     // The cluster's identity: the installer's ClusterID, which a record in Vault is checked against.
-    let cluster_id = obj
-        .pointer("/spec/clusterID")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let history_state = obj
-        .pointer("/status/history/0/state")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let pending: Vec<String> = unmet(
+    let cluster_id = text("/spec/clusterID");
+    let history_state = text("/status/history/0/state");
+    let mut pending: Vec<String> = unmet(
         obj,
         &[
             ("Available", "True"),
@@ -78,6 +71,21 @@ pub fn clusterversion(obj: &Value) -> TargetState {
     .into_iter()
     .map(|u| format!("clusterversion: {u}"))
     .collect();
+    if let Some(want) = want {
+        let newest = text("/status/history/0/version");
+        if version.as_deref() != Some(want) {
+            pending.push(format!(
+                "clusterversion: at {}, not at the requested {want}",
+                version.as_deref().unwrap_or("no version yet")
+            ));
+        } else if newest.as_deref() != Some(want) || history_state.as_deref() != Some("Completed") {
+            pending.push(format!(
+                "clusterversion: {want} is desired but not completed (newest history entry: {} {})",
+                newest.as_deref().unwrap_or("none"),
+                history_state.as_deref().unwrap_or("-")
+            ));
+        }
+    }
     TargetState {
         ready: pending.is_empty(),
         pending,
@@ -85,7 +93,10 @@ pub fn clusterversion(obj: &Value) -> TargetState {
     }
 }
 
-/// Every ClusterOperator Available=True and not Degraded.
+/// Every ClusterOperator stable as `oc adm wait-for-stable-cluster` means it: Available=True,
+/// Progressing=False and Degraded=False, a condition not reported counting as unmet (openshift/oc
+/// `pkg/cli/admin/waitforstable/command.go`, `unstableOperatorReason`). That the state holds long
+/// enough is the caller's business (`stable_polls`).
 pub fn operators(items: &[Value]) -> TargetState {
     if items.is_empty() {
         return TargetState::pending("operators: no ClusterOperators reported yet");
@@ -93,22 +104,15 @@ pub fn operators(items: &[Value]) -> TargetState {
     let mut pending = Vec::new();
     let mut not_ready = Vec::new();
     for o in items {
-        let name = o
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("?");
-        // Degraded may be absent (fine) but not True.
-        let mut bad = unmet(o, &[("Available", "True")]);
-        if let Some(d) = conditions(o)
-            .into_iter()
-            .find(|c| c.type_ == "Degraded" && c.status == "True")
-        {
-            let mut why = "Degraded=True".to_string();
-            if let Some(m) = d.message.filter(|m| !m.is_empty()) {
-                why.push_str(&format!(" ({m})"));
-            }
-            bad.push(why);
-        }
+        let name = name_of(o);
+        let bad = unmet(
+            o,
+            &[
+                ("Available", "True"),
+                ("Progressing", "False"),
+                ("Degraded", "False"),
+            ],
+        );
         if !bad.is_empty() {
             pending.push(format!("operator {name}: {}", bad.join(", ")));
             not_ready.push(name.to_string());
@@ -121,15 +125,47 @@ pub fn operators(items: &[Value]) -> TargetState {
     }
 }
 
+/// Every MachineConfigPool Updated=True and Degraded=False, with all its machines updated
+/// (`status.updatedMachineCount == status.machineCount` when the pool reports them).
+pub fn machine_config_pools(items: &[Value]) -> TargetState {
+    if items.is_empty() {
+        return TargetState::pending("machineconfigpools: no MachineConfigPools reported yet");
+    }
+    let mut pending = Vec::new();
+    let mut not_ready = Vec::new();
+    for p in items {
+        let name = name_of(p);
+        let mut bad = unmet(p, &[("Updated", "True"), ("Degraded", "False")]);
+        let count = |k: &str| p.pointer(&format!("/status/{k}")).and_then(Value::as_u64);
+        if let (Some(all), Some(updated)) = (count("machineCount"), count("updatedMachineCount")) {
+            if updated != all {
+                bad.push(format!("{updated} of {all} machines updated"));
+            }
+        }
+        if !bad.is_empty() {
+            pending.push(format!("machineconfigpool {name}: {}", bad.join(", ")));
+            not_ready.push(name.to_string());
+        }
+    }
+    TargetState {
+        ready: pending.is_empty(),
+        pending,
+        facts: json!({"total": items.len(), "not_ready": not_ready}),
+    }
+}
+
+fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+}
+
 /// Every Node Ready=True, and at least `expected` of them.
 pub fn nodes(items: &[Value], expected: Option<u64>) -> TargetState {
     let mut pending = Vec::new();
     let mut not_ready = Vec::new();
     for n in items {
-        let name = n
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("?");
+        let name = name_of(n);
         let bad = unmet(n, &[("Ready", "True")]);
         if !bad.is_empty() {
             pending.push(format!("node {name}: {}", bad.join(", ")));
@@ -180,12 +216,12 @@ mod tests {
     fn clusterversion_needs_all_three() {
         let mut cv = json!({"status": {"desired": {"version": "4.19.3"}, "history": [{"state": "Completed"}],
             "conditions": [cond("Available", "True"), cond("Progressing", "False"), cond("Failing", "False")]}});
-        let s = clusterversion(&cv);
+        let s = clusterversion(&cv, None);
         assert!(s.ready);
         assert_eq!(s.facts["version"], json!("4.19.3"));
         assert_eq!(s.facts["cluster_id"], Value::Null);
         cv["status"]["conditions"][1] = cond("Progressing", "True");
-        let s = clusterversion(&cv);
+        let s = clusterversion(&cv, None);
         assert!(!s.ready);
         assert_eq!(
             s.pending,
@@ -194,21 +230,102 @@ mod tests {
     }
 
     #[test]
-    fn operators_list_the_bad_ones() {
-        let ok = json!({"metadata": {"name": "dns"}, "status": {"conditions": [cond("Available", "True"), cond("Degraded", "False")]}});
-        let degraded = json!({"metadata": {"name": "ingress"}, "status": {"conditions": [cond("Available", "True"), cond("Degraded", "True")]}});
-        let missing = json!({"metadata": {"name": "console"}, "status": {}});
-        let s = operators(&[ok.clone(), degraded, missing]);
-        assert!(!s.ready);
-        assert_eq!(s.facts["not_ready"], json!(["ingress", "console"]));
-        assert!(
-            s.pending[0].contains("ingress: Degraded=True (Degraded is True)"),
-            "{:?}",
-            s.pending
+    fn clusterversion_at_the_requested_version() {
+        let cv = |desired: &str, newest: &str, state: &str| {
+            json!({"status": {"desired": {"version": desired}, "history": [{"state": state, "version": newest}],
+            "conditions": [cond("Available", "True"), cond("Progressing", "False"), cond("Failing", "False")]}})
+        };
+        assert!(clusterversion(&cv("4.19.3", "4.19.3", "Completed"), Some("4.19.3")).ready);
+        let s = clusterversion(&cv("4.19.3", "4.19.3", "Completed"), Some("4.19.4"));
+        assert_eq!(
+            s.pending,
+            vec!["clusterversion: at 4.19.3, not at the requested 4.19.4"]
         );
-        assert!(s.pending[1].contains("console: Available=True (not reported yet)"));
+        let s = clusterversion(&cv("4.19.4", "4.19.4", "Partial"), Some("4.19.4"));
+        assert_eq!(
+            s.pending,
+            vec!["clusterversion: 4.19.4 is desired but not completed (newest history entry: 4.19.4 Partial)"]
+        );
+        assert_eq!(
+            clusterversion(&json!({}), Some("4.19.4")).pending[3],
+            "clusterversion: at no version yet, not at the requested 4.19.4"
+        );
+    }
+
+    #[test]
+    fn operators_stable_as_oc_means_it() {
+        let co = |name: &str, conds: Vec<Value>| json!({"metadata": {"name": name}, "status": {"conditions": conds}});
+        let ok = co(
+            "dns",
+            vec![
+                cond("Available", "True"),
+                cond("Progressing", "False"),
+                cond("Degraded", "False"),
+            ],
+        );
+        let degraded = co(
+            "ingress",
+            vec![
+                cond("Available", "True"),
+                cond("Progressing", "False"),
+                cond("Degraded", "True"),
+            ],
+        );
+        let progressing = co(
+            "etcd",
+            vec![
+                cond("Available", "True"),
+                cond("Progressing", "True"),
+                cond("Degraded", "False"),
+            ],
+        );
+        // Degraded and Progressing not reported: not stable (IsStatusConditionFalse is false).
+        let silent = co("console", vec![cond("Available", "True")]);
+        let s = operators(&[ok.clone(), degraded, progressing, silent]);
+        assert!(!s.ready);
+        assert_eq!(s.facts["not_ready"], json!(["ingress", "etcd", "console"]));
+        assert_eq!(
+            s.pending,
+            vec![
+                "operator ingress: Degraded=False (now True, R: Degraded is True)",
+                "operator etcd: Progressing=False (now True, R: Progressing is True)",
+                "operator console: Progressing=False (not reported yet), Degraded=False (not reported yet)",
+            ]
+        );
         assert!(operators(&[ok]).ready);
         assert!(!operators(&[]).ready);
+    }
+
+    #[test]
+    fn pools_updated_not_degraded_all_machines() {
+        let pool = |name: &str, updated: &str, degraded: &str, counts: Option<(u64, u64)>| {
+            let mut p = json!({"metadata": {"name": name}, "status": {"conditions": [cond("Updated", updated), cond("Degraded", degraded)]}});
+            if let Some((all, up)) = counts {
+                p["status"]["machineCount"] = json!(all);
+                p["status"]["updatedMachineCount"] = json!(up);
+            }
+            p
+        };
+        assert!(
+            machine_config_pools(&[
+                pool("master", "True", "False", Some((3, 3))),
+                pool("worker", "True", "False", None)
+            ])
+            .ready
+        );
+        let s = machine_config_pools(&[
+            pool("master", "True", "False", Some((3, 2))),
+            pool("worker", "False", "True", Some((2, 2))),
+        ]);
+        assert_eq!(
+            s.pending,
+            vec![
+                "machineconfigpool master: 2 of 3 machines updated",
+                "machineconfigpool worker: Updated=True (now False, R: Updated is False), Degraded=False (now True, R: Degraded is True)",
+            ]
+        );
+        assert_eq!(s.facts["not_ready"], json!(["master", "worker"]));
+        assert!(!machine_config_pools(&[]).ready);
     }
 
     #[test]

@@ -109,9 +109,8 @@ fn bad_credentials_and_tls() {
         .unwrap()
         .contains("validate_certs is off"));
 
-    let r = failed(
-        json!({"api_url": env.url, "password": "pw-canary-77", "kubeconfig": "/nonexistent/kubeconfig"}),
-    );
+    let r =
+        failed(json!({"api_url": env.url, "password": "pw-canary-77", "api_key": "key-canary-77"}));
     assert!(
         r["msg"].as_str().unwrap().contains("mutually exclusive"),
         "{r}"
@@ -156,7 +155,7 @@ fn password_login_and_revocation_via_oauth() {
     }
     .resolve()
     .unwrap();
-    let tok = kube_client::oauth::login(&conn, "kubeadmin", PASSWORD)
+    let tok = kube_client::oauth::login(&conn, &conn.tls, "kubeadmin", PASSWORD)
         .unwrap()
         .access_token;
     assert!(tok.starts_with("sha256~"));
@@ -239,7 +238,7 @@ fn cond(t: &str, s: &str, msg: &str) -> Value {
 fn wait_targets_time_out_with_pending_then_succeed() {
     let env = env();
     let admin = env.admin();
-    let base = json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "ca_cert": ca(env), "timeout": 2, "poll_interval": 1});
+    let base = json!({"api_url": env.url, "api_key": ADMIN_TOKEN, "ca_cert": ca(env), "timeout": 2, "poll_interval": 1, "stable_polls": 1});
     let with = |targets: Value, extra: Value| {
         let mut a = base.clone();
         a["wait_for"] = targets;
@@ -251,7 +250,7 @@ fn wait_targets_time_out_with_pending_then_succeed() {
 
     // Nothing there yet.
     let r = failed(with(
-        json!(["clusterversion", "operators", "nodes"]),
+        json!(["clusterversion", "operators", "machineconfigpools", "nodes"]),
         json!({}),
     ));
     let pending: Vec<String> = serde_json::from_value(r["pending"].clone()).unwrap();
@@ -270,6 +269,10 @@ fn wait_targets_time_out_with_pending_then_succeed() {
         "{pending:?}"
     );
     assert!(
+        pending.iter().any(|p| p.contains("no MachineConfigPools")),
+        "{pending:?}"
+    );
+    assert!(
         r["msg"].as_str().unwrap().contains("timed out after"),
         "{r}"
     );
@@ -278,14 +281,6 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     let cv = known::cluster_versions();
     admin.create(&cv, None, &json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
         "spec": {"clusterID": "6c1f5a2e-0000-4000-8000-000000000001"}})).unwrap();
-    let cv_status = |progressing: &str| {
-        json!({"status": {
-        "desired": {"version": "4.19.3", "image": "quay.io/openshift-release-dev/ocp-release@sha256:0000"},
-        "history": [{"state": if progressing == "True" {"Partial"} else {"Completed"}, "version": "4.19.3", "image": "x",
-            "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T01:00:00Z", "verified": false}],
-        "observedGeneration": 1, "versionHash": "x", "availableUpdates": [],
-        "conditions": [cond("Available", "True", "Done"), cond("Progressing", progressing, "Working towards 4.19.3: 500 of 900 done"), cond("Failing", "False", "no failure")]}})
-    };
     admin
         .patch_status(&cv, None, "version", &cv_status("True"))
         .unwrap();
@@ -293,8 +288,20 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     for name in ["dns", "ingress"] {
         admin.create(&co, None, &json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": name}, "spec": {}})).unwrap();
     }
-    admin.patch_status(&co, None, "dns", &json!({"status": {"conditions": [cond("Available", "True", "up"), cond("Degraded", "False", "fine")]}})).unwrap();
-    admin.patch_status(&co, None, "ingress", &json!({"status": {"conditions": [cond("Available", "True", "up"), cond("Degraded", "True", "router pods crash")]}})).unwrap();
+    admin
+        .patch_status(&co, None, "dns", &co_status("False"))
+        .unwrap();
+    admin.patch_status(&co, None, "ingress", &json!({"status": {"conditions": [cond("Available", "True", "up"), cond("Progressing", "False", "done"), cond("Degraded", "True", "router pods crash")]}})).unwrap();
+    let mcp = known::machine_config_pools();
+    for name in ["master", "worker"] {
+        admin.create(&mcp, None, &json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool", "metadata": {"name": name}, "spec": {}})).unwrap();
+    }
+    admin
+        .patch_status(&mcp, None, "master", &mcp_status(true))
+        .unwrap();
+    admin
+        .patch_status(&mcp, None, "worker", &mcp_status(false))
+        .unwrap();
     let nodes = known::nodes();
     for n in ["master-0", "worker-0"] {
         admin
@@ -313,16 +320,22 @@ fn wait_targets_time_out_with_pending_then_succeed() {
     node_ready("worker-0", "False");
 
     let r = failed(with(
-        json!(["clusterversion", "operators", "nodes"]),
-        json!({"expected_nodes": 3}),
+        json!(["clusterversion", "operators", "machineconfigpools", "nodes"]),
+        json!({"expected_nodes": 3, "version": "4.20.0"}),
     ));
     let pending: Vec<String> = serde_json::from_value(r["pending"].clone()).unwrap();
     assert_eq!(pending, vec![
         "clusterversion: Progressing=False (now True, Test: Working towards 4.19.3: 500 of 900 done)".to_string(),
-        "operator ingress: Degraded=True (router pods crash)".to_string(),
+        "clusterversion: at 4.19.3, not at the requested 4.20.0".to_string(),
+        "operator ingress: Degraded=False (now True, Test: router pods crash)".to_string(),
+        "machineconfigpool worker: Updated=True (now False, Test: rendering worker-2), 0 of 1 machines updated".to_string(),
         "node worker-0: Ready=True (now False, KubeletReady: kubelet False)".to_string(),
         "nodes: 2 of 3 expected nodes registered".to_string(),
     ]);
+    assert_eq!(
+        r["readiness"]["machineconfigpools"]["not_ready"],
+        json!(["worker"])
+    );
     assert_eq!(r["readiness"]["operators"]["not_ready"], json!(["ingress"]));
     assert_eq!(r["readiness"]["nodes"]["ready_count"], json!(1));
     assert_eq!(r["version"], json!("4.19.3"));
@@ -352,23 +365,237 @@ fn wait_targets_time_out_with_pending_then_succeed() {
         std::thread::sleep(std::time::Duration::from_millis(1500));
         let env = TestEnv::shared();
         let admin = env.admin();
-        admin.patch_status(&known::cluster_versions(), None, "version", &json!({"status": {"conditions": [
-            cond("Available", "True", "Done"), cond("Progressing", "False", "Cluster version is 4.19.3"), cond("Failing", "False", "no failure")]}})).unwrap();
-        admin.patch_status(&known::cluster_operators(), None, "ingress", &json!({"status": {"conditions": [cond("Available", "True", "up"), cond("Degraded", "False", "fine")]}})).unwrap();
+        admin
+            .patch_status(
+                &known::cluster_versions(),
+                None,
+                "version",
+                &cv_status("False"),
+            )
+            .unwrap();
+        admin
+            .patch_status(
+                &known::cluster_operators(),
+                None,
+                "ingress",
+                &co_status("False"),
+            )
+            .unwrap();
+        admin
+            .patch_status(
+                &known::machine_config_pools(),
+                None,
+                "worker",
+                &mcp_status(true),
+            )
+            .unwrap();
         admin.patch_status(&known::nodes(), None, "worker-0", &json!({"status": {"conditions": [
             {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok", "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})).unwrap();
     });
+    let all = json!([
+        "api",
+        "clusterversion",
+        "operators",
+        "machineconfigpools",
+        "nodes"
+    ]);
     let r = ok(with(
-        json!(["api", "clusterversion", "operators", "nodes"]),
-        json!({"timeout": 60, "expected_nodes": 2}),
+        all.clone(),
+        json!({"timeout": 60, "expected_nodes": 2, "version": "4.19.3", "stable_polls": 2}),
     ));
     t.join().unwrap();
     assert_eq!(r["version"], json!("4.19.3"));
-    for t in ["api", "clusterversion", "operators", "nodes"] {
+    for t in all.as_array().unwrap() {
+        let t = t.as_str().unwrap();
         assert_eq!(r["readiness"][t]["ready"], json!(true), "{t}: {r:#}");
     }
     assert_eq!(r["readiness"]["nodes"]["total"], json!(2));
+    assert_eq!(r["readiness"]["operators"]["stable_polls"], json!(2));
     assert!(r["msg"].as_str().unwrap().contains("is ready"));
+
+    stability_window_counts_looks(env);
+}
+
+/// The ClusterVersion status (as the CVO writes it) at 4.19.3, still progressing or done.
+fn cv_status(progressing: &str) -> Value {
+    json!({"status": {
+    "desired": {"version": "4.19.3", "image": "quay.io/openshift-release-dev/ocp-release@sha256:0000"},
+    "history": [{"state": if progressing == "True" {"Partial"} else {"Completed"}, "version": "4.19.3", "image": "x",
+        "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T01:00:00Z", "verified": false}],
+    "observedGeneration": 1, "versionHash": "x", "availableUpdates": [],
+    "conditions": [cond("Available", "True", "Done"), cond("Progressing", progressing, "Working towards 4.19.3: 500 of 900 done"), cond("Failing", "False", "no failure")]}})
+}
+
+/// A ClusterOperator's status: available, not degraded, progressing or not.
+fn co_status(progressing: &str) -> Value {
+    json!({"status": {"conditions": [cond("Available", "True", "up"), cond("Progressing", progressing, "rolling out"), cond("Degraded", "False", "fine")]}})
+}
+
+/// A MachineConfigPool of one machine, updated or still rendering.
+fn mcp_status(updated: bool) -> Value {
+    let (u, msg, n) = if updated {
+        ("True", "all nodes updated", 1)
+    } else {
+        ("False", "rendering worker-2", 0)
+    };
+    json!({"status": {"machineCount": 1, "updatedMachineCount": n, "readyMachineCount": n, "unavailableMachineCount": 1 - n, "degradedMachineCount": 0,
+        "conditions": [cond("Updated", u, msg), cond("Degraded", "False", "fine")]}})
+}
+
+/// ClusterOperator lists by the kubeconfig user (only [`stability_window_counts_looks`] uses it for
+/// operators), read from the API server's audit log until there are `n` (bounded: 300 reads).
+fn operator_lists(env: &TestEnv, n: usize) -> usize {
+    let is_list = |e: &Value| {
+        e["user"]["username"] == "kc-admin"
+            && e["verb"] == "list"
+            && e["requestURI"]
+                .as_str()
+                .is_some_and(|u| u.contains("clusteroperators"))
+    };
+    let mut found = 0;
+    for _ in 0..300 {
+        found = env.audit_events().iter().filter(|e| is_list(e)).count();
+        if found >= n {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    found
+}
+
+/// `stable_polls` is a number of looks in a row, as `oc adm wait-for-stable-cluster`'s window: counted
+/// by the module (`readiness.operators.polls`) and by the API server (its audit log), never by a clock.
+fn stability_window_counts_looks(env: &TestEnv) {
+    let args = |stable: u32, interval: u32| {
+        json!({"kubeconfig": env.kubeconfig(KUBECONFIG_TOKEN), "wait_for": ["operators"], "timeout": 60,
+            "poll_interval": interval, "stable_polls": stable})
+    };
+    // Stable from the first look: ready at the third.
+    assert_eq!(operator_lists(env, 0), 0);
+    let r = ok(args(3, 1));
+    assert_eq!(r["readiness"]["operators"]["polls"], json!(3), "{r:#}");
+    assert_eq!(r["readiness"]["operators"]["stable_polls"], json!(3));
+    assert_eq!(operator_lists(env, 3), 3);
+
+    // An operator starts progressing after the second look and settles after the third: the window
+    // starts again, so the module looks 3 + 3 times. The flips follow the module's looks in the audit
+    // log (2 s apart), not a clock.
+    let flipper = std::thread::spawn(|| {
+        let env = TestEnv::shared();
+        let admin = env.admin();
+        let co = known::cluster_operators();
+        assert_eq!(operator_lists(env, 5), 5, "the module's second look");
+        admin
+            .patch_status(&co, None, "dns", &co_status("True"))
+            .unwrap();
+        assert_eq!(operator_lists(env, 6), 6, "the module's third look");
+        admin
+            .patch_status(&co, None, "dns", &co_status("False"))
+            .unwrap();
+    });
+    let r = ok(args(3, 2));
+    flipper.join().unwrap();
+    assert_eq!(r["readiness"]["operators"]["polls"], json!(6), "{r:#}");
+    assert_eq!(operator_lists(env, 9), 9);
+
+    // The window must fit in the timeout (oc: "--timeout must be greater than the --minimum-stable-period").
+    let r = failed(
+        json!({"kubeconfig": env.kubeconfig(KUBECONFIG_TOKEN), "wait_for": ["operators"], "timeout": 300}),
+    );
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains("stable_polls=31") && msg.contains("(300s)"),
+        "{msg}"
+    );
+}
+
+/// The OAuth server is the `oauth-openshift.apps…` route: another host name than the API, served with
+/// the ingress CA. Its CA comes from `ingress_ca` (file or PEM) or from the kubeconfig's CA bundle.
+#[test]
+fn password_login_against_the_oauth_route_with_the_ingress_ca() {
+    let env = env();
+    let oauth = FakeOAuth::start_routed(env, "kubeadmin", PASSWORD);
+    let route = oauth.oauth_url.clone().unwrap();
+    assert!(route.starts_with("https://localhost:"), "{route}");
+    let base = json!({"api_url": oauth.url, "password": PASSWORD, "ca_cert": ca(env)});
+    let with = |k: &str, v: Value| {
+        let mut a = base.clone();
+        a[k] = v;
+        a
+    };
+
+    // The API's CA does not vouch for the route.
+    let r = failed(base.clone());
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!(
+            "cannot reach the OAuth server at {route}/oauth/authorize"
+        )) && msg.contains("ingress_ca"),
+        "{msg}"
+    );
+    assert!(!r.to_string().contains(PASSWORD));
+
+    // ingress_ca as a file, and as the PEM text.
+    let ingress_pem = std::fs::read_to_string(&env.ingress_ca_path).unwrap();
+    for v in [
+        json!(env.ingress_ca_path.display().to_string()),
+        json!(ingress_pem),
+    ] {
+        let r = ok(with("ingress_ca", v));
+        assert_eq!(r["auth_method"], json!("password"));
+        assert_eq!(r["username"], json!("kube:admin"));
+        assert!(r["api_key"].as_str().unwrap().starts_with("sha256~"), "{r}");
+    }
+
+    // The ingress CA does not vouch for the API (the discovery document is read from the API).
+    let mut only_ingress = base.clone();
+    only_ingress["ca_cert"] = json!(env.ingress_ca_path.display().to_string());
+    only_ingress["ingress_ca"] = json!(ingress_pem);
+    let r = failed(only_ingress);
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("oauth-authorization-server"),
+        "{r}"
+    );
+
+    // A kubeconfig used for its server and CA bundle only (install-complete puts the router CA into
+    // it): every certificate of the bundle is trusted; its user's token is not used for the login.
+    let api_ca = std::fs::read_to_string(&env.ca_path).unwrap();
+    let kubeconfig = |bundle: &str| {
+        kube_client::kubeconfig::render_token_kubeconfig(
+            &oauth.url,
+            Some(bundle.as_bytes()),
+            false,
+            KUBECONFIG_TOKEN,
+            "test",
+        )
+    };
+    let r = ok(
+        json!({"kubeconfig": kubeconfig(&format!("{api_ca}{ingress_pem}")), "password": PASSWORD}),
+    );
+    assert_eq!(r["auth_method"], json!("password"));
+    assert_eq!(r["username"], json!("kube:admin"));
+    assert_ne!(r["api_key"], json!(KUBECONFIG_TOKEN));
+    let r = failed(json!({"kubeconfig": kubeconfig(&api_ca), "password": PASSWORD}));
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach the OAuth server"),
+        "{r}"
+    );
+
+    // A bad ingress_ca is named.
+    let r = failed(with("ingress_ca", json!("/nonexistent/ingress-ca.crt")));
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("ingress_ca: cannot read /nonexistent/ingress-ca.crt"),
+        "{r}"
+    );
 }
 
 #[test]

@@ -74,6 +74,14 @@ pub enum LoginError {
     },
     #[error("the OAuth discovery document is not JSON: {0}")]
     DiscoveryNotJson(#[source] serde_json::Error),
+    /// The authorize endpoint (on the `*.apps` ingress, not the API) gave no answer; a TLS failure
+    /// here usually means the ingress CA is not trusted.
+    #[error("cannot reach the OAuth server at {authorize}: {} (it runs on the *.apps ingress with the ingress certificate: trust its CA with ingress_ca, or a CA bundle that holds it)", describe(.source))]
+    OAuthServer {
+        authorize: String,
+        #[source]
+        source: reqwest::Error,
+    },
     #[error("the OAuth discovery document has no authorization_endpoint")]
     NoAuthorizeEndpoint,
     #[error("the OAuth server at {authorize} answered HTTP {status} without a Basic challenge; password login is not possible there (is an identity provider with challenge login configured?)")]

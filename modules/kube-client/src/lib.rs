@@ -22,4 +22,4 @@ pub use error::{KubeError, LoginError};
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig, KubeconfigError};
 pub use oauth::OAuthRedirectError;
 pub use objects::{known, Condition, DocumentError, Resource};
-pub use proxshift_http::{wait_for, Poll, WaitError};
+pub use proxshift_http::{wait_for, Poll, Tls, WaitError};

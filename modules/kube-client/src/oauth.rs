@@ -2,7 +2,7 @@
 //! does), token revocation, and the pure parts (fragment parsing, token object names, expiry times).
 
 use base64::Engine;
-use proxshift_http::ClientOptions;
+use proxshift_http::{ClientOptions, Tls};
 use serde_json::Value;
 
 use crate::error::{KubeError, LoginError};
@@ -104,15 +104,42 @@ pub fn rfc3339(secs: u64) -> String {
         .to_string()
 }
 
-/// Log in with username and password against the cluster behind `api` (its TLS settings are used
-/// for the OAuth host too; give a CA bundle with both the API and the ingress CA).
-pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, KubeError> {
-    let opts = ClientOptions {
-        tls: api.tls.clone(),
-        follow_redirects: false,
-        ..Default::default()
+/// The trust for the OAuth server: the API's, plus `ingress_ca` (PEM, any number of certificates).
+///
+/// The OAuth server is not the API: it runs behind the `*.apps` ingress (`oauth-openshift.apps.…`) and
+/// presents the ingress certificate, signed by the ingress operator's CA unless a custom one is set.
+pub fn oauth_tls(api: &Tls, ingress_ca: Option<&[u8]>) -> Tls {
+    let mut tls = api.clone();
+    // The login sends no client certificate: the OAuth server is asked with the password only.
+    tls.identity_pem = None;
+    if let Some(extra) = ingress_ca {
+        let mut pem = tls.ca_pem.take().unwrap_or_default();
+        if !pem.is_empty() && !pem.ends_with(b"\n") {
+            pem.push(b'\n');
+        }
+        pem.extend_from_slice(extra);
+        tls.ca_pem = Some(pem);
+    }
+    tls
+}
+
+/// Log in with username and password against the cluster behind `api`: the discovery document comes
+/// from the API (checked with `api.tls`), the authorize endpoint it names is asked with `oauth` (see
+/// [`oauth_tls`]).
+pub fn login(
+    api: &Connection,
+    oauth: &Tls,
+    username: &str,
+    password: &str,
+) -> Result<Token, KubeError> {
+    let client_for = |tls: &Tls| {
+        proxshift_http::client(&ClientOptions {
+            tls: tls.clone(),
+            follow_redirects: false,
+            ..Default::default()
+        })
     };
-    let http = proxshift_http::client(&opts)?;
+    let http = client_for(&api.tls)?;
     let discovery_url = format!("{}/.well-known/oauth-authorization-server", api.server);
     let transport = |what: &str, source: proxshift_http::reqwest::Error| KubeError::Transport {
         request: what.to_string(),
@@ -148,12 +175,17 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
         .and_then(Value::as_str)
         .ok_or(LoginError::NoAuthorizeEndpoint)?;
     let url = format!("{authorize}?client_id={CHALLENGING_CLIENT}&response_type=token");
+    let http = client_for(oauth)?;
+    let unreachable = |source| LoginError::OAuthServer {
+        authorize: authorize.to_string(),
+        source,
+    };
     // First without credentials, as oc does: the server must offer a Basic challenge.
     let first = http
         .get(&url)
         .header("X-CSRF-Token", "1")
         .send()
-        .map_err(|e| transport(&format!("GET {authorize}"), e))?;
+        .map_err(unreachable)?;
     let offers_basic = first.headers().get_all("WWW-Authenticate").iter().any(|h| {
         h.to_str()
             .unwrap_or_default()
@@ -177,7 +209,7 @@ pub fn login(api: &Connection, username: &str, password: &str) -> Result<Token, 
         .header("X-CSRF-Token", "1")
         .basic_auth(username, Some(password))
         .send()
-        .map_err(|e| transport(&format!("GET {authorize}"), e))?;
+        .map_err(unreachable)?;
     match resp.status().as_u16() {
         302 | 303 => location_token(&resp),
         401 => Err(LoginError::WrongPassword {
@@ -256,6 +288,23 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_796_217_638), "2026-12-02T13:20:38Z");
+    }
+
+    #[test]
+    fn oauth_trust_adds_the_ingress_ca_and_drops_the_client_certificate() {
+        let api = Tls {
+            validate_certs: true,
+            ca_path: Some("/etc/api-ca.pem".into()),
+            ca_pem: Some(b"API-CA".to_vec()),
+            identity_pem: Some(b"CERT+KEY".to_vec()),
+        };
+        let t = oauth_tls(&api, Some(b"INGRESS-CA\n"));
+        assert_eq!(t.ca_pem.as_deref(), Some(&b"API-CA\nINGRESS-CA\n"[..]));
+        assert_eq!(t.ca_path, api.ca_path);
+        assert!(t.validate_certs && t.identity_pem.is_none());
+        let t = oauth_tls(&Tls::verified(), Some(b"INGRESS-CA"));
+        assert_eq!(t.ca_pem.as_deref(), Some(&b"INGRESS-CA"[..]));
+        assert_eq!(oauth_tls(&api, None).ca_pem, api.ca_pem);
     }
 
     #[test]

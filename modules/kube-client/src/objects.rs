@@ -97,6 +97,14 @@ pub mod known {
             false,
         )
     }
+    pub fn machine_config_pools() -> Resource {
+        Resource::new(
+            "machineconfiguration.openshift.io/v1",
+            "MachineConfigPool",
+            "machineconfigpools",
+            false,
+        )
+    }
 }
 
 /// One entry of `status.conditions`.

@@ -37,6 +37,11 @@ pub struct TestEnv {
     pub server_key: PathBuf,
     /// A kubeconfig for `system:masters` with a client certificate (installer-style `auth/kubeconfig`).
     pub admin_cert_kubeconfig: PathBuf,
+    /// A third CA, the test "ingress" CA: it signed only `ingress_cert`, for the host name `localhost`
+    /// (not 127.0.0.1), as the router CA signs the `*.apps` certificate but not the API's.
+    pub ingress_ca_path: PathBuf,
+    pub ingress_cert: PathBuf,
+    pub ingress_key: PathBuf,
     /// Whether kube-controller-manager runs (namespace deletion finalises only then).
     pub controller_manager: bool,
     pids: Vec<u32>,
@@ -70,14 +75,18 @@ fn run(dir: &Path, cmd: &str) {
     );
 }
 
-/// Test CA, a second unrelated CA, a 127.0.0.1 serving certificate and an admin client certificate.
+/// Test CA, a second unrelated CA, a 127.0.0.1 serving certificate, an admin client certificate, and
+/// an "ingress" CA with a certificate for the host name `localhost` only (the OAuth route's stand-in).
 fn make_pki(dir: &Path) {
     run(
         dir,
         r#"set -e
 ca() { openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key -out $1.crt -days 3650 \
   -subj "/CN=$2" -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null; }
-ca ca proxshift-test-ca; ca wrong-ca proxshift-wrong-ca
+ca ca proxshift-test-ca; ca wrong-ca proxshift-wrong-ca; ca ingress-ca proxshift-test-ingress-ca
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ingress.key -out ingress.csr -subj "/CN=localhost" 2>/dev/null
+printf "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n" > ingress.ext
+openssl x509 -req -in ingress.csr -CA ingress-ca.crt -CAkey ingress-ca.key -CAcreateserial -out ingress.crt -days 825 -extfile ingress.ext 2>/dev/null
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" 2>/dev/null
 printf "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n" > server.ext
 openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 825 -extfile server.ext 2>/dev/null
@@ -278,6 +287,9 @@ impl TestEnv {
             server_cert: dir.join("server.crt"),
             server_key: dir.join("server.key"),
             admin_cert_kubeconfig: dir.join("admin-cert.kubeconfig"),
+            ingress_ca_path: dir.join("ingress-ca.crt"),
+            ingress_cert: dir.join("ingress.crt"),
+            ingress_key: dir.join("ingress.key"),
             dir: dir.clone(),
             url,
             controller_manager: false,
@@ -454,7 +466,11 @@ pub fn unique(prefix: &str) -> String {
 /// The repository's fake OpenShift OAuth/API endpoint (`tests/fixtures/fake_openshift_oauth.py`),
 /// served over HTTPS with the test CA's 127.0.0.1 certificate. Stopped when dropped.
 pub struct FakeOAuth {
+    /// The fake API (discovery, `users/~`, token revocation).
     pub url: String,
+    /// With [`FakeOAuth::start_routed`]: the separate OAuth server, `https://localhost:<port>`,
+    /// served with the ingress CA's certificate.
+    pub oauth_url: Option<String>,
     child: Child,
 }
 
@@ -471,6 +487,23 @@ impl FakeOAuth {
         password: &str,
         challenge: bool,
         port: u16,
+    ) -> FakeOAuth {
+        Self::spawn(env, user, password, challenge, port, false)
+    }
+
+    /// As on a real cluster: the API (127.0.0.1, test CA) names an OAuth server on another host
+    /// name (`localhost`) served with another CA ([`TestEnv::ingress_ca_path`]).
+    pub fn start_routed(env: &TestEnv, user: &str, password: &str) -> FakeOAuth {
+        Self::spawn(env, user, password, true, 0, true)
+    }
+
+    fn spawn(
+        env: &TestEnv,
+        user: &str,
+        password: &str,
+        challenge: bool,
+        port: u16,
+        routed: bool,
     ) -> FakeOAuth {
         use std::io::BufRead;
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -491,17 +524,27 @@ impl FakeOAuth {
         if !challenge {
             cmd.arg("--no-challenge");
         }
+        if routed {
+            cmd.arg("--oauth-cert")
+                .arg(&env.ingress_cert)
+                .arg("--oauth-key")
+                .arg(&env.ingress_key);
+        }
         let mut child = cmd.spawn().expect("python3 for the fake OAuth server");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("fake OAuth server output");
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .unwrap_or_else(|| panic!("fake OAuth server said {line:?}"));
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut read_port = |prefix: &str| {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("fake OAuth server output");
+            line.trim()
+                .strip_prefix(prefix)
+                .unwrap_or_else(|| panic!("fake OAuth server said {line:?}"))
+                .to_string()
+        };
+        let port = read_port("PORT ");
+        let oauth_url = routed.then(|| format!("https://localhost:{}", read_port("OAUTH_PORT ")));
         FakeOAuth {
             url: format!("https://127.0.0.1:{port}"),
+            oauth_url,
             child,
         }
     }

@@ -43,6 +43,9 @@ class Site:
             "vault_url": self.bao.addr,
             "proxshift_work_dir": str(self.work),
             "preflight_check_dns": False,
+            # The cluster is played ready before the run: two looks a second apart make it stable.
+            "cluster_ready_stable_polls": 2,
+            "cluster_ready_poll_interval": 1,
             **more,
         }
 

@@ -12,7 +12,8 @@ from testlib import TEST_CLUSTER_ID as CLUSTER_ID, free_port
 
 
 def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
-    """Play the installed cluster: ClusterVersion and an operator available, every node Ready."""
+    """Play the installed cluster: ClusterVersion and an operator available, the machine config pools
+    updated, every node Ready."""
     if api.get("/apis/config.openshift.io/v1/clusterversions/version") is None:
         api.ok("POST", "/apis/config.openshift.io/v1/clusterversions", {
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
@@ -31,12 +32,21 @@ def make_cluster_ready(api: KubeApi, nodes: list[str]) -> None:
         api.ok("POST", "/apis/config.openshift.io/v1/clusteroperators", {
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
             "metadata": {"name": "flow-kube-apiserver"}, "spec": {}})
-    api.patch_status("/apis/config.openshift.io/v1/clusteroperators/flow-kube-apiserver", {
-        "conditions": [condition("Available", "True"), condition("Degraded", "False")]})
+    stable = [condition("Available", "True"), condition("Progressing", "False"), condition("Degraded", "False")]
+    api.patch_status("/apis/config.openshift.io/v1/clusteroperators/flow-kube-apiserver", {"conditions": stable})
     # Other tests may have left operators behind: make every one healthy.
     for op in api.ok("GET", "/apis/config.openshift.io/v1/clusteroperators")["items"]:
-        api.patch_status(f"/apis/config.openshift.io/v1/clusteroperators/{op['metadata']['name']}", {
-            "conditions": [condition("Available", "True"), condition("Degraded", "False")]})
+        api.patch_status(f"/apis/config.openshift.io/v1/clusteroperators/{op['metadata']['name']}",
+                         {"conditions": stable})
+    mcp = "/apis/machineconfiguration.openshift.io/v1/machineconfigpools"
+    for pool in ("master", "worker"):
+        if api.get(f"{mcp}/{pool}") is None:
+            api.ok("POST", mcp, {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                                 "metadata": {"name": pool}, "spec": {}})
+        api.patch_status(f"{mcp}/{pool}", {
+            "machineCount": 1, "updatedMachineCount": 1, "readyMachineCount": 1, "degradedMachineCount": 0,
+            "unavailableMachineCount": 0,
+            "conditions": [condition("Updated", "True"), condition("Degraded", "False")]})
     for existing in api.ok("GET", "/api/v1/nodes")["items"]:
         api.request("DELETE", f"/api/v1/nodes/{existing['metadata']['name']}")
     for name in nodes:

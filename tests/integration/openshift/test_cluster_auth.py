@@ -84,7 +84,7 @@ def test_wrong_password_and_wrong_ca(run_playbook, kube_api, fake_oauth):
 def test_wait_targets_pending_then_ready(run_playbook, kube_api: KubeApi):
     wait = {"api_url": kube_api.url, "api_key": kube_api.admin_token, "ca_cert": kube_api.ca_cert,
             "wait_for": ["api", "clusterversion", "operators", "nodes"], "expected_nodes": 1,
-            "timeout": 2, "poll_interval": 1}
+            "timeout": 2, "poll_interval": 1, "stable_polls": 1}
     run = run_playbook(play(task("not ready", wait, ignore_errors=True)))
     r = run.task("not ready")
     assert run.status("not ready") == "failed" and "timed out" in r["msg"]
@@ -106,7 +106,8 @@ def test_wait_targets_pending_then_ready(run_playbook, kube_api: KubeApi):
     kube_api.ok("POST", "/apis/config.openshift.io/v1/clusteroperators", {
         "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": "etcd"}, "spec": {}})
     kube_api.patch_status("/apis/config.openshift.io/v1/clusteroperators/etcd", {
-        "conditions": [condition("Available", "True"), condition("Degraded", "True", "member down")]})
+        "conditions": [condition("Available", "True"), condition("Progressing", "False"),
+                       condition("Degraded", "True", "member down")]})
     kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "sno-0"}})
     kube_api.patch_status("/api/v1/nodes/sno-0", {"conditions": [{
         "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
@@ -114,13 +115,15 @@ def test_wait_targets_pending_then_ready(run_playbook, kube_api: KubeApi):
 
     run = run_playbook(play(task("degraded", wait, ignore_errors=True)))
     r = run.task("degraded")
-    assert r["pending"] == ["operator etcd: Degraded=True (member down)"], r
+    assert r["pending"] == ["operator etcd: Degraded=False (now True, Test: member down)"], r
     assert r["version"] == "4.19.7"
 
     kube_api.patch_status("/apis/config.openshift.io/v1/clusteroperators/etcd", {
-        "conditions": [condition("Available", "True"), condition("Degraded", "False", "all members up")]})
-    run = run_playbook(play(task("ready", {**wait, "timeout": 30})))
+        "conditions": [condition("Available", "True"), condition("Progressing", "False"),
+                       condition("Degraded", "False", "all members up")]})
+    run = run_playbook(play(task("ready", {**wait, "timeout": 30, "stable_polls": 2})))
     assert run.rc == 0, run.output
     r = run.task("ready")
     assert r["changed"] is False and r["version"] == "4.19.7"
     assert all(r["readiness"][t]["ready"] for t in ("api", "clusterversion", "operators", "nodes"))
+    assert r["readiness"]["operators"]["stable_polls"] == 2 and r["readiness"]["operators"]["polls"] == 2, r
