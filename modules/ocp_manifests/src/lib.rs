@@ -7,6 +7,7 @@
 
 pub mod files;
 pub mod formats;
+pub mod installer;
 pub mod iso;
 pub mod model;
 pub mod net;
@@ -105,6 +106,10 @@ pub fn argument_spec() -> ArgSpec {
         Opt::path("template_dir"),
         Opt::bool("backup").default(true),
         Opt::path("openshift_install"),
+        Opt::dict("openshift_installers"),
+        Opt::path("openshift_install_cache"),
+        Opt::bool("installer_required").default(false),
+        Opt::bool("build_iso").default(true),
         Opt::int("iso_max_age_hours").default(24),
         Opt::bool("keep_build").default(false),
     ])
@@ -188,6 +193,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let escaped = serde_json::to_string(&o.pull_secret).unwrap_or_default();
     m.add_secret(escaped.trim_matches('"').to_string());
 
+    // Chosen before anything is rendered; its problem is listed with the validation problems.
+    let installer = choose_installer(&o);
     let planned = plan::plan(&o);
     for s in &planned.secrets {
         m.add_secret(s.clone());
@@ -196,8 +203,16 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         m.warn(w.clone());
     }
     let Some(plan) = planned.plan else {
-        return Err(problems_failure("validation errors", &planned.problems));
+        let mut problems = planned.problems.clone();
+        if let Err(e) = &installer {
+            problems.push(installer_problem(e));
+        }
+        return Err(problems_failure("validation errors", &problems).with(
+            "installer_looked_in",
+            json!(installer_looked_in(&installer)),
+        ));
     };
+    let installer = installer.map_err(|e| installer_failure(&e))?;
     let nmstatectl = iso::resolve_binary("nmstatectl").ok();
     let nmstatectl_checked = nmstatectl_check(nmstatectl.as_deref(), &plan, &m.tmpdir())
         .map_err(|p| problems_failure("nmstate errors", &p))?;
@@ -325,15 +340,96 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         if !held.is_empty() {
             msg.push_str("; input changes held back, see the warning");
         }
-    } else if let Some(bin_name) = &o.openshift_install {
-        let bin = iso::resolve_binary(bin_name)
-            .map_err(|e| Failure::new(e.to_string()).changed(files_changed && !m.check_mode))?;
+    } else if let (Installer::Ready { choice, .. }, true) = (&installer, o.build_iso) {
         let inputs = [ic_path.clone(), ac_path.clone()];
-        let (o2, note) = iso_step(m.check_mode, &bin, &o, &inputs, files_changed, outcome)?;
+        let (o2, note) = iso_step(
+            m.check_mode,
+            &choice.path,
+            &o,
+            &inputs,
+            files_changed,
+            outcome,
+        )?;
         outcome = o2;
         msg.push_str(&format!("; {note}"));
     }
+    match &installer {
+        Installer::Ready { choice, version } => {
+            outcome = outcome
+                .with("installer_path", json!(choice.path))
+                .with("installer_version", version.clone())
+                .with("installer_source", choice.source.describe());
+        }
+        Installer::Missing(e) => {
+            outcome = outcome
+                .with("installer_missing", e.to_string())
+                .with("installer_looked_in", json!(e.looked()));
+            if o.build_iso && !o.keep_build {
+                msg.push_str(&format!("; agent ISO not built: {e}"));
+            }
+        }
+        Installer::NotAsked => {}
+    }
     Ok(outcome.msg(msg))
+}
+
+/// The cluster's installer: none asked for (no installer option given), missing (none found and
+/// `installer_required` false: no ISO is built), or found and of the cluster's version.
+enum Installer {
+    NotAsked,
+    Missing(installer::InstallerError),
+    Ready {
+        choice: installer::Choice,
+        version: String,
+    },
+}
+
+fn choose_installer(o: &Options) -> Result<Installer, installer::InstallerError> {
+    let sources = installer::Sources {
+        map: o.openshift_installers.as_ref(),
+        cache: o.openshift_install_cache.as_deref(),
+        global: o.openshift_install.as_deref(),
+    };
+    if !sources.any() {
+        return Ok(Installer::NotAsked);
+    }
+    match installer::select(&o.version, &sources) {
+        Ok(choice) => {
+            let version = installer::verify(&choice.path, &o.version)?;
+            Ok(Installer::Ready { choice, version })
+        }
+        Err(e @ installer::InstallerError::NotFound { .. }) if !o.installer_required => {
+            Ok(Installer::Missing(e))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn installer_problem(e: &installer::InstallerError) -> Problem {
+    let rule = match e {
+        installer::InstallerError::NotFound { .. } => "installer-missing",
+        installer::InstallerError::Mismatch { .. } => "installer-version",
+        _ => "installer-unusable",
+    };
+    Problem {
+        path: "openshift_install".to_string(),
+        rule,
+        msg: e.to_string(),
+    }
+}
+
+fn installer_looked_in(i: &Result<Installer, installer::InstallerError>) -> Vec<String> {
+    match i {
+        Err(e) | Ok(Installer::Missing(e)) => e.looked().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// The cluster cannot use its installer: nothing was rendered, written or built.
+fn installer_failure(e: &installer::InstallerError) -> Failure {
+    problems_failure("installer problem", &[installer_problem(e)])
+        .with("installer_problem", e.to_string())
+        .with("installer_looked_in", json!(e.looked()))
 }
 
 /// Add the build folder's paths and facts (ISO sha256, cluster ID) to the result.
