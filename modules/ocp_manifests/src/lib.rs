@@ -203,14 +203,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         m.warn(w.clone());
     }
     let Some(plan) = planned.plan else {
-        let mut problems = planned.problems.clone();
-        if let Err(e) = &installer {
-            problems.push(installer_problem(e));
-        }
-        return Err(problems_failure("validation errors", &problems).with(
-            "installer_looked_in",
-            json!(installer_looked_in(&installer)),
-        ));
+        return Err(validation_failure(&planned.problems, &installer));
     };
     let installer = installer.map_err(|e| installer_failure(&e))?;
     let nmstatectl = iso::resolve_binary("nmstatectl").ok();
@@ -307,26 +300,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             ),
         );
 
-    let mut msg = format!(
-        "{} {} cluster {}.{}: {}",
-        if files_changed {
-            if m.check_mode {
-                "would render"
-            } else {
-                "rendered"
-            }
-        } else {
-            "unchanged"
-        },
-        plan.topology.as_str().to_uppercase(),
-        plan.cluster_name,
-        plan.base_domain,
-        if files_changed {
-            "manifests changed"
-        } else {
-            "manifests up to date"
-        }
-    );
+    let mut msg = summary(&plan, files_changed, m.check_mode);
     if o.keep_build {
         // Kept whatever its age or inputs: rebuilding would orphan the VMs that booted from it.
         let current = iso::Artifacts::in_dir(&out_dir.join(iso::BUILD_DIR));
@@ -353,23 +327,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         outcome = o2;
         msg.push_str(&format!("; {note}"));
     }
-    match &installer {
-        Installer::Ready { choice, version } => {
-            outcome = outcome
-                .with("installer_path", json!(choice.path))
-                .with("installer_version", version.clone())
-                .with("installer_source", choice.source.describe());
-        }
-        Installer::Missing(e) => {
-            outcome = outcome
-                .with("installer_missing", e.to_string())
-                .with("installer_looked_in", json!(e.looked()));
-            if o.build_iso && !o.keep_build {
-                msg.push_str(&format!("; agent ISO not built: {e}"));
-            }
-        }
-        Installer::NotAsked => {}
-    }
+    let outcome = with_installer(outcome, &installer, o.build_iso && !o.keep_build, &mut msg);
     Ok(outcome.msg(msg))
 }
 
@@ -382,6 +340,33 @@ enum Installer {
         choice: installer::Choice,
         version: String,
     },
+}
+
+/// The chosen installer's facts, or why there is none (and no ISO, when one was to be built).
+fn with_installer(
+    mut outcome: Outcome,
+    i: &Installer,
+    building: bool,
+    msg: &mut String,
+) -> Outcome {
+    match i {
+        Installer::Ready { choice, version } => {
+            outcome = outcome
+                .with("installer_path", json!(choice.path))
+                .with("installer_version", version.clone())
+                .with("installer_source", choice.source.describe());
+        }
+        Installer::Missing(e) => {
+            outcome = outcome
+                .with("installer_missing", e.to_string())
+                .with("installer_looked_in", json!(e.looked()));
+            if building {
+                msg.push_str(&format!("; agent ISO not built: {e}"));
+            }
+        }
+        Installer::NotAsked => {}
+    }
+    outcome
 }
 
 fn choose_installer(o: &Options) -> Result<Installer, installer::InstallerError> {
@@ -418,11 +403,21 @@ fn installer_problem(e: &installer::InstallerError) -> Problem {
     }
 }
 
-fn installer_looked_in(i: &Result<Installer, installer::InstallerError>) -> Vec<String> {
-    match i {
-        Err(e) | Ok(Installer::Missing(e)) => e.looked().to_vec(),
-        _ => Vec::new(),
-    }
+/// Invalid options: every problem, the installer's among them.
+fn validation_failure(
+    problems: &[Problem],
+    installer: &Result<Installer, installer::InstallerError>,
+) -> Failure {
+    let mut problems = problems.to_vec();
+    let looked = match installer {
+        Err(e) => {
+            problems.push(installer_problem(e));
+            e.looked().to_vec()
+        }
+        Ok(Installer::Missing(e)) => e.looked().to_vec(),
+        Ok(_) => Vec::new(),
+    };
+    problems_failure("validation errors", &problems).with("installer_looked_in", json!(looked))
 }
 
 /// The cluster cannot use its installer: nothing was rendered, written or built.
@@ -430,6 +425,21 @@ fn installer_failure(e: &installer::InstallerError) -> Failure {
     problems_failure("installer problem", &[installer_problem(e)])
         .with("installer_problem", e.to_string())
         .with("installer_looked_in", json!(e.looked()))
+}
+
+/// The first part of the result message: what happened to the manifests.
+fn summary(plan: &Plan, files_changed: bool, check_mode: bool) -> String {
+    let (verb, what) = match (files_changed, check_mode) {
+        (true, true) => ("would render", "manifests changed"),
+        (true, false) => ("rendered", "manifests changed"),
+        (false, _) => ("unchanged", "manifests up to date"),
+    };
+    format!(
+        "{verb} {} cluster {}.{}: {what}",
+        plan.topology.as_str().to_uppercase(),
+        plan.cluster_name,
+        plan.base_domain
+    )
 }
 
 /// Add the build folder's paths and facts (ISO sha256, cluster ID) to the result.
