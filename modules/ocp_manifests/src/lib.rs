@@ -7,6 +7,7 @@
 
 pub mod files;
 pub mod formats;
+pub mod installer;
 pub mod iso;
 pub mod model;
 pub mod net;
@@ -105,6 +106,10 @@ pub fn argument_spec() -> ArgSpec {
         Opt::path("template_dir"),
         Opt::bool("backup").default(true),
         Opt::path("openshift_install"),
+        Opt::dict("openshift_installers"),
+        Opt::path("openshift_install_cache"),
+        Opt::bool("installer_required").default(false),
+        Opt::bool("build_iso").default(true),
         Opt::int("iso_max_age_hours").default(24),
         Opt::bool("keep_build").default(false),
     ])
@@ -188,6 +193,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let escaped = serde_json::to_string(&o.pull_secret).unwrap_or_default();
     m.add_secret(escaped.trim_matches('"').to_string());
 
+    // Chosen before anything is rendered; its problem is listed with the validation problems.
+    let installer = choose_installer(&o);
     let planned = plan::plan(&o);
     for s in &planned.secrets {
         m.add_secret(s.clone());
@@ -196,8 +203,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         m.warn(w.clone());
     }
     let Some(plan) = planned.plan else {
-        return Err(problems_failure("validation errors", &planned.problems));
+        return Err(validation_failure(&planned.problems, &installer));
     };
+    let installer = installer.map_err(|e| installer_failure(&e))?;
     let nmstatectl = iso::resolve_binary("nmstatectl").ok();
     let nmstatectl_checked = nmstatectl_check(nmstatectl.as_deref(), &plan, &m.tmpdir())
         .map_err(|p| problems_failure("nmstate errors", &p))?;
@@ -292,26 +300,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             ),
         );
 
-    let mut msg = format!(
-        "{} {} cluster {}.{}: {}",
-        if files_changed {
-            if m.check_mode {
-                "would render"
-            } else {
-                "rendered"
-            }
-        } else {
-            "unchanged"
-        },
-        plan.topology.as_str().to_uppercase(),
-        plan.cluster_name,
-        plan.base_domain,
-        if files_changed {
-            "manifests changed"
-        } else {
-            "manifests up to date"
-        }
-    );
+    let mut msg = summary(&plan, files_changed, m.check_mode);
     if o.keep_build {
         // Kept whatever its age or inputs: rebuilding would orphan the VMs that booted from it.
         let current = iso::Artifacts::in_dir(&out_dir.join(iso::BUILD_DIR));
@@ -325,15 +314,132 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         if !held.is_empty() {
             msg.push_str("; input changes held back, see the warning");
         }
-    } else if let Some(bin_name) = &o.openshift_install {
-        let bin = iso::resolve_binary(bin_name)
-            .map_err(|e| Failure::new(e.to_string()).changed(files_changed && !m.check_mode))?;
+    } else if let (Installer::Ready { choice, .. }, true) = (&installer, o.build_iso) {
         let inputs = [ic_path.clone(), ac_path.clone()];
-        let (o2, note) = iso_step(m.check_mode, &bin, &o, &inputs, files_changed, outcome)?;
+        let (o2, note) = iso_step(
+            m.check_mode,
+            &choice.path,
+            &o,
+            &inputs,
+            files_changed,
+            outcome,
+        )?;
         outcome = o2;
         msg.push_str(&format!("; {note}"));
     }
+    let outcome = with_installer(outcome, &installer, o.build_iso && !o.keep_build, &mut msg);
     Ok(outcome.msg(msg))
+}
+
+/// The cluster's installer: none asked for (no installer option given), missing (none found and
+/// `installer_required` false: no ISO is built), or found and of the cluster's version.
+enum Installer {
+    NotAsked,
+    Missing(installer::InstallerError),
+    Ready {
+        choice: installer::Choice,
+        version: String,
+    },
+}
+
+/// The chosen installer's facts, or why there is none (and no ISO, when one was to be built).
+fn with_installer(
+    mut outcome: Outcome,
+    i: &Installer,
+    building: bool,
+    msg: &mut String,
+) -> Outcome {
+    match i {
+        Installer::Ready { choice, version } => {
+            outcome = outcome
+                .with("installer_path", json!(choice.path))
+                .with("installer_version", version.clone())
+                .with("installer_source", choice.source.describe());
+        }
+        Installer::Missing(e) => {
+            outcome = outcome
+                .with("installer_missing", e.to_string())
+                .with("installer_looked_in", json!(e.looked()));
+            if building {
+                msg.push_str(&format!("; agent ISO not built: {e}"));
+            }
+        }
+        Installer::NotAsked => {}
+    }
+    outcome
+}
+
+fn choose_installer(o: &Options) -> Result<Installer, installer::InstallerError> {
+    let sources = installer::Sources {
+        map: o.openshift_installers.as_ref(),
+        cache: o.openshift_install_cache.as_deref(),
+        global: o.openshift_install.as_deref(),
+    };
+    if !sources.any() {
+        return Ok(Installer::NotAsked);
+    }
+    match installer::select(&o.version, &sources) {
+        Ok(choice) => {
+            let version = installer::verify(&choice.path, &o.version)?;
+            Ok(Installer::Ready { choice, version })
+        }
+        Err(e @ installer::InstallerError::NotFound { .. }) if !o.installer_required => {
+            Ok(Installer::Missing(e))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn installer_problem(e: &installer::InstallerError) -> Problem {
+    let rule = match e {
+        installer::InstallerError::NotFound { .. } => "installer-missing",
+        installer::InstallerError::Mismatch { .. } => "installer-version",
+        _ => "installer-unusable",
+    };
+    Problem {
+        path: "openshift_install".to_string(),
+        rule,
+        msg: e.to_string(),
+    }
+}
+
+/// Invalid options: every problem, the installer's among them.
+fn validation_failure(
+    problems: &[Problem],
+    installer: &Result<Installer, installer::InstallerError>,
+) -> Failure {
+    let mut problems = problems.to_vec();
+    let looked = match installer {
+        Err(e) => {
+            problems.push(installer_problem(e));
+            e.looked().to_vec()
+        }
+        Ok(Installer::Missing(e)) => e.looked().to_vec(),
+        Ok(_) => Vec::new(),
+    };
+    problems_failure("validation errors", &problems).with("installer_looked_in", json!(looked))
+}
+
+/// The cluster cannot use its installer: nothing was rendered, written or built.
+fn installer_failure(e: &installer::InstallerError) -> Failure {
+    problems_failure("installer problem", &[installer_problem(e)])
+        .with("installer_problem", e.to_string())
+        .with("installer_looked_in", json!(e.looked()))
+}
+
+/// The first part of the result message: what happened to the manifests.
+fn summary(plan: &Plan, files_changed: bool, check_mode: bool) -> String {
+    let (verb, what) = match (files_changed, check_mode) {
+        (true, true) => ("would render", "manifests changed"),
+        (true, false) => ("rendered", "manifests changed"),
+        (false, _) => ("unchanged", "manifests up to date"),
+    };
+    format!(
+        "{verb} {} cluster {}.{}: {what}",
+        plan.topology.as_str().to_uppercase(),
+        plan.cluster_name,
+        plan.base_domain
+    )
 }
 
 /// Add the build folder's paths and facts (ISO sha256, cluster ID) to the result.

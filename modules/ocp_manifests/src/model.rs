@@ -39,10 +39,23 @@ pub struct Options {
     pub template_dir: Option<PathBuf>,
     pub backup: bool,
     pub openshift_install: Option<String>,
+    /// Version (`4.19`, `4.19.7`) → installer path; see [`crate::installer`].
+    pub openshift_installers: Option<std::collections::BTreeMap<String, String>>,
+    pub openshift_install_cache: Option<PathBuf>,
+    /// Fail when no installer of the cluster's version is found (else no ISO is built).
+    #[serde(default)]
+    pub installer_required: bool,
+    /// Build the ISO with the installer; false: only choose and check the installer (preflight).
+    #[serde(default = "yes")]
+    pub build_iso: bool,
     pub iso_max_age_hours: u64,
     /// The VMs booted from the current build: never rebuild it, never rewrite its inputs.
     #[serde(default)]
     pub keep_build: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -276,6 +276,7 @@ mod module {
         );
     }
 
+    /// The double reports 4.19.7 (PROXSHIFT_TEST_INSTALLER_VERSION unset): a 4.19 cluster.
     fn double() -> String {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/bin/openshift-install")
@@ -287,7 +288,11 @@ mod module {
     fn agent_iso_built_reused_and_rebuilt() {
         let dir = tmp("iso");
         let args = with(
-            with(sno(), "output_dir", json!(dir)),
+            with(
+                with(sno(), "version", json!("4.19")),
+                "output_dir",
+                json!(dir),
+            ),
             "openshift_install",
             json!(double()),
         );
@@ -351,7 +356,11 @@ mod module {
     fn installer_failure_returns_log_tail_and_keeps_old_iso() {
         let dir = tmp("isofail");
         let args = with(
-            with(sno(), "output_dir", json!(dir)),
+            with(
+                with(sno(), "version", json!("4.19")),
+                "output_dir",
+                json!(dir),
+            ),
             "openshift_install",
             json!(double()),
         );
@@ -416,6 +425,114 @@ mod module {
         assert_eq!(r["iso_built"], json!(true), "{r}");
         assert!(!failed_dir.exists());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An installer script reporting `version`, like the real one does.
+    fn installer_of(dir: &Path, name: &str, version: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        fs::create_dir_all(dir).unwrap();
+        let p = dir.join(name);
+        fs::write(&p, format!("#!/bin/sh\necho \"$0 {version}\"\n")).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn installer_is_chosen_per_version_and_a_wrong_one_refused_before_writing() {
+        let bins = tmp("installers");
+        let i416 = installer_of(&bins, "oi-416", "4.16.3");
+        let dir = tmp("per-version");
+        let map = json!({"4.16": i416, "4.19.7": "/nonexistent/never-used"});
+        let args = with(
+            with(
+                with(sno(), "output_dir", json!(dir)),
+                "openshift_installers",
+                map,
+            ),
+            "build_iso",
+            json!(false),
+        );
+        let r = run(&args, true, false);
+        assert_eq!(r["failed"], json!(null), "{r}");
+        assert_eq!(r["installer_path"], json!(i416), "{r}");
+        assert_eq!(r["installer_version"], json!("4.16.3"));
+        assert_eq!(r["installer_source"], json!("openshift_installers[4.16]"));
+        assert_eq!(
+            r["iso_built"],
+            json!(null),
+            "build_iso false builds nothing"
+        );
+
+        // The cache: openshift-install-<version>; a binary of another version there is refused.
+        let cache = bins.join("cache");
+        installer_of(&cache, "openshift-install-4.16.3", "4.16.4");
+        let args = with(
+            with(
+                with(sno(), "version", json!("4.16.3")),
+                "output_dir",
+                json!(dir),
+            ),
+            "openshift_install_cache",
+            json!(cache),
+        );
+        let r = run(&args, false, false);
+        assert_eq!(r["failed"], json!(true), "{r}");
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("4.16.4")
+                && msg.contains("4.16.3")
+                && msg.contains("openshift-install-4.16.3"),
+            "{msg}"
+        );
+        assert_eq!(r["problems"][0]["rule"], json!("installer-version"), "{r}");
+        assert!(
+            !dir.exists(),
+            "nothing written before the installer was checked"
+        );
+
+        // Not found and not required: rendered, no ISO, and where it looked is reported.
+        let args = with(
+            with(sno(), "output_dir", json!(dir)),
+            "openshift_install_cache",
+            json!(bins.join("empty")),
+        );
+        let r = run(&args, true, false);
+        assert_eq!(r["failed"], json!(null), "{r}");
+        assert!(
+            r["installer_missing"]
+                .as_str()
+                .unwrap()
+                .contains("version 4.16"),
+            "{r}"
+        );
+        assert_eq!(r["installer_looked_in"].as_array().unwrap().len(), 1, "{r}");
+        // Required: a failure naming the places, listed with the validation problems.
+        let required = with(args, "installer_required", json!(true));
+        let r = run(&required, true, false);
+        assert_eq!(r["problems"][0]["rule"], json!("installer-missing"), "{r}");
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("openshift-install-4.16"),
+            "{r}"
+        );
+        let r = run(
+            &with(required, "machine_networks", json!(["nope"])),
+            true,
+            false,
+        );
+        let rules: Vec<&str> = r["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["rule"].as_str().unwrap())
+            .collect();
+        assert!(
+            rules.len() > 1 && rules.contains(&"installer-missing"),
+            "{rules:?}"
+        );
+        fs::remove_dir_all(&bins).unwrap();
     }
 }
 

@@ -21,14 +21,15 @@ SITE = REPO / "playbooks/site.yaml"
 PREFLIGHT = REPO / "playbooks/tasks/preflight.yml"
 
 # Options that are not cluster settings: the role variable each comes from instead, which the playbooks
-# set (openshift_install: `manifests_installer`, the role's pick of `manifests_openshift_install` or
-# PATH). Anything else must be mapped in cluster_model.yml.
+# set (openshift_install: `manifests_installer`, `manifests_openshift_install` or the name looked up on
+# PATH; build_iso: site vs preflight). Anything else must be mapped in cluster_model.yml.
 NOT_FROM_THE_MODEL = {
     "pull_secret": "manifests_pull_secret",
     "ssh_key": "manifests_ssh_key",
     "additional_trust_bundle": "manifests_trust_bundle",
     "output_dir": "manifests_output_dir",
     "openshift_install": "manifests_installer",
+    "build_iso": "manifests_build_iso",
     "keep_build": "manifests_keep_build",
 }
 SET_BY_THE_PLAYBOOKS = {
@@ -36,8 +37,8 @@ SET_BY_THE_PLAYBOOKS = {
     "manifests_ssh_key": [SITE, PREFLIGHT],
     "manifests_trust_bundle": [SITE, PREFLIGHT],
     "manifests_output_dir": [SITE, PREFLIGHT],
-    # The preflight only validates: it builds no ISO and keeps no build.
-    "manifests_openshift_install": [SITE],
+    # The preflight checks the cluster's installer too; it builds no ISO and keeps no build.
+    "manifests_openshift_install": [SITE, PREFLIGHT],
     "manifests_keep_build": [SITE],
 }
 # The model's key for an option, where it differs (the role passes `manifests_cluster.name`).

@@ -145,6 +145,8 @@ def test_agent_iso_with_installer_double(ocp, tmp_path):
         nodes=[{"name": "sno", "mac": "bc:24:11:00:00:09"}],
         api_vips=None,
         ingress_vips=None,
+        # The double reports 4.19.7; the installer must be of the cluster's version.
+        version="4.19",
         openshift_install=str(INSTALLER_DOUBLE),
     )
     first = ocp(sno)

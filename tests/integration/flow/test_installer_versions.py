@@ -1,0 +1,132 @@
+"""Installer per cluster (issue #21 item 1): two clusters of different `ocp_version` in one inventory each
+build their ISO with their own copy of the installer double (tests/fixtures/bin/openshift-install, which
+reports the version in `<copy>.version`), and a missing or wrong-version installer stops the run in the
+preflight, before anything is created in Proxmox (pvesim's request log shows no write).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from testlib import REPO
+
+INSTALLER_DOUBLE = REPO / "tests" / "fixtures" / "bin" / "openshift-install"
+
+# Two SNO clusters; the site settings (inventory/group_vars) are the example inventory's.
+CLUSTERS = """
+all:
+  children:
+    clusters:
+      children:
+        old-lab:
+          vars:
+            ocp_version: "4.16"
+            base_domain: lab.example.com
+            machine_network: 10.30.0.0/24
+            gateway: 10.30.0.1
+            dns_servers: [10.30.0.2]
+            vm_defaults: {memory: 16384, cores: 4}
+          hosts:
+            old-lab-0: {ip: 10.30.0.11, mac: "BC:24:11:30:00:11", pve_node: pve1}
+        new-lab:
+          vars:
+            ocp_version: "4.19.7"
+            base_domain: lab.example.com
+            machine_network: 10.31.0.0/24
+            gateway: 10.31.0.1
+            dns_servers: [10.31.0.2]
+            vm_defaults: {memory: 16384, cores: 4}
+          hosts:
+            new-lab-0: {ip: 10.31.0.11, mac: "BC:24:11:31:00:11", pve_node: pve2}
+"""
+
+
+def double_copy(where: Path, name: str, version: str) -> Path:
+    """A copy of the installer double that reports `version`."""
+    where.mkdir(parents=True, exist_ok=True)
+    copy = where / name
+    shutil.copy2(INSTALLER_DOUBLE, copy)
+    Path(f"{copy}.version").write_text(version)
+    return copy
+
+
+def inventory(tmp_path: Path, settings: str) -> Path:
+    inv = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventory" / "group_vars", inv / "group_vars")
+    (inv / "clusters.yml").write_text(CLUSTERS)
+    (inv / "group_vars" / "all" / "installers.yml").write_text(settings)
+    return inv
+
+
+@pytest.fixture
+def run_site(run_playbook, site, tmp_path):
+    calls = tmp_path / "installer-calls"
+
+    def run(cluster: str, inv: Path, **kwargs):
+        # No installer on PATH: only the inventory's installers can be used.
+        return run_playbook(
+            REPO / "playbooks" / "site.yaml",
+            inventory=inv,
+            extra_vars=site.extra_vars(cluster, **kwargs.pop("extra", {})),
+            env={**site.env(with_installer=False), "PROXSHIFT_TEST_INSTALLER_CALLS": str(calls)},
+            **kwargs,
+        )
+
+    return run, calls
+
+
+def test_each_cluster_builds_with_the_installer_of_its_version(run_site, site, tmp_path):
+    old = double_copy(tmp_path / "installers", "oi-4.16", "4.16.3")
+    cache = tmp_path / "cache"
+    new = double_copy(cache, "openshift-install-4.19.7", "4.19.7")
+    # A minor in the map, an exact version in the cache: each cluster finds its own.
+    inv = inventory(tmp_path, f'openshift_installers: {{"4.16": "{old}"}}\nopenshift_install_cache: "{cache}"\n')
+    run, calls = run_site
+    for cluster in ("old-lab", "new-lab"):
+        r = run(cluster, inv, tags="preflight,manifests,iso")
+        assert r.rc == 0, r.output
+        assert (site.work / cluster / "agent" / "agent.x86_64.iso").is_file()
+    log = [line.split("\t") for line in calls.read_text().splitlines()]
+    builds = {args.split("--dir ")[1].split("/")[-2]: Path(binary) for args, binary in log
+              if args.startswith("agent create image")}
+    # The work folder of each build is <work>/<cluster>/.agent-build-PID.
+    assert builds == {"old-lab": old, "new-lab": new}, log
+    # Each binary's version was checked (preflight and manifests phase), and only those two ran.
+    assert {Path(b) for args, b in log if args == "version"} == {old, new}, log
+    assert {Path(b) for _, b in log} == {old, new}, log
+
+
+def test_a_wrong_version_installer_is_refused_before_anything_is_created(run_site, site, tmp_path):
+    cache = tmp_path / "cache"
+    wrong = double_copy(cache, "openshift-install-4.19.7", "4.19.8")
+    inv = inventory(tmp_path, f'openshift_install_cache: "{cache}"\n')
+    run, calls = run_site
+    seq = site.sim.last_seq()
+    r = run("new-lab", inv)
+    assert r.rc != 0
+    assert "Preflight found" in r.output, r.output
+    assert f"Installer: {wrong} is openshift-install 4.19.8, but the cluster's version is 4.19.7" in r.output, r.output
+    assert site.sim.writes_since(seq) == [], "something was created in Proxmox"
+    assert site.owned_vms("new-lab") == []
+    assert not (site.work / "new-lab" / "install-config.yaml").exists()
+    assert [line.split("\t")[0] for line in calls.read_text().splitlines()] == ["version"], "only its version was asked"
+
+
+def test_preflight_says_where_it_looked_for_a_missing_installer(run_site, site, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    # Configured for 4.19 only: the 4.16 cluster has none.
+    other = double_copy(tmp_path / "installers", "oi-4.19", "4.19.7")
+    inv = inventory(tmp_path, f'openshift_installers: {{"4.19": "{other}"}}\nopenshift_install_cache: "{cache}"\n')
+    run, calls = run_site
+    seq = site.sim.last_seq()
+    r = run("old-lab", inv)
+    assert r.rc != 0
+    assert "Installer: no openshift-install for version 4.16; looked in: openshift_installers (keys 4.16)" in r.output, \
+        r.output
+    assert f"{cache}/openshift-install-4.16" in r.output and "'openshift-install' on PATH" in r.output, r.output
+    assert site.sim.writes_since(seq) == []
+    assert site.owned_vms("old-lab") == []
+    assert not calls.exists(), "an installer of another version was run"
