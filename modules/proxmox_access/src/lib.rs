@@ -235,12 +235,19 @@ fn apply_step(
 
 /// The module against a connected client.
 pub fn execute(m: &mut Module, o: &Options, client: &Client) -> Result<Outcome, Failure> {
-    let want = o.desired();
+    let mut want = o.desired();
     let early = plan::validate(&want, None);
     if !early.is_empty() {
         return Err(Failure::new(early.join("; ")));
     }
     let (cur, known) = read(client, &want)?;
+    if let Some(known) = &known {
+        let (privileges, notes) = plan::in_server_names(&want.privileges, known);
+        want.privileges = privileges;
+        for n in notes {
+            m.warn(n);
+        }
+    }
     let problems = plan::validate(&want, known.as_ref());
     if !problems.is_empty() {
         return Err(Failure::new(problems.join("; ")));

@@ -288,6 +288,45 @@ pub fn apply(cur: &Current, want: &Desired, steps: &[Step]) -> Current {
     next
 }
 
+/// The privileges in the names the server's release uses, with a note per name replaced.
+///
+/// pve-access-control `PVE/AccessControl.pm`, `$privgroups`: PVE 9 (libpve-access-control 9.0.3,
+/// commits 922f7105 "add VM.GuestAgent privileges" and 07069454 "privileges: drop VM.Monitor")
+/// split PVE 8's `VM.Monitor` into `VM.GuestAgent.*`, and each release refuses the other's
+/// names ("invalid privilege"). So on PVE 8 any `VM.GuestAgent.*` asked for becomes
+/// `VM.Monitor` (qemu-server 8 guards every guest agent call with it), and on PVE 9
+/// `VM.Monitor` becomes `VM.GuestAgent.Audit` (its read-only part: the narrowest that keeps the
+/// agent readable). Other unknown names are left for [`validate`] to report.
+pub fn in_server_names(
+    privileges: &BTreeSet<String>,
+    known: &BTreeSet<String>,
+) -> (BTreeSet<String>, Vec<String>) {
+    let mut out = BTreeSet::new();
+    let mut notes = Vec::new();
+    for p in privileges {
+        let replacement = match p.as_str() {
+            _ if known.contains(p) => None,
+            g if g.starts_with("VM.GuestAgent.") && known.contains("VM.Monitor") => {
+                Some("VM.Monitor")
+            }
+            "VM.Monitor" if known.contains("VM.GuestAgent.Audit") => Some("VM.GuestAgent.Audit"),
+            _ => None,
+        };
+        match replacement {
+            Some(r) => {
+                notes.push(format!(
+                    "privileges: this Proxmox VE has no '{p}'; '{r}' is its name for it here"
+                ));
+                out.insert(r.to_string());
+            }
+            None => {
+                out.insert(p.clone());
+            }
+        }
+    }
+    (out, notes)
+}
+
 /// Problems with the requested names and privileges, all at once.
 pub fn validate(want: &Desired, known_privs: Option<&BTreeSet<String>>) -> Vec<String> {
     let ident = |s: &str| {
@@ -503,5 +542,21 @@ mod tests {
             view(&cur, &w),
             json!({"role": null, "user": "proxshift@pve", "token": null, "acls": []})
         );
+    }
+
+    #[test]
+    fn guest_agent_privileges_take_the_servers_names() {
+        let set = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let asked = set(&["VM.Audit", "VM.GuestAgent.Audit", "VM.GuestAgent.FileRead"]);
+        let pve8 = set(&["VM.Audit", "VM.Monitor"]);
+        let (p, notes) = in_server_names(&asked, &pve8);
+        assert_eq!(p, set(&["VM.Audit", "VM.Monitor"]));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("no 'VM.GuestAgent.Audit'"), "{notes:?}");
+        let pve9 = set(&["VM.Audit", "VM.GuestAgent.Audit", "VM.GuestAgent.FileRead"]);
+        assert_eq!(in_server_names(&asked, &pve9), (asked.clone(), vec![]));
+        let (p, notes) = in_server_names(&set(&["VM.Monitor", "VM.Teleport"]), &pve9);
+        assert_eq!(p, set(&["VM.GuestAgent.Audit", "VM.Teleport"]));
+        assert_eq!(notes.len(), 1);
     }
 }

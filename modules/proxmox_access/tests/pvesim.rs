@@ -150,3 +150,40 @@ fn a_connection_without_user_admin_rights_gets_a_clear_message() {
     assert!(msg.contains("Permission check failed"), "{msg}");
     assert!(msg.contains("root@pam or an administrator token"), "{msg}");
 }
+
+/// The least-privilege role of `playbooks/proxmox_access.yaml` names PVE 9's guest agent
+/// privilege; PVE 8 knows `VM.Monitor` instead (pve-access-control `$privgroups`) and refuses the
+/// other name. The module asks each release in its own names, says so, and converges.
+#[test]
+fn the_guest_agent_privilege_is_named_as_the_release_names_it() {
+    for (v, agent_priv, warned) in [
+        ("8.4.1", "VM.Monitor", true),
+        ("9.2.11", "VM.GuestAgent.Audit", false),
+    ] {
+        let mut seed = pvesim::Seed::lab();
+        seed.cluster.version = v.into();
+        let sim = Simulator::start(Config::with_seed(seed)).unwrap();
+        let mut a = args();
+        a["privileges"] = json!(["VM.Audit", "VM.GuestAgent.Audit", "Sys.Audit"]);
+        let (r, code) = module(&sim, a.clone(), false);
+        assert_eq!(code, 0, "PVE {v}: {r}");
+        let role = sim.with_sim(|s| s.access.roles["ProxShiftTest"].clone());
+        let want: std::collections::BTreeSet<String> = ["Sys.Audit", "VM.Audit", agent_priv]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(role, want, "PVE {v}");
+        let warnings = r["warnings"].to_string();
+        assert_eq!(
+            warnings.contains("no 'VM.GuestAgent.Audit'"),
+            warned,
+            "PVE {v}: {r}"
+        );
+        let (r, code) = module(&sim, a, false);
+        assert_eq!(
+            (code, r["changed"].clone()),
+            (0, json!(false)),
+            "PVE {v}: {r}"
+        );
+    }
+}

@@ -3,8 +3,9 @@
 //! failed task left behind ([`after_failure`]).
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
-use pve_client::{Error, Params, TaskOutcome};
+use pve_client::{ClusterVm, Error, Params, TaskOutcome};
 use pve_types::{config_str, diff, VmSpec};
 use serde_json::json;
 
@@ -49,7 +50,7 @@ impl VmRun<'_, '_> {
             self.res.config = self.res.after.clone();
             return Ok(());
         }
-        let (vmid, outcome) = self.with_free_vmid(vmid, |id| {
+        let (vmid, outcome) = self.with_free_vmid(vmid, ctx.secs(ctx.timeouts.create), |id| {
             let mut p = Params::new().set("vmid", id);
             for (k, v) in &params {
                 p.push(k, v);
@@ -66,22 +67,45 @@ impl VmRun<'_, '_> {
 
     /// Call `call` with the planned vmid, or the next free one; when Proxmox says the id is taken
     /// (another run or tool won a race for it) and the user did not fix the id, take the next one,
-    /// up to [`VMID_ATTEMPTS`] ids. Returns the id last tried and what the call answered.
-    fn with_free_vmid<T>(
+    /// up to [`VMID_ATTEMPTS`] ids. A gateway error (the call may have made the VM behind the
+    /// proxy) is not a reason to send the call again blindly: [`VmRun::made_by_this_call`] first
+    /// looks for the VM (waiting up to `wait` for its task), and a VM that is ours is the call's
+    /// result. Returns the id last tried and what the call answered.
+    fn with_free_vmid(
         &self,
         planned: Option<u32>,
-        mut call: impl FnMut(u32) -> Result<T, Error>,
-    ) -> Result<(u32, Result<T, Error>), VmError> {
+        wait: Duration,
+        mut call: impl FnMut(u32) -> Result<Option<TaskOutcome>, Error>,
+    ) -> Result<(u32, Result<Option<TaskOutcome>, Error>), VmError> {
         let mut tries = 0;
+        // The id whose last call may have taken effect: sent again, never replaced unchecked.
+        let mut unsure: Option<u32> = None;
         loop {
             tries += 1;
-            let id = match planned {
-                Some(id) if tries == 1 => id,
+            let id = match (unsure, planned) {
+                (Some(id), _) => id,
+                (None, Some(id)) if tries == 1 => id,
                 _ => next_vmid(self.ctx, self.args)?,
             };
-            match call(id) {
+            let answer = call(id);
+            let ambiguous = match &answer {
+                // After a gateway error the VM may be ours though the resend says "exists".
+                Err(e) => e.is_gateway_error() || (unsure == Some(id) && e.is_already_exists()),
+                Ok(_) => false,
+            };
+            if ambiguous && tries < VMID_ATTEMPTS {
+                match self.made_by_this_call(id, wait)? {
+                    Made::Ours => return Ok((id, Ok(None))),
+                    Made::Nothing => {
+                        unsure = Some(id);
+                        continue;
+                    }
+                    Made::Foreign => unsure = None,
+                }
+            }
+            match answer {
                 Err(e)
-                    if e.is_already_exists()
+                    if (e.is_already_exists() || ambiguous)
                         && self.args.vmid.is_none()
                         && tries < VMID_ATTEMPTS =>
                 {
@@ -90,6 +114,43 @@ impl VmRun<'_, '_> {
                 answer => return Ok((id, answer)),
             }
         }
+    }
+
+    /// After a create or clone call to `vmid` ended in a gateway error: did it make the VM?
+    /// Proxmox puts the new VM's locked config in place before its task runs (qemu-server
+    /// `create_vm`: `create_and_lock_config`; `clone_vm`: the temporary file its worker writes
+    /// first), and it carries the name and ownership marks this call sent once the task ends;
+    /// so wait for the lock to go, then compare. No VM: the call never got through.
+    fn made_by_this_call(&self, vmid: u32, wait: Duration) -> Result<Made, VmError> {
+        let c = self.client;
+        let doing = || format!("looking for VM {vmid} after a gateway error");
+        let find = || -> Result<Option<ClusterVm>, VmError> {
+            let vms = c.cluster_vms().map_err(|e| VmError::step(doing(), e))?;
+            Ok(vms.into_iter().find(|v| v.vmid == vmid as u64))
+        };
+        let Some(vm) = find()? else {
+            return Ok(Made::Nothing);
+        };
+        let cfg = match c.wait_unlocked(&vm.node, vmid, wait) {
+            Ok(cfg) => cfg,
+            // Its task failed (Proxmox removed the VM), or a clone moved it to its target node.
+            Err(e) if e.is_not_found() => match find()? {
+                Some(vm) => c
+                    .vm_config(&vm.node, vmid, false)
+                    .map_err(|e| VmError::step(doing(), e))?,
+                None => return Ok(Made::Nothing),
+            },
+            Err(e) => return Err(VmError::step(doing(), e)),
+        };
+        let named = match &self.args.spec.name {
+            Some(n) => config_str(&cfg, "name").as_deref() == Some(n.as_str()),
+            None => true,
+        };
+        Ok(if named && owned_config(&cfg, &self.args.owner_tag) {
+            Made::Ours
+        } else {
+            Made::Foreign
+        })
     }
 
     /// Record what a create or clone call answered: its task, or the error with what the failure
@@ -152,7 +213,7 @@ impl VmRun<'_, '_> {
             }
             return Ok(());
         }
-        let (vmid, outcome) = self.with_free_vmid(vmid, |id| {
+        let (vmid, outcome) = self.with_free_vmid(vmid, ctx.secs(ctx.timeouts.clone), |id| {
             let p = Params::new()
                 .set("newid", id)
                 .opt("name", spec.name.as_deref())
@@ -196,6 +257,17 @@ impl VmRun<'_, '_> {
             cleanup,
         })
     }
+}
+
+/// What a create or clone call that got a gateway error left behind (see
+/// [`VmRun::made_by_this_call`]).
+enum Made {
+    /// No VM with the id: the call never reached Proxmox (or its task failed).
+    Nothing,
+    /// The VM the call was to make: its name and ownership marks.
+    Ours,
+    /// Another VM took the id.
+    Foreign,
 }
 
 /// The next free vmid: from the range (checked with the API, skipping ids this run holds) or

@@ -13,13 +13,13 @@ pub mod identity;
 mod iso;
 pub mod options;
 mod remove;
+mod settle;
 mod storage;
 mod update;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use ansible_module::{ArgSpec, Failure, Module, Outcome};
 use pve_client::{Client, NodeInfo};
@@ -58,7 +58,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 
     let client = connect(m, &args)?;
     let timeouts = args.timeouts.unwrap_or_default();
-    let snapshot = settled_snapshot(&client, Duration::from_secs(timeouts.lock))?;
+    let snapshot = settle::settled_snapshot(&client, &parsed, &timeouts)?;
     let ctx = Ctx {
         client: &client,
         check_mode: m.check_mode,
@@ -492,52 +492,6 @@ fn execute(ctx: &Ctx, plans: &[Planned], parallel: usize) -> Vec<VmResult> {
 /// Default timeouts, for documentation and tests.
 pub fn default_timeouts() -> Timeouts {
     Timeouts::default()
-}
-
-/// The cluster's VMs once no VM is half-created. Proxmox writes a new VM's config as a bare
-/// `lock: create` and adds the name only when the task ends, so a VM an earlier run's timed-out
-/// create is still building cannot be found by name: deciding now would create it twice. Wait for
-/// such locks (up to the lock timeout) and list again. (Clones are recognised by the owner marker
-/// they carry from the start, see `converge`.)
-fn settled_snapshot(
-    client: &Client,
-    lock_timeout: Duration,
-) -> Result<Vec<pve_client::ClusterVm>, Failure> {
-    let list = || {
-        client
-            .cluster_vms()
-            .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))
-    };
-    let snapshot = list()?;
-    let building: Vec<_> = snapshot
-        .iter()
-        .filter(|v| {
-            // Without a name in its config, /cluster/resources shows a VM as "VM <vmid>".
-            let nameless = v
-                .name
-                .as_deref()
-                .is_none_or(|n| n == format!("VM {}", v.vmid));
-            nameless && v.lock.as_deref() == Some("create")
-        })
-        .collect();
-    if building.is_empty() {
-        return Ok(snapshot);
-    }
-    for vm in &building {
-        client
-            .wait_unlocked(&vm.node, vm.vmid as u32, lock_timeout)
-            .map_err(|e| {
-                Failure::new(format!(
-                    "VM {} on node '{}' is still being created (lock '{}'), perhaps by an earlier run \
-                     of this task; waited {}s for it so as not to create a VM twice: {e}",
-                    vm.vmid,
-                    vm.node,
-                    vm.lock.as_deref().unwrap_or(""),
-                    lock_timeout.as_secs()
-                ))
-            })?;
-    }
-    list()
 }
 
 #[cfg(test)]

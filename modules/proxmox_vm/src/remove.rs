@@ -36,7 +36,10 @@ impl VmRun<'_, '_> {
         if ctx.check_mode {
             return Ok(());
         }
-        if cfg.contains_key("lock") {
+        // A hibernated VM's `suspended` lock never clears by itself, and Proxmox destroys such
+        // a VM anyway (qemu-server `destroy_vm`).
+        let lock = config_str(&cfg, "lock");
+        if lock.is_some() && lock.as_deref() != Some("suspended") {
             c.wait_unlocked(&vm.node, vmid, ctx.secs(ctx.timeouts.lock))?;
         }
         if running {

@@ -61,13 +61,39 @@ pub(crate) fn record_diff(res: &mut VmResult, d: &ConfigDiff) {
     }
 }
 
+/// A hibernated VM (`qm suspend --todisk`: `lock: suspended`, its memory in `vmstate`) takes no
+/// config change: qemu-server's `$update_vm_api` runs `check_lock` ("VM is locked (suspended)")
+/// and only lets `delete=vmstate` through, which would throw the saved memory away. That is
+/// not this module's call to make, so say how to go on instead.
+fn refuse_if_hibernated(
+    vmid: u32,
+    cfg: &Map<String, Value>,
+    d: &ConfigDiff,
+) -> Result<(), VmError> {
+    if config_str(cfg, "lock").as_deref() != Some("suspended") {
+        return Ok(());
+    }
+    let state = config_str(cfg, "vmstate").unwrap_or_else(|| "its state volume".into());
+    Err(VmError::Refused(format!(
+        "VM {vmid} is hibernated (lock 'suspended', its memory saved in {state}): Proxmox refuses          config changes until it is resumed; start it (vm_lifecycle state: started) and rerun to          change {}",
+        d.changed_keys().join(", ")
+    )))
+}
+
 impl VmRun<'_, '_> {
     pub(crate) fn update_existing(&mut self, vm: &ClusterVm) -> Result<(), VmError> {
         let (c, ctx, args) = (self.client, self.ctx, self.args);
         let vmid = vm.vmid as u32;
         let cfg = self.owned_config_of(vm, Intent::Modify)?;
         let cfg = if cfg.contains_key("lock") && !ctx.check_mode {
-            c.wait_unlocked(&vm.node, vmid, ctx.secs(ctx.timeouts.lock))?
+            // A clone still copying disks (Proxmox writes its name after the first one) takes
+            // as long as a clone may.
+            match config_str(&cfg, "lock").as_deref() {
+                // Hibernated: the lock stays until the VM is started; see `converge`.
+                Some("suspended") => cfg,
+                Some("clone") => c.wait_unlocked(&vm.node, vmid, ctx.secs(ctx.timeouts.clone))?,
+                _ => c.wait_unlocked(&vm.node, vmid, ctx.secs(ctx.timeouts.lock))?,
+            }
         } else {
             cfg
         };
@@ -151,6 +177,7 @@ impl VmRun<'_, '_> {
             if d.is_empty() {
                 break;
             }
+            refuse_if_hibernated(vmid, &cfg, &d)?;
             self.res.changed = true;
             if ctx.check_mode {
                 let hotplug = config_str(&cfg, "hotplug");

@@ -275,6 +275,60 @@ fn start_vm(sim: &SimHandle, node: &str, vmid: u32) {
         .unwrap();
 }
 
+/// `qm suspend --todisk` through the API.
+fn hibernate(sim: &SimHandle, node: &str, vmid: u32) {
+    client_for(sim)
+        .vm_action(
+            node,
+            vmid,
+            "suspend",
+            &pve_client::Params::new().flag("todisk", true),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
+}
+
+/// qemu-server `vm_suspend` with `todisk` (`qm suspend --todisk`): a hibernated VM is stopped
+/// with `lock: suspended` until a start resumes it, and `$update_vm_api` refuses config changes
+/// (`check_lock`). A rerun with nothing to change is fine; a change is refused at once, saying
+/// how to go on (no waiting for a lock that never clears), and nothing is written; once the VM
+/// is started again the change goes through. Removal does not wait either (`destroy_vm` takes a
+/// suspended VM).
+#[test]
+fn a_hibernated_vm_takes_no_change_until_it_is_resumed() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        ok(&run(&sim, &sno()));
+        start_vm(&sim, "pve1", 4100);
+        hibernate(&sim, "pve1", 4100);
+        assert_eq!(sim.vm_config(4100).unwrap()["lock"], "suspended");
+        sim.clear_requests();
+        let mut args = sno();
+        args["timeouts"] = json!({"lock": 1});
+        let r = run(&sim, &args);
+        assert_eq!(ok(&r)["changed"], json!(false), "PVE {v}: {r:#}");
+        let mut more = args.clone();
+        more["cores"] = json!(10);
+        let msg = failed(&run(&sim, &more));
+        assert!(
+            msg.contains("VM 4100 is hibernated") && msg.contains("change cores"),
+            "PVE {v}: {msg}"
+        );
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+        // Resumed: the change is made (pending while it runs).
+        start_vm(&sim, "pve1", 4100);
+        let r = run(&sim, &more);
+        assert_eq!(ok(&r)["changed_keys"], json!(["cores"]), "PVE {v}: {r:#}");
+        // Hibernated again, then removed.
+        hibernate(&sim, "pve1", 4100);
+        let mut gone = args.clone();
+        gone["state"] = json!("absent");
+        let r = run(&sim, &gone);
+        assert_eq!(ok(&r)["deleted"], json!(true), "PVE {v}: {r:#}");
+        assert!(sim.vm_config(4100).is_none(), "PVE {v}");
+    }
+}
+
 fn client_for(sim: &SimHandle) -> pve_client::Client {
     let mut o = pve_client::ConnectionOptions::new(sim.url());
     o.api_token_id = Some("root@pam!pvesim".into());
@@ -618,6 +672,87 @@ fn a_timed_out_clone_is_finished_by_the_next_run_not_cloned_again() {
     assert_eq!(clones, 1);
 }
 
+/// qemu-server `clone_vm`: while the clone task runs, its VM is only the temporary config
+/// (`lock: clone`, no name, no marker). A rerun in that time — the first run timed out, or was
+/// killed — waits for that VM and converges it, instead of cloning again under the next vmid.
+#[test]
+fn a_rerun_during_a_long_clone_waits_for_it_and_clones_nothing() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        let args = json!({
+            "name": "long-clone",
+            "clone": {"vmid": 9000, "storage": "local-lvm"},
+            "node": "pve1",
+            "owner_tag": "ocp7",
+            "timeouts": {"clone": 0},
+        });
+        let mut slow = sim.options();
+        slow.time_scale = 1.0;
+        sim.set_options(slow);
+        let msg = failed(&run(&sim, &args));
+        assert!(msg.contains("rerun to converge"), "PVE {v}: {msg}");
+        let clone_posts = |sim: &SimHandle| -> Vec<String> {
+            sim.writes()
+                .into_iter()
+                .filter(|w| w.path.ends_with("/clone"))
+                .map(|w| w.params["newid"].clone())
+                .collect()
+        };
+        let id: u32 = clone_posts(&sim)[0].parse().unwrap();
+        let temp = sim.vm_config(id).unwrap();
+        assert_eq!(temp.get("lock").map(String::as_str), Some("clone"));
+        assert!(!temp.contains_key("name"), "PVE {v}: {temp:?}");
+
+        // A rerun that may not wait names the clone and its task, and clones nothing.
+        let upid = sim.with_sim(|s| {
+            s.tasks
+                .iter()
+                .find(|t| t.kind == "qmclone")
+                .map(|t| t.upid.clone())
+                .unwrap()
+        });
+        let msg = failed(&run(&sim, &args));
+        assert!(
+            msg.contains(&format!("VM {id} on node 'pve1' is still being cloned"))
+                && msg.contains(&upid),
+            "PVE {v}: {msg}"
+        );
+        assert_eq!(clone_posts(&sim).len(), 1, "PVE {v}");
+
+        let mut again = args.clone();
+        again["timeouts"] = json!({});
+        let config_reads = |sim: &SimHandle| {
+            sim.requests()
+                .iter()
+                .filter(|r| r.method == "GET" && r.path == format!("/nodes/pve1/qemu/{id}/config"))
+                .count()
+        };
+        let before = config_reads(&sim);
+        let (r, waited) = std::thread::scope(|s| {
+            let rerun = s.spawn(|| run(&sim, &again));
+            // Bounded: the rerun polls the locked VM; once it has twice, the clone may end.
+            let waited = (0..400).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+                config_reads(&sim) >= before + 2
+            });
+            sim.advance(std::time::Duration::from_secs(3600));
+            (rerun.join().unwrap(), waited)
+        });
+        assert!(waited, "PVE {v}: the rerun never waited for VM {id}");
+        ok(&r);
+        assert_eq!(
+            (r["vmid"].as_u64(), r["created"].as_bool()),
+            (Some(id as u64), Some(false)),
+            "PVE {v}: {r:#}"
+        );
+        assert_eq!(clone_posts(&sim), [id.to_string()], "PVE {v}");
+        let conf = sim.vm_config(id).unwrap();
+        assert_eq!(conf["name"], "long-clone");
+        assert!(conf["tags"].split(';').any(|t| t == "ocp7"), "{conf:?}");
+        assert!(!conf.contains_key("description"), "PVE {v}: {conf:?}");
+    }
+}
+
 /// Another run or tool took the vmid between this run's check and its create: Proxmox refuses
 /// it (qemu-server `create_vm` → `PVE::Cluster::check_vmid_unused`: "VM N already exists on node
 /// 'X'"). A vmid the module chose is replaced by the next one, a few times at most; a vmid the
@@ -669,6 +804,65 @@ fn a_vmid_taken_meanwhile_is_replaced_unless_the_user_fixed_it() {
         "{msg}"
     );
     assert_eq!(creates(&user), [("4150".to_string(), 500)]);
+}
+
+/// A proxy in front of PVE answers a create or a clone with a gateway error: before
+/// forwarding it (nothing happened: the call is sent again) or after PVE made the VM (found by
+/// its name and ownership marks and taken as the call's result). Never two VMs.
+#[test]
+fn a_gateway_error_on_create_or_clone_never_makes_two_vms() {
+    let named = |sim: &SimHandle, name: &str| {
+        sim.with_sim(|s| {
+            s.vms
+                .values()
+                .filter(|v| v.conf.get("name").map(String::as_str) == Some(name))
+                .map(|v| v.vmid)
+                .collect::<Vec<_>>()
+        })
+    };
+    let posts = |sim: &SimHandle, path: &str| -> Vec<u16> {
+        sim.writes()
+            .into_iter()
+            .filter(|w| w.path == path)
+            .map(|w| w.status)
+            .collect()
+    };
+    let clone = json!({
+        "name": "gw-clone", "node": "pve1", "owner_tag": "gw",
+        "clone": {"vmid": 9000},
+    });
+    for v in BOTH_VERSIONS {
+        for after_effect in [false, true] {
+            let case = format!("PVE {v}, after_effect {after_effect}");
+            let sent = if after_effect {
+                vec![504]
+            } else {
+                vec![504, 200]
+            };
+            for (args, path, name) in [
+                (sno(), "/nodes/pve1/qemu", "sno-0"),
+                (clone.clone(), "/nodes/pve1/qemu/9000/clone", "gw-clone"),
+            ] {
+                let sim = sim_version(v);
+                sim.inject(Fault::ProxyError {
+                    path: path.into(),
+                    method: Some("POST".into()),
+                    status: 504,
+                    after_effect,
+                    count: 1,
+                })
+                .unwrap();
+                let r = run(&sim, &args);
+                ok(&r);
+                assert_eq!(posts(&sim, path), sent, "{case}: {path}");
+                let made = named(&sim, name);
+                assert_eq!(made.len(), 1, "{case}: {name} is {made:?}");
+                assert_eq!(r["vmid"], json!(made[0]), "{case}");
+                sim.clear_requests();
+                assert_eq!(run(&sim, &args)["changed"], json!(false), "{case}: {name}");
+            }
+        }
+    }
 }
 
 /// qemu-server allocates `STORAGE:GiB` rounded *up* to whole KiB and records that as `size=`

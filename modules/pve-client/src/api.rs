@@ -309,7 +309,8 @@ impl Client {
         )
     }
 
-    /// `POST /nodes/{node}/qemu` and wait for `qmcreate`.
+    /// `POST /nodes/{node}/qemu` and wait for `qmcreate`. Not sent again after a gateway error
+    /// ([`Client::post_once`]).
     pub fn create_vm(
         &self,
         node: &str,
@@ -317,11 +318,12 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<TaskOutcome>, Error> {
         self.run_task(timeout, || {
-            self.post(&format!("/nodes/{node}/qemu"), params)
+            self.post_once(&format!("/nodes/{node}/qemu"), params)
         })
     }
 
-    /// `POST …/{vmid}/clone` and wait for `qmclone`.
+    /// `POST …/{vmid}/clone` and wait for `qmclone`. Not sent again after a gateway error
+    /// ([`Client::post_once`]).
     pub fn clone_vm(
         &self,
         node: &str,
@@ -330,7 +332,7 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<TaskOutcome>, Error> {
         self.run_task(timeout, || {
-            self.post(&format!("{}/clone", vm_path(node, source)), params)
+            self.post_once(&format!("{}/clone", vm_path(node, source)), params)
         })
     }
 

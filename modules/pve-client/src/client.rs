@@ -151,6 +151,17 @@ impl Client {
         self.call(Method::POST, path, &Params::new(), Some(form))
     }
 
+    /// A `POST` that must not reach Proxmox twice (a create or clone: the second would fail
+    /// "already exists", and a caller taking the next vmid would make a second VM). Retried like
+    /// any call, except after a gateway error ([`Error::is_gateway_error`]): the request may have
+    /// taken effect behind the proxy, so the caller finds out (does the VM exist?) before
+    /// sending it again.
+    pub fn post_once(&self, path: &str, form: &Params) -> Result<Value, Error> {
+        let retry = |e: &Error| e.is_transient() && !e.is_gateway_error();
+        let body = self.call_retrying(Method::POST, path, &Params::new(), Some(form), retry)?;
+        Ok(body.get("data").cloned().unwrap_or(Value::Null))
+    }
+
     /// `PUT` with a form body → `data`.
     pub fn put(&self, path: &str, form: &Params) -> Result<Value, Error> {
         self.call(Method::PUT, path, &Params::new(), Some(form))
@@ -181,12 +192,23 @@ impl Client {
         query: &Params,
         form: Option<&Params>,
     ) -> Result<Value, Error> {
+        self.call_retrying(method, path, query, form, Error::is_transient)
+    }
+
+    /// One call, retried with backoff while `retry` says so, with one re-login on 401.
+    fn call_retrying(
+        &self,
+        method: Method,
+        path: &str,
+        query: &Params,
+        form: Option<&Params>,
+        retry: impl Fn(&Error) -> bool,
+    ) -> Result<Value, Error> {
         let mut relogged = false;
         loop {
-            let r = self.backoff.retry(
-                |_| self.call_once(&method, path, query, form),
-                Error::is_transient,
-            );
+            let r = self
+                .backoff
+                .retry(|_| self.call_once(&method, path, query, form), &retry);
             match r {
                 // A ticket the server no longer accepts (expired, key rotated): log in again, once.
                 Err(e)

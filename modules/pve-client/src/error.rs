@@ -165,6 +165,14 @@ impl Error {
             || t.contains("detected modified configuration")
     }
 
+    /// 502, 503 or 504: what a reverse proxy in front of PVE (or pveproxy for a node it could
+    /// not reach in time) answers when it has no answer from upstream. Whether the request took
+    /// effect is unknown: a GET may simply be sent again; a create or clone may not (see
+    /// [`Client::post_once`](crate::Client::post_once)).
+    pub fn is_gateway_error(&self) -> bool {
+        matches!(self, Error::Api(a) if matches!(a.status, 502..=504))
+    }
+
     pub fn is_unauthorized(&self) -> bool {
         matches!(self, Error::Api(a) if a.status == 401)
     }
@@ -470,7 +478,11 @@ mod tests {
         );
         assert!(!upload.is_digest_mismatch());
         let busy = from_response("GET", "/x", 503, "Service Unavailable", "");
-        assert!(busy.is_transient());
+        assert!(busy.is_transient() && busy.is_gateway_error());
+        let page = "<html><head><title>504 Gateway Time-out</title></head></html>";
+        let lost = from_response("POST", "/nodes/pve1/qemu", 504, "Gateway Time-out", page);
+        assert!(lost.is_gateway_error() && lost.to_string().contains("Gateway Time-out"));
+        assert!(!from_response("GET", "/x", 500, "boom", "").is_gateway_error());
         let exists = from_response(
             "GET",
             "/cluster/nextid",

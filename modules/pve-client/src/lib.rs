@@ -22,7 +22,9 @@
 //!   POST/PUT send them form-encoded; GET/DELETE in the query string (never a body).
 //! - Transient failures are retried with [`proxshift_http::Backoff`]: file/storage lock timeouts
 //!   (`can't lock file … got timeout`), 502/503/504 and connection failures. 401 is never retried in
-//!   a loop (PVE delays each one by ~3 s).
+//!   a loop (PVE delays each one by ~3 s). [`Client::post_once`] (creates and clones) does not
+//!   resend after a gateway error ([`Error::is_gateway_error`]): the request may have taken effect,
+//!   and the caller checks for the VM first.
 //!
 //! Errors — [`Error`]
 //! - `Api(ErrorResponse{method, path, status, message, errors})`: `message` from the body (PVE ≥ 8.3) or the

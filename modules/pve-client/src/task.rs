@@ -186,6 +186,28 @@ impl Client {
         )
     }
 
+    /// UPIDs of the `kind` tasks still running on `node` (`GET /nodes/{node}/tasks?source=active`),
+    /// only those of `id` when given (a task's id is a create's vmid, a clone's *source* vmid).
+    pub fn running_tasks(
+        &self,
+        node: &str,
+        kind: &str,
+        id: Option<u32>,
+    ) -> Result<Vec<String>, Error> {
+        let q = Params::new()
+            .set("source", "active")
+            .set("typefilter", kind)
+            .opt("vmid", id);
+        let list = self.get(&format!("/nodes/{node}/tasks"), &q)?;
+        Ok(list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("upid").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect())
+    }
+
     /// Wait until a VM's config lock (`lock: clone`, `create`, `backup`, …) is gone; returns the config.
     pub fn wait_unlocked(
         &self,

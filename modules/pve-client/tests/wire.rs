@@ -220,6 +220,33 @@ fn transient_errors_are_retried_and_595_names_the_node() {
     assert!(!e.is_not_found());
 }
 
+/// A gateway error (502/503/504 from a proxy in front of PVE) is retried for a GET and an
+/// ordinary write, never for a create or clone (`post_once`): it may have taken effect.
+#[test]
+fn gateway_errors_are_retried_except_for_creates_and_clones() {
+    let page = || "<html><head><title>502 Bad Gateway</title></head></html>".to_string();
+    let (base, log) = serve(vec![
+        (502, "Bad Gateway", page()),
+        (200, "OK", r#"{"data":{"version":"9.2.11"}}"#.into()),
+        (504, "Gateway Time-out", page()),
+    ]);
+    let c = Client::new(&token_opts(&base))
+        .unwrap()
+        .with_backoff(quick());
+    assert_eq!(c.version().unwrap()["version"], "9.2.11");
+    let e = c
+        .create_vm(
+            "pve1",
+            &Params::new().set("vmid", 4100),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+    assert!(e.is_gateway_error() && e.status() == Some(504), "{e}");
+    let sent = log.lock().unwrap().clone();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(sent[2].starts_with("POST /api2/json/nodes/pve1/qemu "));
+}
+
 #[test]
 fn failed_task_carries_exit_status_and_log_tail() {
     let upid = "UPID:pve2:00001ED0:00035693:66343A23:qmcreate:101:root@pam:";

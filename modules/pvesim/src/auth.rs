@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ErrorReply;
 use crate::model::{AclEntry, Token, User};
+use crate::sim::Generation;
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,8 @@ impl Principal {
 
 pub const TICKET_LIFETIME: u64 = 7200;
 
+/// Every privilege PVE 9 knows (pve-access-control `PVE/AccessControl.pm`, `$privgroups`);
+/// [`privileges`] gives a release's own list.
 pub const ALL_PRIVS: &[&str] = &[
     "Datastore.Allocate",
     "Datastore.AllocateSpace",
@@ -82,10 +85,46 @@ pub const ALL_PRIVS: &[&str] = &[
     "VM.Snapshot.Rollback",
 ];
 
-/// Built-in roles (pve-access-control), marked `special`.
-pub fn builtin_roles() -> BTreeMap<String, BTreeSet<String>> {
-    let set = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-    let vm_all: Vec<&str> = ALL_PRIVS
+/// Privileges of PVE 8 that PVE 9 dropped, and PVE 9's new ones. pve-access-control
+/// `PVE/AccessControl.pm`, `$privgroups`: commits 922f7105 ("add VM.GuestAgent privileges"),
+/// 07069454 ("privileges: drop VM.Monitor") and 5f7544f4 ("add VM.Replicate privilege"), all
+/// July 2025, first released in libpve-access-control 9.0.3 (PVE 9.0). In PVE 8 the guest
+/// agent API needs `VM.Monitor` (qemu-server 8 `PVE/API2/Qemu/Agent.pm`, `register_command`:
+/// `$perm //= 'VM.Monitor'`); in PVE 9 `VM.GuestAgent.*`.
+const PVE8_ONLY: &[&str] = &["VM.Monitor"];
+const PVE9_ONLY: &[&str] = &[
+    "VM.GuestAgent.Audit",
+    "VM.GuestAgent.FileRead",
+    "VM.GuestAgent.FileSystemMgmt",
+    "VM.GuestAgent.FileWrite",
+    "VM.GuestAgent.Unrestricted",
+    "VM.Replicate",
+];
+
+/// The privileges a release knows, sorted.
+pub fn privileges(g: Generation) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = ALL_PRIVS
+        .iter()
+        .copied()
+        .filter(|p| g == Generation::Pve9 || !PVE9_ONLY.contains(p))
+        .collect();
+    if g == Generation::Pve8 {
+        v.extend(PVE8_ONLY);
+        v.sort_unstable();
+    }
+    v
+}
+
+/// Built-in roles of a release (pve-access-control `create_roles`), marked `special`.
+pub fn builtin_roles(g: Generation) -> BTreeMap<String, BTreeSet<String>> {
+    let known = privileges(g);
+    let set = |l: &[&str]| {
+        l.iter()
+            .filter(|p| known.contains(p))
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>()
+    };
+    let vm_all: Vec<&str> = known
         .iter()
         .copied()
         .filter(|p| p.starts_with("VM."))
@@ -97,13 +136,13 @@ pub fn builtin_roles() -> BTreeMap<String, BTreeSet<String>> {
         "SDN.Use",
         "Mapping.Use",
     ]);
-    let admin_minus: Vec<&str> = ALL_PRIVS
+    let admin_minus: Vec<&str> = known
         .iter()
         .copied()
         .filter(|p| !matches!(*p, "Permissions.Modify" | "Realm.Allocate"))
         .collect();
     let mut m = BTreeMap::new();
-    m.insert("Administrator".into(), set(ALL_PRIVS));
+    m.insert("Administrator".into(), set(&known));
     m.insert("NoAccess".into(), BTreeSet::new());
     m.insert("PVEAdmin".into(), set(&admin_minus));
     m.insert("PVEVMAdmin".into(), set(&vm_admin));
@@ -182,6 +221,8 @@ pub struct Access {
     pub builtin: BTreeSet<String>,
     pub acl: Vec<AclEntry>,
     pub key: String,
+    /// The release's privileges ([`privileges`]); empty: PVE 9's ([`ALL_PRIVS`]).
+    pub known: BTreeSet<String>,
 }
 
 fn sign(key: &str, data: &str) -> String {
@@ -193,6 +234,15 @@ fn sign(key: &str, data: &str) -> String {
 }
 
 impl Access {
+    /// Whether `p` is a privilege of the release played.
+    pub fn is_privilege(&self, p: &str) -> bool {
+        if self.known.is_empty() {
+            ALL_PRIVS.contains(&p)
+        } else {
+            self.known.contains(p)
+        }
+    }
+
     pub fn new_ticket(&self, userid: &str, now: u64) -> String {
         let plain = format!("PVE:{userid}:{now:08X}");
         format!("{plain}::{}", sign(&self.key, &plain))
@@ -306,7 +356,11 @@ impl Access {
     /// Effective privileges on `path`.
     pub fn privs(&self, who: &Principal, path: &str) -> BTreeSet<String> {
         let user_privs = if who.is_root() {
-            ALL_PRIVS.iter().map(|s| s.to_string()).collect()
+            if self.known.is_empty() {
+                ALL_PRIVS.iter().map(|s| s.to_string()).collect()
+            } else {
+                self.known.clone()
+            }
         } else {
             self.acl_privs(&who.userid, &self.groups_of(&who.userid), false, path)
         };
@@ -462,11 +516,13 @@ pub fn expand(tmpl: &str, params: &BTreeMap<String, String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{builtin_roles, Access, AclEntry, Principal, Token, User, TICKET_LIFETIME};
+    use super::{
+        builtin_roles, Access, AclEntry, Generation, Principal, Token, User, TICKET_LIFETIME,
+    };
 
     fn access() -> Access {
         let mut a = Access {
-            roles: builtin_roles(),
+            roles: builtin_roles(Generation::Pve9),
             key: "k".into(),
             ..Default::default()
         };

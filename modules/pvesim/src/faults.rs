@@ -34,6 +34,22 @@ pub enum Fault {
         #[serde(default = "one")]
         count: u32,
     },
+    /// A reverse proxy in front of PVE (nginx, HAProxy, a load balancer) answers the next
+    /// `count` matching requests with `status` (502, 503 or 504) and its own HTML page instead
+    /// of PVE's answer. `after_effect: false`: the proxy answers without forwarding (its
+    /// upstream is down); `true`: PVE carried the request out and the proxy lost the answer
+    /// (an upstream timeout or reset), so a write took effect although the client saw an error.
+    ProxyError {
+        path: String,
+        #[serde(default)]
+        method: Option<String>,
+        #[serde(default = "bad_gateway")]
+        status: u16,
+        #[serde(default)]
+        after_effect: bool,
+        #[serde(default = "one")]
+        count: u32,
+    },
     /// Adds `ms` milliseconds to every request whose API path starts with `path`
     /// (default: all). `count` 0 = forever.
     Latency {
@@ -76,6 +92,9 @@ pub enum Fault {
     },
 }
 
+fn bad_gateway() -> u16 {
+    502
+}
 fn yes() -> bool {
     true
 }
@@ -200,6 +219,34 @@ impl Faults {
         Some(out)
     }
 
+    /// Consumes one matching proxy error of the given kind (`after_effect`): its status.
+    pub fn take_proxy_error(
+        &mut self,
+        method: &str,
+        path: &str,
+        after_effect: bool,
+    ) -> Option<u16> {
+        let out = self.armed.iter_mut().find_map(|f| match f {
+            Fault::ProxyError {
+                path: p,
+                method: m,
+                status,
+                after_effect: a,
+                count,
+            } if *count > 0
+                && *a == after_effect
+                && path.starts_with(p.as_str())
+                && m.as_deref().is_none_or(|m| m.eq_ignore_ascii_case(method)) =>
+            {
+                *count -= 1;
+                Some(*status)
+            }
+            _ => None,
+        });
+        self.gc();
+        out
+    }
+
     /// Consumes one edit armed for a config read of `vmid`: `(key, value)` to set.
     pub fn take_edit_after_read(&mut self, vmid: u32) -> Option<(String, String)> {
         let out = self.armed.iter_mut().find_map(|f| match f {
@@ -252,6 +299,7 @@ impl Faults {
                 f,
                 Fault::FailTasks { count: 0, .. }
                     | Fault::HttpError { count: 0, .. }
+                    | Fault::ProxyError { count: 0, .. }
                     | Fault::EditAfterRead { count: 0, .. }
             )
         });

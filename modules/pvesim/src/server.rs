@@ -134,6 +134,34 @@ pub fn json_response(status: u16, v: &Value) -> Resp {
     )
 }
 
+/// A method's permission check as the release played has it. The schema is PVE 9's; in PVE 8
+/// every guest agent command needs `VM.Monitor` (qemu-server 8 `PVE/API2/Qemu/Agent.pm`,
+/// `register_command`: `$perm //= 'VM.Monitor'`; PVE 9's `VM.GuestAgent.*` came with commit
+/// b92a40ce "api: agent: use more specific guest agent privileges", see `auth::privileges`).
+fn release_check(sim: &Sim, api_path: &str, check: &Value) -> Value {
+    let agent = api_path.contains("/agent/") || api_path.ends_with("/agent");
+    if agent && sim.version.generation() == crate::sim::Generation::Pve8 {
+        return json!(["perm", "/vms/{vmid}", ["VM.Monitor"]]);
+    }
+    check.clone()
+}
+
+/// What a reverse proxy answers for a failed upstream: its own reason phrase and an HTML page
+/// (nginx's form), no PVE JSON envelope.
+fn proxy_page(status: u16) -> Resp {
+    let reason = StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Bad Gateway");
+    let body = format!(
+        "<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n<center><h1>{status} {reason}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+    );
+    let mut r = respond(status, None, body.into_bytes(), "text/html");
+    r.headers_mut()
+        .insert("server", HeaderValue::from_static("nginx"));
+    r
+}
+
 fn error_response(e: &ErrorReply, with_message: bool) -> Resp {
     let mut body = json!({ "data": null });
     if with_message {
@@ -352,7 +380,12 @@ fn process(
     let mut delay = Duration::from_millis(sim.faults.take_latency(api_path));
     let mut user = None;
 
-    let result = run(&mut sim, attempt, &mut params, upload, &mut user);
+    let gateway = sim.faults.take_proxy_error(method, api_path, false);
+    let result = match gateway {
+        // The proxy answers itself: PVE never sees the request.
+        Some(_) => Ok(Reply::from(Value::Null)),
+        None => run(&mut sim, attempt, &mut params, upload, &mut user),
+    };
     sim.tick();
 
     if let Err(e) = &result {
@@ -361,9 +394,12 @@ fn process(
             return Outcome::Retry(wait.max(Duration::from_millis(1)));
         }
     }
-    let status = match &result {
-        Ok(_) => 200,
-        Err(e) => e.status,
+    // PVE's answer (whatever it was) is lost between PVE and the proxy.
+    let gateway = gateway.or_else(|| sim.faults.take_proxy_error(method, api_path, true));
+    let status = match (&result, gateway) {
+        (_, Some(g)) => g,
+        (Ok(_), None) => 200,
+        (Err(e), None) => e.status,
     };
     if status == 401 {
         delay += Duration::from_millis(sim.opts.auth_failure_delay_ms);
@@ -383,6 +419,7 @@ fn process(
         lock_waits: attempt.lock_waits,
     });
     let resp = match result {
+        _ if gateway.is_some() => proxy_page(status),
         Ok(reply) => {
             let mut body = Map::new();
             body.insert("data".into(), reply.data);
@@ -473,7 +510,8 @@ fn run(
             .iter()
             .map(|(k, v)| (k.clone(), schema::value_str(v)))
             .collect();
-        sim.access.eval_check(&who, check, &flat)?;
+        let check = release_check(sim, api_path, check);
+        sim.access.eval_check(&who, &check, &flat)?;
     }
     let mut ctx = new_ctx(
         sim,

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{agent, start, Api, ROOT_TOKEN};
+use common::{agent, start, start_version, Api, BOTH_VERSIONS, ROOT_TOKEN};
 use pvesim::{Config, Fault, Scenario, Seed, Simulator, Tls};
 use serde_json::{json, Value};
 
@@ -66,6 +66,40 @@ fn http_error_for_a_path_n_times() {
         assert_eq!((r.status, r.message()), (503, "service unavailable\n"));
     }
     assert_eq!(api.get("/cluster/nextid", &[]).status, 200);
+}
+
+/// A proxy in front of PVE answers 502/503/504 with its own HTML page: either without
+/// forwarding (nothing happened) or after PVE carried the request out (a VM was created
+/// although the client saw the error). The request log records the gateway's status.
+#[test]
+fn a_proxy_error_comes_before_or_after_the_effect() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        for (status, after_effect, vmid) in [(502, false, "270"), (504, true, "271")] {
+            let (s, _) = admin(
+                &sim,
+                "POST",
+                "/faults",
+                Some(json!({"proxy_error": {
+                    "path": "/nodes/pve1/qemu", "method": "POST",
+                    "status": status, "after_effect": after_effect,
+                }})),
+            );
+            assert_eq!(s, 200);
+            let r = api.post("/nodes/pve1/qemu", &[("vmid", vmid), ("name", "p")]);
+            assert_eq!(r.status, status, "PVE {v}");
+            let page = r.body.as_str().unwrap_or_default();
+            assert!(page.contains("<center>nginx</center>"), "PVE {v}: {page}");
+            let created = sim.vm_config(vmid.parse().unwrap()).is_some();
+            assert_eq!(created, after_effect, "PVE {v}: VM {vmid}");
+            let logged = sim.requests().last().map(|r| (r.path.clone(), r.status));
+            assert_eq!(logged, Some(("/nodes/pve1/qemu".to_string(), status)));
+        }
+        // Spent: the next create goes through.
+        let r = api.post("/nodes/pve1/qemu", &[("vmid", "272")]);
+        assert_eq!(r.status, 200, "PVE {v}");
+    }
 }
 
 #[test]

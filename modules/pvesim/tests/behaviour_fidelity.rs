@@ -1,9 +1,10 @@
 //! Behaviours taken from upstream qemu-server / pve-storage, in PVE 8 and PVE 9 modes: new-disk
-//! sizes, the digest-mismatch text, the storage list's format fields, cross-node clones.
+//! sizes, the digest-mismatch text, the storage list's format fields, cross-node clones, the
+//! config of a clone in progress, hibernation (`lock: suspended`), privileges per release.
 
 mod common;
 
-use common::{start_version, Api, BOTH_VERSIONS};
+use common::{start_version, Api, Auth, BOTH_VERSIONS, FULL_TOKEN};
 use serde_json::json;
 
 fn create(api: &Api, params: &[(&str, &str)]) -> String {
@@ -222,5 +223,219 @@ fn cross_node_clone_needs_shared_volumes_and_shared_target_storage() {
             )
             .upid();
         assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+    }
+}
+
+/// qemu-server `clone_vm`: while `qmclone` runs, the new VM is the temporary config (`lock:
+/// clone` and the `# qmclone temporary file` line, read as the description); the name and
+/// description asked for appear only when the task ends.
+#[test]
+fn a_clone_in_progress_is_only_the_locked_temporary_config() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let mut slow = sim.options();
+        slow.time_scale = 1.0;
+        sim.set_options(slow);
+        let api = Api::root(&sim);
+        let upid = api
+            .post(
+                "/nodes/pve1/qemu/9000/clone",
+                &[
+                    ("newid", "260"),
+                    ("full", "1"),
+                    ("name", "c260"),
+                    ("description", "mine"),
+                ],
+            )
+            .upid();
+        let c = api.config("pve1", 260);
+        let mut keys: Vec<&String> = c.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["description", "digest", "lock"], "PVE {v}: {c}");
+        assert_eq!(
+            (c["lock"].as_str(), c["description"].as_str()),
+            (Some("clone"), Some(" qmclone temporary file")),
+            "PVE {v}"
+        );
+        let listed = api
+            .get("/cluster/resources", &[("type", "vm")])
+            .ok()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["vmid"] == 260)
+            .cloned()
+            .unwrap();
+        assert_eq!(listed["name"], "VM 260", "PVE {v}");
+        assert_eq!(listed["lock"], "clone", "PVE {v}");
+        sim.advance(std::time::Duration::from_secs(3600));
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        let c = api.config("pve1", 260);
+        assert_eq!(
+            (c["name"].as_str(), c["description"].as_str(), c.get("lock")),
+            (Some("c260"), Some("mine"), None),
+            "PVE {v}: {c}"
+        );
+    }
+}
+
+/// qemu-server `vm_suspend` with `todisk`: the state on a new volume, `vmstate`,
+/// `runningmachine`, `runningcpu` and `lock: suspended` in the config, the VM stopped; config
+/// changes refused by `check_lock`; a start resumes and removes the state; `delete=vmstate`
+/// throws it away instead.
+#[test]
+fn hibernation_locks_the_config_until_a_start_resumes_it() {
+    for (v, qemu) in [("8.4.1", "9.2"), ("9.0.10", "10.0"), ("9.2.11", "10.1")] {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let hibernate = || {
+            let upid = api
+                .post("/nodes/pve1/qemu/100/status/suspend", &[("todisk", "1")])
+                .upid();
+            assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        };
+        let state_volumes = || {
+            api.get("/nodes/pve1/storage/local-lvm/content", &[("vmid", "100")])
+                .ok()
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["volid"].as_str().unwrap().contains("-state-suspend-"))
+                .map(|c| (c["volid"].as_str().unwrap().to_string(), c["size"].clone()))
+                .collect::<Vec<_>>()
+        };
+        hibernate();
+        let c = api.config("pve1", 100);
+        assert_eq!(c["lock"], "suspended", "PVE {v}");
+        let state = c["vmstate"].as_str().unwrap().to_string();
+        assert!(
+            state.starts_with("local-lvm:vm-100-state-suspend-20"),
+            "PVE {v}: {state}"
+        );
+        assert_eq!(
+            c["runningmachine"],
+            format!("pc-i440fx-{qemu}+pve0"),
+            "PVE {v}"
+        );
+        assert!(
+            c["runningcpu"].as_str().unwrap().starts_with("kvm64,"),
+            "PVE {v}"
+        );
+        assert_eq!(
+            state_volumes(),
+            [(state.clone(), json!(4596u64 << 20))],
+            "PVE {v}"
+        );
+        let st = api.get("/nodes/pve1/qemu/100/status/current", &[]);
+        assert_eq!(st.ok()["status"], "stopped", "PVE {v}");
+        let r = api.put("/nodes/pve1/qemu/100/config", &[("cores", "4")]);
+        assert_eq!(
+            (r.status, r.message()),
+            (500, "VM is locked (suspended)\n"),
+            "PVE {v}"
+        );
+        // A start resumes from the state and removes it.
+        let upid = api.post("/nodes/pve1/qemu/100/status/start", &[]).upid();
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert!(api
+            .task_log(&upid)
+            .contains(&"Resumed VM, removing state".to_string()));
+        let st = api.get("/nodes/pve1/qemu/100/status/current", &[]);
+        assert_eq!(st.ok()["status"], "running", "PVE {v}");
+        let c = api.config("pve1", 100);
+        for k in ["lock", "vmstate", "runningmachine", "runningcpu"] {
+            assert!(c.get(k).is_none(), "PVE {v}: {k} in {c}");
+        }
+        assert!(state_volumes().is_empty(), "PVE {v}");
+        // `delete=vmstate` discards the state and the lock; then changes are accepted again.
+        hibernate();
+        api.put("/nodes/pve1/qemu/100/config", &[("delete", "vmstate")])
+            .ok();
+        let c = api.config("pve1", 100);
+        assert!(
+            c.get("lock").is_none() && c.get("runningcpu").is_none(),
+            "PVE {v}: {c}"
+        );
+        assert!(state_volumes().is_empty(), "PVE {v}");
+        api.put("/nodes/pve1/qemu/100/config", &[("cores", "4")])
+            .ok();
+        // `destroy_vm` takes a hibernated VM, its state volume with it.
+        let upid = api.post("/nodes/pve1/qemu/100/status/start", &[]).upid();
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        hibernate();
+        let upid = api.delete("/nodes/pve1/qemu/100", &[]).upid();
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert!(state_volumes().is_empty(), "PVE {v}");
+    }
+}
+
+/// pve-access-control `$privgroups`: PVE 8 has `VM.Monitor` and no `VM.GuestAgent.*` (nor
+/// `VM.Replicate`), PVE 9 the reverse; the built-in roles follow, a role naming the other
+/// release's privilege is refused (`verify_privname`), a seeded one drops it
+/// (`parse_user_config`), and the guest agent needs `VM.Monitor` on PVE 8.
+#[test]
+fn privileges_are_the_releases_own() {
+    for (v, own, other) in [
+        ("8.4.1", "VM.Monitor", "VM.GuestAgent.Audit"),
+        ("9.2.11", "VM.GuestAgent.Audit", "VM.Monitor"),
+    ] {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let roles = api.get("/access/roles", &[]).ok().clone();
+        let privs = |id: &str| -> Vec<String> {
+            roles
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["roleid"] == id)
+                .unwrap()["privs"]
+                .as_str()
+                .unwrap()
+                .split(',')
+                .map(str::to_string)
+                .collect()
+        };
+        let admin = privs("PVEVMAdmin");
+        assert!(admin.contains(&own.to_string()), "PVE {v}: {admin:?}");
+        assert!(!admin.contains(&other.to_string()), "PVE {v}: {admin:?}");
+        let auditor = privs("PVEAuditor");
+        assert_eq!(
+            auditor.contains(&"VM.GuestAgent.Audit".to_string()),
+            v.starts_with('9'),
+            "PVE {v}: {auditor:?}"
+        );
+        assert_eq!(
+            privs("Administrator").contains(&"VM.Replicate".to_string()),
+            v.starts_with('9'),
+            "PVE {v}"
+        );
+        let r = api.post("/access/roles", &[("roleid", "Other"), ("privs", other)]);
+        assert_eq!(
+            (r.status, r.message().to_string()),
+            (500, format!("invalid privilege '{other}'\n")),
+            "PVE {v}"
+        );
+        api.post("/access/roles", &[("roleid", "Own"), ("privs", own)])
+            .ok();
+        // The lab's provisioner role is seeded with VM.GuestAgent.Audit: PVE 8 drops it.
+        let seeded = privs("ProxShiftProvisioner");
+        assert_eq!(
+            seeded.contains(&"VM.GuestAgent.Audit".to_string()),
+            v.starts_with('9'),
+            "PVE {v}: {seeded:?}"
+        );
+        // ansible@pve (the `full` token) pings VM 100's agent only with the release's privilege.
+        let mut ansible = Api::root(&sim);
+        ansible.auth = Auth::Token(FULL_TOKEN.into());
+        let ping = || ansible.post("/nodes/pve1/qemu/100/agent/ping", &[]).status;
+        if v.starts_with('8') {
+            assert_eq!(ping(), 403, "PVE {v}");
+            api.put(
+                "/access/roles/ProxShiftProvisioner",
+                &[("privs", "VM.Monitor"), ("append", "1")],
+            )
+            .ok();
+        }
+        assert_eq!(ping(), 200, "PVE {v}");
     }
 }

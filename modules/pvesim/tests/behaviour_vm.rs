@@ -675,7 +675,12 @@ fn lock_clone_is_on_the_new_vm_during_the_task() {
         .upid();
     let c = api.config("pve1", 410);
     assert_eq!(c["lock"], "clone");
-    assert_eq!(c.as_object().unwrap().len(), 2, "only lock + digest: {c}");
+    assert_eq!(c["description"], " qmclone temporary file");
+    assert_eq!(
+        c.as_object().unwrap().len(),
+        3,
+        "only lock, the temporary file's description and digest: {c}"
+    );
     sim.advance(Duration::from_secs(60));
     assert_eq!(api.exit(&upid), "OK");
 }

@@ -140,6 +140,55 @@ fn order_steps_and_parallel_bound_hold_on_the_simulators_clock() {
     assert_eq!(vm(&r, "worker-1")["step"], json!(2));
 }
 
+/// A hibernated VM (qemu-server `vm_suspend` with `todisk`: stopped, `lock: suspended`, its memory
+/// in `vmstate`): `stopped` leaves it so, `started` starts it, which resumes it from its state
+/// (`vm_start` takes the `suspended` lock) — one start, no waiting for the lock to go.
+#[test]
+fn a_hibernated_vm_is_stopped_and_started_resumes_it() {
+    for version in ["8.4.1", "9.2.11"] {
+        let mut s = seed("64G", &[(101, "sno", "pve1", "running: true")]);
+        s.cluster.version = version.into();
+        // The state goes to `local` (`find_vmstate_storage`'s fallback for a VM without disks).
+        let local = Seed::from_yaml(
+            "nodes:\n  - {name: pve1, storages: [{id: local, type: dir, content: [images], size: 100G}]}\n",
+        )
+        .unwrap();
+        s.nodes[0].storages = local.nodes[0].storages.clone();
+        let sim = start(s, 0.1);
+        let mut o = pve_client::ConnectionOptions::new(sim.url());
+        o.api_token_id = Some("root@pam!lc".into());
+        o.api_token_secret = Some(SECRET.into());
+        pve_client::Client::new(&o)
+            .unwrap()
+            .vm_action(
+                "pve1",
+                101,
+                "suspend",
+                &pve_client::Params::new().flag("todisk", true),
+                Duration::from_secs(60),
+            )
+            .unwrap();
+        assert_eq!(sim.vm_config(101).unwrap()["lock"], "suspended");
+        sim.clear_requests();
+        let (r, code) = module(&sim, json!({"state": "stopped", "vmid": 101}));
+        assert_eq!(
+            (code, r["changed"].clone()),
+            (0, json!(false)),
+            "{version}: {r}"
+        );
+        let (r, code) = module(&sim, json!({"state": "started", "vmid": 101}));
+        assert_eq!(code, 0, "{version}: {r}");
+        assert_eq!(vms(&r)[0]["actions"], json!(["start"]), "{version}: {r}");
+        assert!(running(&sim, 101), "{version}");
+        let conf = sim.vm_config(101).unwrap();
+        assert!(
+            !conf.contains_key("lock") && !conf.contains_key("vmstate"),
+            "{version}: {conf:?}"
+        );
+        assert_eq!(power_posts(&sim), [(101, "start".to_string())], "{version}");
+    }
+}
+
 #[test]
 fn check_mode_writes_nothing_and_reruns_are_idempotent() {
     let sim = start(

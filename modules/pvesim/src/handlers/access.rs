@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::auth::{Principal, ALL_PRIVS};
+use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{AclEntry, Token};
 use crate::server::Ctx;
@@ -192,10 +192,11 @@ pub fn token_delete(ctx: &mut Ctx) -> ReplyResult<Value> {
     Ok(Value::Null)
 }
 
-fn privs_list(s: &str) -> ReplyResult<BTreeSet<String>> {
+/// pve-access-control `verify_privname`: "invalid privilege" for a name the release does not know.
+fn privs_list(ctx: &Ctx, s: &str) -> ReplyResult<BTreeSet<String>> {
     let mut out = BTreeSet::new();
     for p in s.split([',', ';', ' ']).filter(|p| !p.is_empty()) {
-        if !ALL_PRIVS.contains(&p) {
+        if !ctx.sim.access.is_privilege(p) {
             return Err(ErrorReply::die(format!("invalid privilege '{p}'")));
         }
         out.insert(p.to_string());
@@ -221,7 +222,7 @@ pub fn role_create(ctx: &mut Ctx) -> ReplyResult<Value> {
     if ctx.sim.access.roles.contains_key(&id) {
         return Err(ErrorReply::die(format!("role '{id}' already exists")));
     }
-    let privs = privs_list(&ctx.str("privs"))?;
+    let privs = privs_list(ctx, &ctx.str("privs"))?;
     ctx.sim.access.roles.insert(id, privs);
     Ok(Value::Null)
 }
@@ -246,7 +247,7 @@ pub fn role_update(ctx: &mut Ctx) -> ReplyResult<Value> {
             "cannot modify built-in role '{id}'"
         )));
     }
-    let privs = privs_list(&ctx.str("privs"))?;
+    let privs = privs_list(ctx, &ctx.str("privs"))?;
     let append = ctx.flag("append");
     let r = ctx
         .sim

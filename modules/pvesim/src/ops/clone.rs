@@ -15,6 +15,9 @@ use crate::vmconfig::{
 
 use super::{existing_pool, placeholder_vm};
 
+/// The description of a clone's temporary config while its task runs (see [`start`]).
+pub const CLONE_TEMP_DESCRIPTION: &str = " qmclone temporary file";
+
 /// A clone request as parsed by the handler.
 pub struct CloneVm {
     pub node: String,
@@ -87,10 +90,20 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ReplyResult<String
     if let Some(d) = req.description {
         staged.insert("description".to_string(), d);
     }
-    sim.vms.insert(
-        newid,
-        placeholder_vm(newid, target, "clone", staged, src.agent_delay),
-    );
+    // qemu-server `PVE/API2/Qemu.pm`, `clone_vm` (`$clonefn`): the new VM's config is first
+    // the temporary file `"# qmclone temporary file\nlock: clone\n"`; name and description are
+    // only in the config the worker writes (`write_config($newid, $newconf)`), and the lock goes
+    // when it ends. `PVE/QemuServer.pm`, `parse_vm_config`, reads the `#` line as the
+    // description (trailing whitespace trimmed), so a GET shows `description: " qmclone
+    // temporary file"`, no name, and `/cluster/resources` names the VM "VM <newid>"
+    // (`vmstatus`: `$conf->{name} || "VM $vmid"`). The same in PVE 8 and PVE 9. (Upstream
+    // writes `$newconf` — name included, still locked — after each cloned disk; pvesim writes
+    // it once, when the task ends.)
+    let mut placeholder = placeholder_vm(newid, target, "clone", staged, src.agent_delay);
+    placeholder
+        .conf
+        .insert("description".into(), CLONE_TEMP_DESCRIPTION.into());
+    sim.vms.insert(newid, placeholder);
     sim.set_pool(newid, pool.as_deref());
     // Full clones copy data (≈1 GiB/s before scaling); linked clones are quick.
     let secs = if full {

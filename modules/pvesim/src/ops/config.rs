@@ -52,9 +52,13 @@ pub fn apply(
     let vm = sim.vm(&node, vmid)?.clone();
     // `delete=lock` is `qm unlock`; everything else respects the lock.
     let unlock = changes.delete.len() == 1 && changes.delete[0] == "lock" && changes.set.is_empty();
-    if !unlock {
+    // Deleting `vmstate` throws a hibernated VM's state away, and its lock with it
+    // (`$update_vm_api`, see `ops::hibernate`).
+    let discard = vm.lock() == Some("suspended") && changes.delete.iter().any(|k| k == "vmstate");
+    if !unlock && !discard {
         Sim::check_lock(&vm, skip)?;
     }
+
     check_digest(sim, &vm, req.digest.as_deref())?;
     for (k, v) in &changes.set {
         let p = privilege_for(k, Some(v));
@@ -66,6 +70,10 @@ pub fn apply(
     }
     normalise(sim, who, &node, vmid, &mut changes.set, false)?;
     check_result(&vm.effective_conf(), &changes)?;
+    if discard {
+        changes.delete.retain(|k| k != "vmstate");
+        super::hibernate::remove_state(sim, vmid);
+    }
     // qemu-server stages into [PENDING] under the config file lock, then applies: here for PUT,
     // in the worker for POST — so a worker that cannot get the lock changes nothing.
     if is_async {
@@ -88,7 +96,9 @@ fn check_delete_keys(def: &MethodDef, changes: &ConfigChanges) -> ReplyResult<()
                 format!("you can't use '-{k}' and -delete {k}' at the same time"),
             );
         }
-        if lookup_prop(def, k).is_none() && k != "lock" {
+        // `lock` and `vmstate` are config keys (`PVE/QemuServer.pm`, `$confdesc`) the
+        // schema subset does not list for updates.
+        if lookup_prop(def, k).is_none() && k != "lock" && k != "vmstate" {
             perr.insert(
                 "delete".to_string(),
                 format!("invalid configuration ID '{k}'"),

@@ -38,7 +38,11 @@ pub fn start(sim: &mut Sim, who: &Principal, req: DestroyVm) -> ReplyResult<Stri
             "VM {vmid} is running - destroy failed"
         )));
     }
-    Sim::check_lock(&vm, skip)?;
+    // qemu-server `PVE/QemuServer.pm`, `destroy_vm`: `check_lock` unless skiplock or the lock
+    // is `suspended` (a hibernated VM may be destroyed, its state volume with it).
+    if vm.lock() != Some("suspended") {
+        Sim::check_lock(&vm, skip)?;
+    }
     if skip {
         sim.vm_mut(&node, vmid)?.conf.remove("lock");
     }
@@ -62,10 +66,12 @@ pub fn start(sim: &mut Sim, who: &Principal, req: DestroyVm) -> ReplyResult<Stri
 pub fn finish(sim: &mut Sim, vmid: u32, unreferenced: bool, log: &mut Vec<String>) -> TaskResult {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?.clone();
     if let Some(l) = vm.lock() {
-        if l != "destroyed" {
+        if l != "destroyed" && l != "suspended" {
             return Err(locked(l).into());
         }
     }
+    // A hibernated VM's state volume goes with it.
+    super::hibernate::remove_state(sim, vmid);
     for (k, v) in vm.conf.iter().chain(vm.pending.iter()) {
         if is_drive_key(k) {
             sim.free_volume(&vm.node, v, k);

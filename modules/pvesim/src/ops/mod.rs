@@ -9,6 +9,7 @@ pub mod clone;
 pub mod config;
 pub mod create;
 pub mod destroy;
+pub mod hibernate;
 pub mod power;
 pub mod resize;
 pub mod storage;

@@ -203,14 +203,18 @@ pub fn start_vm(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> TaskResult {
     let pid = sim.alloc_pid();
     let now = sim.effect_now();
     let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
-    if vm.lock() == Some("suspended") {
-        vm.conf.remove("lock");
-        log.push("resuming suspended VM".into());
+    let resumed = vm.lock() == Some("suspended") || vm.conf.contains_key("vmstate");
+    if resumed {
+        log.push("Resuming suspended VM".into());
+        log.push("Resumed VM, removing state".into());
     }
     vm.state = RunState::Running;
     vm.started_at = Some(now);
     vm.agent_ready_at = Some(now + delay);
     vm.pid = pid;
+    if resumed {
+        super::hibernate::remove_state(sim, vmid);
+    }
     Ok(0)
 }
 
@@ -247,12 +251,10 @@ pub fn finish_reset(sim: &mut Sim, vmid: u32) -> TaskResult {
     Ok(0)
 }
 
-/// `todisk`: hibernate (stopped, `lock: suspended`); otherwise pause in memory.
+/// `todisk`: hibernate (see `ops::hibernate`); otherwise pause in memory.
 pub fn finish_pause(sim: &mut Sim, vmid: u32, todisk: bool) -> TaskResult {
     if todisk {
-        power_off(sim, vmid);
-        let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
-        vm.conf.insert("lock".into(), "suspended".into());
+        super::hibernate::suspend_to_disk(sim, vmid)?;
     } else {
         let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
         vm.state = RunState::Paused;

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::auth::{builtin_roles, Access};
+use crate::auth::{builtin_roles, privileges, Access};
 use crate::faults::Faults;
 use crate::model::{
     parse_size, AclEntry, AclSeed, ByteSize, FileSeed, Node, NodeSeed, Pool, PoolSeed, RoleSeed,
@@ -107,7 +107,11 @@ impl Sim {
             vms: BTreeMap::new(),
             pools: BTreeMap::new(),
             access: Access {
-                roles: builtin_roles(),
+                roles: builtin_roles(version.generation()),
+                known: privileges(version.generation())
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect(),
                 key: crate::vmconfig::uuid_v4(),
                 ..Default::default()
             },
@@ -253,10 +257,15 @@ impl Sim {
             };
             self.access.tokens.insert(tok.full_id(), tok);
         }
+        // pve-access-control `parse_user_config`: "user config - ignore invalid privilege"
+        // (a PVE 9 privilege in a PVE 8 seed is dropped, as PVE 8 drops it from user.cfg).
         for r in seed.roles.iter().cloned() {
-            self.access
-                .roles
-                .insert(r.roleid, r.privs.into_iter().collect());
+            let privs = r
+                .privs
+                .into_iter()
+                .filter(|p| self.access.is_privilege(p))
+                .collect();
+            self.access.roles.insert(r.roleid, privs);
         }
         for a in seed.acl.iter().cloned() {
             let (kind, ugid) = match (a.user, a.group, a.token) {
