@@ -44,14 +44,19 @@ class KubeApi:
         self._ctx = ssl.create_default_context(cafile=self.ca_cert)
 
     def request(self, method: str, path: str, body=None, *, token: str | None = None,
-                content_type: str = "application/json"):
-        """Returns (status, parsed JSON or text)."""
+                content_type: str = "application/json", headers: list[tuple[str, str]] | None = None):
+        """Returns (status, parsed JSON or text). `headers`: more (name, value) pairs, a name may repeat
+        (`Impersonate-Group`)."""
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {token or self.admin_token}")
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", content_type)
+        if headers:
+            # urllib keeps one value per header name; the API server reads repeated
+            # Impersonate-Group headers, so those go through http.client directly.
+            return self._raw(method, path, data, req, headers)
         try:
             with urllib.request.urlopen(req, context=self._ctx, timeout=30) as resp:
                 status, raw = resp.status, resp.read()
@@ -61,6 +66,30 @@ class KubeApi:
             return status, json.loads(raw)
         except ValueError:
             return status, raw.decode()
+
+    def _raw(self, method, path, data, req, headers):
+        import http.client
+        from urllib.parse import urlparse
+        u = urlparse(self.url)
+        conn = http.client.HTTPSConnection(u.hostname, u.port, context=self._ctx, timeout=30)
+        conn.putrequest(method, path)
+        for k, v in list(req.header_items()) + list(headers):
+            conn.putheader(k, v)
+        if data is not None:
+            conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders(data)
+        resp = conn.getresponse()
+        status, raw = resp.status, resp.read()
+        conn.close()
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode()
+
+    def audit_events(self) -> list[dict]:
+        """The API server's audit log so far (one event per request; see kube_client::testenv)."""
+        lines = (Path(self.info["dir"]) / "audit.log").read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
 
     def ok(self, method: str, path: str, body=None, **kw):
         status, out = self.request(method, path, body, **kw)
@@ -77,6 +106,14 @@ class KubeApi:
 
     def patch_status(self, path: str, status: dict):
         return self.ok("PATCH", path + "/status", {"status": status}, content_type="application/merge-patch+json")
+
+    def audit_events(self) -> list[dict]:
+        """The API server's audit log so far (one event per request: user.username, verb, requestURI,
+        responseStatus.code), as `kube_client::testenv` writes it."""
+        path = Path(self.info["dir"]) / "audit.log"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     def kubeconfig(self, token: str) -> str:
         ca = base64.b64encode(Path(self.ca_cert).read_bytes()).decode()

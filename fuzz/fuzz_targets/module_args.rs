@@ -26,16 +26,23 @@ fn typed_proxmox_vm(m: &mut Module) -> Result<Outcome, Failure> {
     Ok(Outcome::new(false))
 }
 
+fn typed_cluster_upgrade(m: &mut Module) -> Result<Outcome, Failure> {
+    if let Some(v) = m.params.get("version").and_then(|v| v.as_str()) {
+        let _ = cluster_upgrade::decide::parse_request(v);
+    }
+    Ok(Outcome::new(false))
+}
+
 fn validate_only(_: &mut Module) -> Result<Outcome, Failure> {
     Ok(Outcome::new(false))
 }
 
 type Entry = (&'static str, ArgSpec, Body);
 
-/// Built once: the specs are plain data and building twelve per input would dominate the run.
+/// Built once: the specs are plain data and building thirteen per input would dominate the run.
 /// The plugin backends (`--inventory`, `--lookup`) validate their stdin JSON with their own specs.
-fn modules() -> &'static [Entry; 12] {
-    static MODULES: std::sync::OnceLock<[Entry; 12]> = std::sync::OnceLock::new();
+fn modules() -> &'static [Entry; 15] {
+    static MODULES: std::sync::OnceLock<[Entry; 15]> = std::sync::OnceLock::new();
     MODULES.get_or_init(|| {
         [
             ("proxmox_vm", proxmox_vm::argument_spec(), typed_proxmox_vm),
@@ -80,6 +87,21 @@ fn modules() -> &'static [Entry; 12] {
             (
                 "acm_cluster_info",
                 acm_cluster_info::argument_spec(),
+                validate_only,
+            ),
+            (
+                "cluster_nodes",
+                cluster_nodes::argument_spec(),
+                validate_only,
+            ),
+            (
+                "cluster_upgrade",
+                cluster_upgrade::argument_spec(),
+                typed_cluster_upgrade,
+            ),
+            (
+                "cluster_config",
+                cluster_config::argument_spec(),
                 validate_only,
             ),
         ]

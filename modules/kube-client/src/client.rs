@@ -181,12 +181,27 @@ impl Client {
         ns: Option<&str>,
         label_selector: Option<&str>,
     ) -> Result<Vec<Value>, KubeError> {
+        self.list_selected(r, ns, label_selector, None)
+    }
+
+    /// [`Client::list`] with a field selector too (`spec.nodeName=worker-0`); `ns: None` on a
+    /// namespaced kind lists all namespaces.
+    pub fn list_selected(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<Vec<Value>, KubeError> {
         let mut items = Vec::new();
         let mut cont: Option<String> = None;
         loop {
             let mut q = vec![("limit".to_string(), "500".to_string())];
             if let Some(s) = label_selector {
                 q.push(("labelSelector".into(), s.into()));
+            }
+            if let Some(s) = field_selector {
+                q.push(("fieldSelector".into(), s.into()));
             }
             if let Some(c) = &cont {
                 q.push(("continue".into(), c.clone()));
@@ -261,8 +276,8 @@ impl Client {
         )
     }
 
-    /// Server-side apply (JSON is YAML). `force` takes over fields other managers own; without it a
-    /// clash is a 409 naming the fields and their manager.
+    /// Server-side apply (JSON is YAML) as [`FIELD_MANAGER`]. `force` takes over fields other managers
+    /// own; without it a clash is a 409 naming the fields and their manager.
     pub fn apply(
         &self,
         r: &Resource,
@@ -272,7 +287,23 @@ impl Client {
         force: bool,
         dry_run: bool,
     ) -> Result<Value, KubeError> {
-        let mut q = vec![("fieldManager".to_string(), FIELD_MANAGER.to_string())];
+        self.apply_as(r, ns, name, obj, FIELD_MANAGER, force, dry_run)
+    }
+
+    /// [`Client::apply`] as `field_manager`; `dry_run` asks for `dryRun=All`: the server validates,
+    /// defaults and answers with the object it would store, and stores nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_as(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        obj: &Value,
+        field_manager: &str,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<Value, KubeError> {
+        let mut q = vec![("fieldManager".to_string(), field_manager.to_string())];
         if force {
             q.push(("force".into(), "true".into()));
         }
@@ -286,9 +317,68 @@ impl Client {
         )
     }
 
+    /// POST `body` to a subresource of an object (`pods/NAME/eviction`); the answer.
+    pub fn create_subresource(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        subresource: &str,
+        body: &Value,
+    ) -> Result<Value, KubeError> {
+        self.json(
+            "POST",
+            &format!("{}/{subresource}", r.item(ns, name)),
+            Some(("application/json", body.to_string().into_bytes())),
+        )
+    }
+
+    /// PUT `obj` to a subresource of an object (`certificatesigningrequests/NAME/approval`).
+    pub fn replace_subresource(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        subresource: &str,
+        obj: &Value,
+    ) -> Result<Value, KubeError> {
+        self.json(
+            "PUT",
+            &format!("{}/{subresource}", r.item(ns, name)),
+            Some(("application/json", obj.to_string().into_bytes())),
+        )
+    }
+
+    /// The `apiVersion` and kind a subresource takes, as discovery of `api_version` lists it
+    /// (`v1`, `pods/eviction` → `policy/v1beta1` `Eviction` on Kubernetes 1.20, `policy/v1` from
+    /// 1.22). A subresource of the parent's own group/version has no group/version of its own in
+    /// discovery and gets the parent's. `None` when the subresource is not listed.
+    pub fn subresource_kind(
+        &self,
+        api_version: &str,
+        subresource: &str,
+    ) -> Result<Option<(String, String)>, KubeError> {
+        let list = self.get_path(&api_root(api_version))?;
+        Ok(subresource_kind_in(&list, api_version, subresource))
+    }
+
     /// Delete; `Ok(false)` when it was already gone.
     pub fn delete(&self, r: &Resource, ns: Option<&str>, name: &str) -> Result<bool, KubeError> {
-        let body = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+        self.delete_with(r, ns, name, false)
+    }
+
+    /// [`Client::delete`]; `dry_run` asks for `dryRun=All` (the server checks, deletes nothing).
+    pub fn delete_with(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        dry_run: bool,
+    ) -> Result<bool, KubeError> {
+        let mut body = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+        if dry_run {
+            body["dryRun"] = serde_json::json!(["All"]);
+        }
         match self.json(
             "DELETE",
             &r.item(ns, name),
@@ -368,11 +458,26 @@ impl Client {
         timeout: Duration,
         interval: Duration,
     ) -> Result<Value, WaitError<KubeError>> {
+        self.wait_until(r, ns, name, |obj| unmet(obj, wanted), timeout, interval)
+    }
+
+    /// Wait until the object exists and `unmet` finds nothing missing in it; returns it. `unmet` says
+    /// what is still missing (as [`unmet`] and [`crate::objects::unmet_values`] do); on timeout the
+    /// error names the object and those.
+    pub fn wait_until(
+        &self,
+        r: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        unmet: impl Fn(&Value) -> Vec<String>,
+        timeout: Duration,
+        interval: Duration,
+    ) -> Result<Value, WaitError<KubeError>> {
         proxshift_http::wait_for(timeout, interval, || {
             Ok(match self.get(r, ns, name)? {
                 None => Poll::Pending(format!("{} to exist", r.describe(ns, name))),
                 Some(obj) => {
-                    let missing = unmet(&obj, wanted);
+                    let missing = unmet(&obj);
                     if missing.is_empty() {
                         Poll::Ready(obj)
                     } else {
@@ -423,6 +528,26 @@ impl Client {
     }
 }
 
+/// The pure half of [`Client::subresource_kind`]: read an `APIResourceList`.
+pub fn subresource_kind_in(
+    list: &Value,
+    api_version: &str,
+    subresource: &str,
+) -> Option<(String, String)> {
+    let entry = list
+        .get("resources")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|x| x.get("name").and_then(Value::as_str) == Some(subresource))?;
+    let s = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
+    let version = match (s("group"), s("version")) {
+        (_, "") => api_version.to_string(),
+        ("", v) => v.to_string(),
+        (g, v) => format!("{g}/{v}"),
+    };
+    Some((version, s("kind").to_string()))
+}
+
 /// `a=b&c=d` with percent-encoding of the values.
 fn query(pairs: &[(String, String)]) -> String {
     pairs
@@ -446,6 +571,24 @@ pub(crate) fn encode(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn subresource_kind_reads_discovery() {
+        let list = serde_json::json!({"resources": [
+            {"name": "pods", "kind": "Pod"},
+            {"name": "pods/eviction", "group": "policy", "version": "v1beta1", "kind": "Eviction"},
+            {"name": "pods/status", "kind": "Pod"},
+        ]});
+        assert_eq!(
+            super::subresource_kind_in(&list, "v1", "pods/eviction"),
+            Some(("policy/v1beta1".into(), "Eviction".into()))
+        );
+        assert_eq!(
+            super::subresource_kind_in(&list, "v1", "pods/status"),
+            Some(("v1".into(), "Pod".into()))
+        );
+        assert_eq!(super::subresource_kind_in(&list, "v1", "pods/exec"), None);
+    }
+
     #[test]
     fn query_is_encoded() {
         assert_eq!(

@@ -81,6 +81,54 @@ pub fn hub_opts() -> Vec<ansible_module::Opt> {
     ]
 }
 
+/// A cluster's own connection options as `cluster_auth` names them (`api_url`, `kubeconfig`, …): the
+/// modules that act on the cluster itself, not on a hub, flatten this into their options.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterOptions {
+    pub api_url: Option<String>,
+    pub kubeconfig: Option<String>,
+    pub context: Option<String>,
+    pub api_key: Option<String>,
+    pub ca_cert: Option<PathBuf>,
+    pub validate_certs: bool,
+}
+
+impl ClusterOptions {
+    pub fn params(&self) -> ConnectionParams {
+        ConnectionParams {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            host: self.api_url.clone(),
+            api_key: self.api_key.clone(),
+            ca_cert: self.ca_cert.clone(),
+            validate_certs: self.validate_certs,
+        }
+    }
+}
+
+/// [`ClusterOptions`] as `cluster_auth` and `cluster_upgrade` declare them, with their `K8S_AUTH_*` fallbacks.
+#[cfg(feature = "module-options")]
+pub fn cluster_opts() -> Vec<ansible_module::Opt> {
+    use ansible_module::Opt;
+    vec![
+        Opt::str("api_url")
+            .aliases(&["host"])
+            .env(&["K8S_AUTH_HOST"]),
+        // A kubeconfig given as text holds credentials.
+        Opt::str("kubeconfig")
+            .no_log()
+            .env(&["K8S_AUTH_KUBECONFIG"]),
+        Opt::str("context").env(&["K8S_AUTH_CONTEXT"]),
+        Opt::str("api_key").no_log().env(&["K8S_AUTH_API_KEY"]),
+        Opt::path("ca_cert")
+            .aliases(&["ssl_ca_cert"])
+            .env(&["K8S_AUTH_SSL_CA_CERT"]),
+        Opt::bool("validate_certs")
+            .aliases(&["verify_ssl"])
+            .default(true),
+    ]
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The options do not make a connection (no server, unreadable or broken kubeconfig, bad URL).

@@ -16,10 +16,10 @@ pub mod objects;
 pub mod testenv;
 
 pub use client::{Client, PatchType};
-pub use connect::{connect, ConnectError, Connected, HubOptions};
+pub use connect::{connect, ClusterOptions, ConnectError, Connected, HubOptions};
 pub use ensure::{Action, Ensured, Method};
 pub use error::{KubeError, LoginError};
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig, KubeconfigError};
 pub use oauth::OAuthRedirectError;
 pub use objects::{known, Condition, DocumentError, Resource};
-pub use proxshift_http::{wait_for, Poll, Tls, WaitError};
+pub use proxshift_http::{wait_for, Backoff, Poll, Tls, WaitError};

@@ -65,6 +65,17 @@ pub mod known {
     pub fn nodes() -> Resource {
         Resource::new("v1", "Node", "nodes", false)
     }
+    pub fn pods() -> Resource {
+        Resource::new("v1", "Pod", "pods", true)
+    }
+    pub fn certificate_signing_requests() -> Resource {
+        Resource::new(
+            "certificates.k8s.io/v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            false,
+        )
+    }
     pub fn managed_clusters() -> Resource {
         Resource::new(
             "cluster.open-cluster-management.io/v1",
@@ -160,6 +171,65 @@ pub fn unmet(obj: &Value, wanted: &[(&str, &str)]) -> Vec<String> {
                     Some(why)
                 }
                 None => Some(format!("{t}={s} (not reported yet)")),
+            }
+        })
+        .collect()
+}
+
+/// The value at a JSONPath-like `path` in `obj`: dotted keys with optional list indexes,
+/// `status.phase`, `status.conditions[0].type`, `.spec.x` or `{.spec.x}` (kubectl's spelling). `None`
+/// when any step is missing (or the path is malformed: an index that is not a number).
+pub fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let p = path.trim();
+    let p = p
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(p);
+    let p = p.strip_prefix('$').unwrap_or(p);
+    let p = p.strip_prefix('.').unwrap_or(p);
+    let mut cur = obj;
+    for part in p.split('.').filter(|s| !s.is_empty()) {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            cur = cur.get(key)?;
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let i: usize = r[..end].parse().ok()?;
+            cur = cur.get(i)?;
+            rest = &r[end + 1..];
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+    }
+    Some(cur)
+}
+
+/// A scalar as text for comparisons (`"Succeeded"`, `3`, `true`); objects and lists as JSON.
+pub fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Which `(path, value)` checks the object does not meet yet, each as `path=value (now X)`; a check
+/// without a value wants the path to exist (not null). Values compare as text ([`scalar_text`]).
+pub fn unmet_values(obj: &Value, wanted: &[(&str, Option<&str>)]) -> Vec<String> {
+    wanted
+        .iter()
+        .filter_map(|(path, want)| {
+            let have = value_at(obj, path).filter(|v| !v.is_null());
+            match (have, want) {
+                (Some(h), Some(w)) if scalar_text(h) == *w => None,
+                (Some(_), None) => None,
+                (Some(h), Some(w)) => Some(format!("{path}={w} (now {})", scalar_text(h))),
+                (None, Some(w)) => Some(format!("{path}={w} (not set yet)")),
+                (None, None) => Some(format!("{path} to be set")),
             }
         })
         .collect()
@@ -341,6 +411,45 @@ mod tests {
         );
         assert!(unmet(&o, &[("ManagedClusterJoined", "True")]).is_empty());
         assert_eq!(unmet(&json!({}), &[("A", "True")]).len(), 1);
+    }
+
+    #[test]
+    fn paths_are_read_like_jsonpath() {
+        let o = json!({"status": {"phase": "Succeeded", "replicas": 3,
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+        assert_eq!(value_at(&o, "status.phase"), Some(&json!("Succeeded")));
+        assert_eq!(value_at(&o, "{.status.phase}"), Some(&json!("Succeeded")));
+        assert_eq!(
+            value_at(&o, ".status.conditions[0].type"),
+            Some(&json!("Ready"))
+        );
+        assert_eq!(value_at(&o, "status.conditions[1].type"), None);
+        assert_eq!(value_at(&o, "status.conditions[x]"), None);
+        assert_eq!(value_at(&o, "status.nope"), None);
+        assert!(unmet_values(
+            &o,
+            &[
+                ("status.phase", Some("Succeeded")),
+                ("status.replicas", Some("3"))
+            ]
+        )
+        .is_empty());
+        assert_eq!(
+            unmet_values(
+                &o,
+                &[
+                    ("status.phase", Some("Failed")),
+                    ("status.x", Some("1")),
+                    ("status.y", None)
+                ]
+            ),
+            vec![
+                "status.phase=Failed (now Succeeded)".to_string(),
+                "status.x=1 (not set yet)".to_string(),
+                "status.y to be set".to_string(),
+            ]
+        );
+        assert!(unmet_values(&o, &[("status.phase", None)]).is_empty());
     }
 
     #[test]

@@ -333,3 +333,104 @@ fn discovery_resolves_crd_kinds() {
         .to_string()
         .contains("CRD"));
 }
+
+#[test]
+fn subresources_by_discovery_and_field_selectors() {
+    let c = env().admin();
+    // Kubernetes 1.20 serves evictions as policy/v1beta1 (policy/v1 from 1.22): discovery says which.
+    assert_eq!(
+        c.subresource_kind("v1", "pods/eviction")
+            .expect("discovery"),
+        Some(("policy/v1beta1".to_string(), "Eviction".to_string()))
+    );
+    assert_eq!(
+        c.subresource_kind("v1", "pods/no-such").expect("discovery"),
+        None
+    );
+    let ns = namespace(&c);
+    c.create(&known::secrets(), Some(&ns), &secret(&ns, "a"))
+        .expect("create a");
+    c.create(&known::secrets(), Some(&ns), &secret(&ns, "b"))
+        .expect("create b");
+    let only_b = c
+        .list_selected(&known::secrets(), Some(&ns), None, Some("metadata.name=b"))
+        .expect("list");
+    let names: Vec<&str> = only_b
+        .iter()
+        .filter_map(|s| s.pointer("/metadata/name").and_then(|n| n.as_str()))
+        .collect();
+    assert_eq!(names, ["b"]);
+}
+
+#[test]
+fn dry_runs_store_nothing_and_field_managers_are_named() {
+    let c = env().admin();
+    let ns = namespace(&c);
+    let cm = Resource::new("v1", "ConfigMap", "configmaps", true);
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": ns}, "data": {"x": "1"}});
+    // A dry-run apply answers with the defaulted object (uid, creation time) and stores nothing.
+    let dry = c
+        .apply_as(&cm, Some(&ns), "d", &obj, "someone", false, true)
+        .unwrap();
+    assert!(dry["metadata"]["uid"].is_string());
+    assert!(c.get(&cm, Some(&ns), "d").unwrap().is_none());
+    let real = c
+        .apply_as(&cm, Some(&ns), "d", &obj, "someone", false, false)
+        .unwrap();
+    assert_eq!(
+        real["metadata"]["managedFields"][0]["manager"],
+        json!("someone")
+    );
+    // A dry-run delete reports that the object existed and leaves it.
+    assert!(c.delete_with(&cm, Some(&ns), "d", true).unwrap());
+    assert!(c.get(&cm, Some(&ns), "d").unwrap().is_some());
+    assert!(c.delete_with(&cm, Some(&ns), "d", false).unwrap());
+    assert!(!c.delete_with(&cm, Some(&ns), "d", true).unwrap());
+    let audit = env().audited(|e| {
+        e["requestURI"]
+            .as_str()
+            .is_some_and(|u| u.contains(&format!("/namespaces/{ns}/configmaps/d")))
+            && e["verb"] == "delete"
+    });
+    assert!(!audit.is_empty());
+}
+
+#[test]
+fn wait_until_reports_the_values_still_missing() {
+    let c = env().admin();
+    let ns = namespace(&c);
+    let cm = Resource::new("v1", "ConfigMap", "configmaps", true);
+    c.create(
+        &cm,
+        Some(&ns),
+        &json!({"metadata": {"name": "w"}, "data": {"phase": "Pending"}}),
+    )
+    .unwrap();
+    let got = c
+        .wait_until(
+            &cm,
+            Some(&ns),
+            "w",
+            |o| kube_client::objects::unmet_values(o, &[("data.phase", Some("Pending"))]),
+            Duration::from_secs(5),
+            Duration::from_millis(100),
+        )
+        .unwrap();
+    assert_eq!(got["data"]["phase"], json!("Pending"));
+    match c.wait_until(
+        &cm,
+        Some(&ns),
+        "w",
+        |o| kube_client::objects::unmet_values(o, &[("data.phase", Some("Done"))]),
+        Duration::ZERO,
+        Duration::from_millis(100),
+    ) {
+        Err(WaitError::Timeout { pending, .. }) => {
+            assert_eq!(
+                pending,
+                format!("ConfigMap {ns}/w: data.phase=Done (now Pending)")
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,116 @@
+"""The proxshift.openshift.post_install role through real ansible-playbook against the real kube-apiserver
+(kube_fixtures.py): node labels and taints merged into Nodes the test creates, StorageClasses created and
+exactly one default, a rerun that changes nothing, and a node the cluster lacks."""
+from __future__ import annotations
+
+import json
+
+from kube_fixtures import KubeApi, kube_api, unique  # noqa: F401 (fixtures)
+
+GA = "storageclass.kubernetes.io/is-default-class"
+SC = "/apis/storage.k8s.io/v1/storageclasses"
+ROLE = "proxshift.openshift.post_install"
+
+
+def play(**role_vars) -> str:
+    return json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "post", "ansible.builtin.import_role": {"name": "proxshift.openshift.post_install"},
+         "vars": role_vars}]}])
+
+
+def node(name: str, labels: dict, taints: list) -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}
+
+
+def storage_class(name: str, default: bool | None = None) -> dict:
+    meta = {"name": name}
+    if default is not None:
+        meta["annotations"] = {GA: "true" if default else "false"}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta,
+            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}
+
+
+def test_labels_taints_and_the_default_storage_class_converge(run_playbook, kube_api: KubeApi, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    infra, worker = unique("infra"), unique("worker")
+    kube_api.ok("POST", "/api/v1/nodes", node(infra, {"kept": "yes"}, [
+        {"key": "theirs", "value": "x", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/infra", "value": "old", "effect": "NoSchedule"}]))
+    kube_api.ok("POST", "/api/v1/nodes", node(worker, {"kept": "too"}, []))
+    # The API server's TaintNodesByCondition admission adds node.kubernetes.io/not-ready to a new Node:
+    # one more taint that is not the inventory's.
+    taints_before = kube_api.get(f"/api/v1/nodes/{infra}")["spec"]["taints"]
+    worker_taints = kube_api.get(f"/api/v1/nodes/{worker}")["spec"].get("taints")
+    assert {"key": "theirs", "value": "x", "effect": "NoSchedule"} in taints_before
+    old, plain, fast = unique("old-default"), unique("plain"), unique("fast")
+    kube_api.ok("POST", SC, storage_class(old, default=True))
+    kube_api.ok("POST", SC, storage_class(plain))
+    role_vars = {
+        "post_install_kubeconfig": str(kubeconfig),
+        "post_install_nodes": [
+            {"name": infra, "labels": {"node-role.kubernetes.io/infra": ""},
+             "taints": [{"key": "node-role.kubernetes.io/infra", "value": "reserved", "effect": "NoSchedule"}]},
+            {"name": worker, "labels": {"cluster.ocs.openshift.io/openshift-storage": ""}, "taints": []},
+        ],
+        "post_install_storage_classes": [{"name": fast, "provisioner": "kubernetes.io/no-provisioner",
+                                          "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete"}],
+        "post_install_default_storage_class": fast,
+    }
+    run = run_playbook(play(**role_vars), check=True, diff=True)
+    assert run.rc == 0, run.output
+    assert kube_api.get(f"{SC}/{fast}") is None, "check mode must not create"
+    assert kube_api.get(f"/api/v1/nodes/{infra}")["metadata"]["labels"] == {"kept": "yes"}
+
+    run = run_playbook(play(**role_vars))
+    assert run.rc == 0, run.output
+    assert set(run.changed_tasks()) == {f"{ROLE} : Set the nodes' labels and taints",
+                                        f"{ROLE} : Converge the StorageClasses and the default one"}
+    i = kube_api.get(f"/api/v1/nodes/{infra}")
+    assert i["metadata"]["labels"] == {"kept": "yes", "node-role.kubernetes.io/infra": ""}
+    # Same order, the inventory's taint updated in place, every other taint kept.
+    assert i["spec"]["taints"] == [
+        {**t, "value": "reserved"} if t["key"] == "node-role.kubernetes.io/infra" else t for t in taints_before]
+    w = kube_api.get(f"/api/v1/nodes/{worker}")
+    assert w["metadata"]["labels"] == {"kept": "too", "cluster.ocs.openshift.io/openshift-storage": ""}
+    assert w["spec"].get("taints") == worker_taints
+    assert kube_api.get(f"{SC}/{fast}")["metadata"]["annotations"][GA] == "true"
+    assert kube_api.get(f"{SC}/{old}")["metadata"]["annotations"][GA] == "false"
+    assert "annotations" not in kube_api.get(f"{SC}/{plain}")["metadata"]
+    defaults = [c["metadata"]["name"] for c in kube_api.get(SC)["items"]
+                if c["metadata"].get("annotations", {}).get(GA) == "true"]
+    assert defaults == [fast], defaults
+
+    run = run_playbook(play(**role_vars))
+    assert run.rc == 0, run.output
+    assert run.changed_tasks() == [], run.changed_tasks()
+
+    # The default moves back to an existing class; the inventory's class loses it.
+    run = run_playbook(play(**{**role_vars, "post_install_default_storage_class": old}))
+    assert run.rc == 0, run.output
+    assert kube_api.get(f"{SC}/{old}")["metadata"]["annotations"][GA] == "true"
+    assert kube_api.get(f"{SC}/{fast}")["metadata"]["annotations"][GA] == "false"
+
+
+def test_nothing_configured_is_a_no_op_and_a_missing_node_fails(run_playbook, kube_api: KubeApi, tmp_path):
+    run = run_playbook(play(post_install_kubeconfig=str(tmp_path / "absent")))
+    assert run.rc == 0, run.output
+    assert run.changed_tasks() == []
+    assert "nothing to do" in run.output
+
+    # Configured, but the install has produced no kubeconfig yet: said, nothing changed (as cluster_ready).
+    run = run_playbook(play(post_install_kubeconfig=str(tmp_path / "absent"), post_install_default_storage_class="x"))
+    assert run.rc == 0, run.output
+    assert run.changed_tasks() == [] and "the post-install configuration is not applied" in run.output, run.output
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    ghost = unique("ghost")
+    run = run_playbook(play(post_install_kubeconfig=str(kubeconfig),
+                            post_install_nodes=[{"name": ghost, "labels": {"a": "b"}}]))
+    assert run.rc != 0
+    assert f"sets labels or taints on {ghost}" in run.output, run.output
+    assert kube_api.get(f"/api/v1/nodes/{ghost}") is None
+
+    run = run_playbook(play(post_install_kubeconfig=str(kubeconfig), post_install_default_storage_class=unique("nope")))
+    assert run.rc != 0 and "has no such StorageClass" in run.output, run.output
