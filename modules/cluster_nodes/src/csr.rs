@@ -1,0 +1,576 @@
+//! Which kubelet CertificateSigningRequests may be approved: pure, no I/O.
+//!
+//! A node joining a cluster asks for two certificates. Its **client** certificate
+//! (`kubernetes.io/kube-apiserver-client-kubelet`) is requested with the bootstrap identity
+//! (on OpenShift the `node-bootstrapper` service account of `openshift-machine-config-operator`)
+//! for the subject `CN=system:node:<name>, O=system:nodes`. Its **serving** certificate
+//! (`kubernetes.io/kubelet-serving`) is requested by the node itself (`system:node:<name>`, group
+//! `system:nodes`) for the same subject, with the node's host names and addresses as SANs.
+//!
+//! [`decide`] approves exactly those, for the expected node names only. A CSR that names an expected
+//! node but fails a check (another requestor, another subject, a SAN that is not the node's) is
+//! [`Verdict::Refused`]: someone other than that node asks for its identity, and the caller stops.
+//! Anything else is [`Verdict::Unexpected`]: reported, never touched.
+
+use std::collections::BTreeMap;
+use std::io::Cursor;
+use std::net::IpAddr;
+
+use base64::Engine;
+use serde_json::Value;
+use x509_parser::extensions::{GeneralName, ParsedExtension};
+use x509_parser::pem::Pem;
+use x509_parser::prelude::{FromDer, X509CertificationRequest};
+
+pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+pub const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+/// The identity OpenShift's nodes bootstrap with (the machine-config-operator's bootstrap kubeconfig).
+pub const DEFAULT_BOOTSTRAP_USER: &str =
+    "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
+pub const DEFAULT_BOOTSTRAP_GROUP: &str =
+    "system:serviceaccounts:openshift-machine-config-operator";
+const NODE_PREFIX: &str = "system:node:";
+const NODES_GROUP: &str = "system:nodes";
+
+/// Why a CSR's `spec.request` could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CsrError {
+    #[error("spec.request is not base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("spec.request is not PEM: {0}")]
+    Pem(#[from] x509_parser::error::PEMError),
+    #[error("spec.request is PEM {0:?}, not CERTIFICATE REQUEST")]
+    Label(String),
+    #[error("spec.request is not a PKCS#10 certification request: {0}")]
+    Der(#[from] x509_parser::error::X509Error),
+}
+
+/// What a PKCS#10 request asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    pub common_names: Vec<String>,
+    pub organizations: Vec<String>,
+    pub dns_names: Vec<String>,
+    pub ips: Vec<IpAddr>,
+    /// SANs of any other kind (e-mail, URI, …), as text.
+    pub other_sans: Vec<String>,
+}
+
+/// Read the request of a CSR object (`spec.request`: base64 of the PEM).
+pub fn parse_request(b64: &str) -> Result<Request, CsrError> {
+    let pem_bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim())?;
+    let (pem, _) = Pem::read(Cursor::new(pem_bytes))?;
+    if pem.label != "CERTIFICATE REQUEST" && pem.label != "NEW CERTIFICATE REQUEST" {
+        return Err(CsrError::Label(pem.label));
+    }
+    let (_, req) = X509CertificationRequest::from_der(&pem.contents).map_err(|e| match e {
+        x509_parser::nom::Err::Error(e) | x509_parser::nom::Err::Failure(e) => e,
+        x509_parser::nom::Err::Incomplete(_) => x509_parser::error::X509Error::InvalidCertificate,
+    })?;
+    let subject = &req.certification_request_info.subject;
+    let text = |it: &mut dyn Iterator<Item = &x509_parser::x509::AttributeTypeAndValue>| {
+        it.map(|a| a.as_str().map(str::to_string))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let mut out = Request {
+        common_names: text(&mut subject.iter_common_name())?,
+        organizations: text(&mut subject.iter_organization())?,
+        ..Request::default()
+    };
+    for ext in req.requested_extensions().into_iter().flatten() {
+        if let ParsedExtension::SubjectAlternativeName(san) = ext {
+            for n in &san.general_names {
+                match n {
+                    GeneralName::DNSName(d) => out.dns_names.push(d.to_string()),
+                    GeneralName::IPAddress(b) => match ip_from(b) {
+                        Some(ip) => out.ips.push(ip),
+                        None => out.other_sans.push(format!("IP of {} bytes", b.len())),
+                    },
+                    other => out.other_sans.push(format!("{other}")),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn ip_from(b: &[u8]) -> Option<IpAddr> {
+    match b.len() {
+        4 => Some(IpAddr::from(<[u8; 4]>::try_from(b).ok()?)),
+        16 => Some(IpAddr::from(<[u8; 16]>::try_from(b).ok()?)),
+        _ => None,
+    }
+}
+
+/// The parts of a CertificateSigningRequest object the decision reads.
+#[derive(Debug, Clone, Default)]
+pub struct Csr {
+    pub name: String,
+    pub signer: String,
+    pub username: String,
+    pub groups: Vec<String>,
+    pub usages: Vec<String>,
+    pub request: String,
+    /// `Approved`, `Denied` or `Failed` once decided; `None` while pending.
+    pub decided: Option<String>,
+}
+
+impl Csr {
+    pub fn from_object(obj: &Value) -> Csr {
+        let s = |p: &str| {
+            obj.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let list = |p: &str| -> Vec<String> {
+            obj.pointer(p)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let decided = kube_client::objects::conditions(obj)
+            .into_iter()
+            .find(|c| {
+                c.status == "True" && ["Approved", "Denied", "Failed"].contains(&c.type_.as_str())
+            })
+            .map(|c| c.type_);
+        Csr {
+            name: s("/metadata/name"),
+            signer: s("/spec/signerName"),
+            username: s("/spec/username"),
+            groups: list("/spec/groups"),
+            usages: list("/spec/usages"),
+            request: s("/spec/request"),
+            decided,
+        }
+    }
+}
+
+/// The nodes whose CSRs may be approved, with the SANs each may have besides its own name, and the
+/// identity their client CSRs must come from.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// Node name → further allowed SANs (IP addresses, host names) of its serving certificate.
+    pub nodes: BTreeMap<String, Vec<String>>,
+    pub bootstrap_user: String,
+    /// Groups the bootstrap identity must be in (all of them).
+    pub bootstrap_groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Client,
+    Serving,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Client => "client",
+            Kind::Serving => "serving",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Approve {
+        node: String,
+        kind: Kind,
+    },
+    /// Names an expected node but fails a check: never approved, and the run fails.
+    Refused {
+        node: String,
+        reason: String,
+    },
+    /// Not for an expected node (or not a kubelet CSR at all): left alone, reported.
+    Unexpected {
+        reason: String,
+    },
+}
+
+/// The decision for one pending CSR.
+pub fn decide(csr: &Csr, exp: &Expected) -> Verdict {
+    let kind = match csr.signer.as_str() {
+        CLIENT_SIGNER => Kind::Client,
+        SERVING_SIGNER => Kind::Serving,
+        other => {
+            return Verdict::Unexpected {
+                reason: format!("signer {other} is not a kubelet signer"),
+            }
+        }
+    };
+    let user_node = csr.username.strip_prefix(NODE_PREFIX);
+    let req = match parse_request(&csr.request) {
+        Ok(r) => r,
+        Err(e) => {
+            return match user_node.filter(|n| exp.nodes.contains_key(*n)) {
+                Some(n) => refused(n, e.to_string()),
+                None => Verdict::Unexpected {
+                    reason: e.to_string(),
+                },
+            }
+        }
+    };
+    let cn_node = match req.common_names.as_slice() {
+        [cn] => cn.strip_prefix(NODE_PREFIX),
+        _ => None,
+    };
+    // The node the CSR is about: its subject, or (serving) its requestor.
+    let claimed = [
+        cn_node,
+        (kind == Kind::Serving).then_some(user_node).flatten(),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|n| exp.nodes.contains_key(*n));
+    let Some(node) = claimed else {
+        return Verdict::Unexpected {
+            reason: match (cn_node, &req.common_names[..]) {
+                (Some(n), _) => format!("for node {n}, which is not one of the expected nodes"),
+                (None, [cn]) => format!("subject CN={cn} is not a node"),
+                _ => "the subject has no single CN".into(),
+            },
+        };
+    };
+    let problem = match kind {
+        Kind::Client => client_problem(csr, &req, node, exp),
+        Kind::Serving => serving_problem(csr, &req, node, exp),
+    };
+    match problem {
+        Some(reason) => refused(node, reason),
+        None => Verdict::Approve {
+            node: node.to_string(),
+            kind,
+        },
+    }
+}
+
+fn refused(node: &str, reason: String) -> Verdict {
+    Verdict::Refused {
+        node: node.to_string(),
+        reason,
+    }
+}
+
+/// Subject `CN=system:node:<node>, O=system:nodes` exactly.
+fn subject_problem(req: &Request, node: &str) -> Option<String> {
+    let want_cn = format!("{NODE_PREFIX}{node}");
+    if req.common_names != [want_cn.clone()] {
+        return Some(format!(
+            "subject CN is {:?}, not {want_cn}",
+            req.common_names
+        ));
+    }
+    if req.organizations != [NODES_GROUP] {
+        return Some(format!(
+            "subject O is {:?}, not {NODES_GROUP}",
+            req.organizations
+        ));
+    }
+    None
+}
+
+/// Usages within `allowed` and holding `needed`.
+fn usage_problem(csr: &Csr, allowed: &[&str], needed: &str) -> Option<String> {
+    if let Some(u) = csr.usages.iter().find(|u| !allowed.contains(&u.as_str())) {
+        return Some(format!("usage {u:?} is not one a kubelet asks for"));
+    }
+    (!csr.usages.iter().any(|u| u == needed)).then(|| format!("usages lack {needed:?}"))
+}
+
+fn client_problem(csr: &Csr, req: &Request, node: &str, exp: &Expected) -> Option<String> {
+    let groups_ok = exp.bootstrap_groups.iter().all(|g| csr.groups.contains(g));
+    if csr.username != exp.bootstrap_user || !groups_ok {
+        return Some(format!(
+            "requested by {} (groups {}), not by the node bootstrapper {} (groups {})",
+            csr.username,
+            csr.groups.join(", "),
+            exp.bootstrap_user,
+            exp.bootstrap_groups.join(", ")
+        ));
+    }
+    subject_problem(req, node)
+        .or_else(|| {
+            let n = req.dns_names.len() + req.ips.len() + req.other_sans.len();
+            (n > 0).then(|| format!("a client certificate request with {n} SANs"))
+        })
+        .or_else(|| {
+            usage_problem(
+                csr,
+                &["digital signature", "key encipherment", "client auth"],
+                "client auth",
+            )
+        })
+}
+
+fn serving_problem(csr: &Csr, req: &Request, node: &str, exp: &Expected) -> Option<String> {
+    let want_user = format!("{NODE_PREFIX}{node}");
+    if csr.username != want_user || !csr.groups.iter().any(|g| g == NODES_GROUP) {
+        return Some(format!(
+            "requested by {} (groups {}), not by {want_user} in {NODES_GROUP}",
+            csr.username,
+            csr.groups.join(", ")
+        ));
+    }
+    if let Some(p) = subject_problem(req, node) {
+        return Some(p);
+    }
+    let extra = exp.nodes.get(node).map(Vec::as_slice).unwrap_or_default();
+    let short = node.split('.').next().unwrap_or(node);
+    let name_ok = |d: &str| {
+        d.eq_ignore_ascii_case(node)
+            || d.eq_ignore_ascii_case(short)
+            || extra.iter().any(|e| e.eq_ignore_ascii_case(d))
+    };
+    let ip_ok = |ip: &IpAddr| extra.iter().any(|e| e.parse::<IpAddr>().ok() == Some(*ip));
+    if let Some(d) = req.dns_names.iter().find(|d| !name_ok(d)) {
+        return Some(format!("SAN DNS:{d} is not a name of node {node}"));
+    }
+    if let Some(ip) = req.ips.iter().find(|ip| !ip_ok(ip)) {
+        return Some(format!(
+            "SAN IP:{ip} is not an address of node {node} (known: {})",
+            extra.join(", ")
+        ));
+    }
+    if let Some(o) = req.other_sans.first() {
+        return Some(format!("SAN {o} is not a host name or IP address"));
+    }
+    if req.dns_names.is_empty() && req.ips.is_empty() {
+        return Some("a serving certificate request without SANs".into());
+    }
+    usage_problem(
+        csr,
+        &["digital signature", "key encipherment", "server auth"],
+        "server auth",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, SanType};
+
+    const NODE: &str = "worker-3.lab.example.com";
+
+    fn request(cn: &str, org: &str, sans: Vec<SanType>) -> String {
+        let mut p = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, cn);
+        dn.push(DnType::OrganizationName, org);
+        p.distinguished_name = dn;
+        p.subject_alt_names = sans;
+        let key = KeyPair::generate().expect("key");
+        let pem = p.serialize_request(&key).expect("csr").pem().expect("pem");
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    }
+
+    fn expected() -> Expected {
+        Expected {
+            nodes: BTreeMap::from([(NODE.to_string(), vec!["192.0.2.13".to_string()])]),
+            bootstrap_user: DEFAULT_BOOTSTRAP_USER.into(),
+            bootstrap_groups: vec![DEFAULT_BOOTSTRAP_GROUP.into()],
+        }
+    }
+
+    fn client_csr(cn: &str, user: &str, groups: &[&str]) -> Csr {
+        Csr {
+            name: "csr-a".into(),
+            signer: CLIENT_SIGNER.into(),
+            username: user.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            usages: vec![
+                "digital signature".into(),
+                "key encipherment".into(),
+                "client auth".into(),
+            ],
+            request: request(cn, "system:nodes", vec![]),
+            decided: None,
+        }
+    }
+
+    fn bootstrapper_groups() -> Vec<&'static str> {
+        vec![
+            "system:serviceaccounts",
+            DEFAULT_BOOTSTRAP_GROUP,
+            "system:authenticated",
+        ]
+    }
+
+    fn serving_csr(sans: Vec<SanType>) -> Csr {
+        Csr {
+            name: "csr-s".into(),
+            signer: SERVING_SIGNER.into(),
+            username: format!("system:node:{NODE}"),
+            groups: vec!["system:nodes".into(), "system:authenticated".into()],
+            usages: vec![
+                "digital signature".into(),
+                "key encipherment".into(),
+                "server auth".into(),
+            ],
+            request: request(&format!("system:node:{NODE}"), "system:nodes", sans),
+            decided: None,
+        }
+    }
+
+    fn dns(n: &str) -> SanType {
+        SanType::DnsName(n.try_into().expect("dns"))
+    }
+
+    fn ip(a: &str) -> SanType {
+        SanType::IpAddress(a.parse().expect("ip"))
+    }
+
+    #[test]
+    fn good_client_csr_is_approved() {
+        let csr = client_csr(
+            &format!("system:node:{NODE}"),
+            DEFAULT_BOOTSTRAP_USER,
+            &bootstrapper_groups(),
+        );
+        assert_eq!(
+            decide(&csr, &expected()),
+            Verdict::Approve {
+                node: NODE.into(),
+                kind: Kind::Client
+            }
+        );
+    }
+
+    #[test]
+    fn client_csr_for_another_node_is_left_alone() {
+        let csr = client_csr(
+            "system:node:worker-9.lab.example.com",
+            DEFAULT_BOOTSTRAP_USER,
+            &bootstrapper_groups(),
+        );
+        let v = decide(&csr, &expected());
+        assert!(
+            matches!(&v, Verdict::Unexpected { reason } if reason.contains("worker-9")),
+            "{v:?}"
+        );
+        let csr = client_csr("evil", DEFAULT_BOOTSTRAP_USER, &bootstrapper_groups());
+        assert!(matches!(
+            decide(&csr, &expected()),
+            Verdict::Unexpected { .. }
+        ));
+    }
+
+    #[test]
+    fn client_csr_with_wrong_organization_is_refused() {
+        let mut csr = client_csr(
+            &format!("system:node:{NODE}"),
+            DEFAULT_BOOTSTRAP_USER,
+            &bootstrapper_groups(),
+        );
+        csr.request = request(&format!("system:node:{NODE}"), "system:masters", vec![]);
+        let v = decide(&csr, &expected());
+        assert!(
+            matches!(&v, Verdict::Refused { reason, .. } if reason.contains("system:masters")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn client_csr_from_another_requestor_is_refused() {
+        let cn = format!("system:node:{NODE}");
+        let csr = client_csr(&cn, "mallory", &["system:authenticated"]);
+        let v = decide(&csr, &expected());
+        assert!(
+            matches!(&v, Verdict::Refused { node, reason } if node == NODE && reason.contains("mallory")),
+            "{v:?}"
+        );
+        // The right user without the bootstrap group is not the bootstrapper either.
+        let csr = client_csr(&cn, DEFAULT_BOOTSTRAP_USER, &["system:authenticated"]);
+        assert!(matches!(decide(&csr, &expected()), Verdict::Refused { .. }));
+        // A node may not ask for another node's client certificate.
+        let csr = client_csr(
+            &cn,
+            "system:node:worker-0.lab.example.com",
+            &["system:nodes"],
+        );
+        assert!(matches!(decide(&csr, &expected()), Verdict::Refused { .. }));
+    }
+
+    #[test]
+    fn good_serving_csr_is_approved() {
+        let csr = serving_csr(vec![dns(NODE), dns("worker-3"), ip("192.0.2.13")]);
+        assert_eq!(
+            decide(&csr, &expected()),
+            Verdict::Approve {
+                node: NODE.into(),
+                kind: Kind::Serving
+            }
+        );
+    }
+
+    #[test]
+    fn serving_csr_with_an_extra_san_is_refused() {
+        for extra in [ip("192.0.2.99"), dns("api.lab.example.com")] {
+            let csr = serving_csr(vec![dns(NODE), ip("192.0.2.13"), extra]);
+            let v = decide(&csr, &expected());
+            assert!(
+                matches!(&v, Verdict::Refused { reason, .. } if reason.contains("SAN")),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn serving_csr_from_another_node_is_refused() {
+        let mut csr = serving_csr(vec![dns(NODE)]);
+        csr.username = "system:node:worker-0.lab.example.com".into();
+        let v = decide(&csr, &expected());
+        assert!(
+            matches!(&v, Verdict::Refused { reason, .. } if reason.contains("worker-0")),
+            "{v:?}"
+        );
+        let mut csr = serving_csr(vec![dns(NODE)]);
+        csr.groups = vec!["system:authenticated".into()];
+        assert!(matches!(decide(&csr, &expected()), Verdict::Refused { .. }));
+    }
+
+    #[test]
+    fn other_signers_and_garbage_are_unexpected() {
+        let mut csr = serving_csr(vec![dns(NODE)]);
+        csr.signer = "example.com/custom".into();
+        assert!(matches!(
+            decide(&csr, &expected()),
+            Verdict::Unexpected { .. }
+        ));
+        let mut csr = client_csr("x", "someone", &[]);
+        csr.request = "bm90IGEgcmVxdWVzdA==".into();
+        assert!(matches!(
+            decide(&csr, &expected()),
+            Verdict::Unexpected { .. }
+        ));
+    }
+
+    #[test]
+    fn parse_reads_subject_and_sans() {
+        let r = parse_request(&request(
+            "system:node:n1",
+            "system:nodes",
+            vec![dns("n1"), ip("2001:db8::1")],
+        ))
+        .expect("parses");
+        assert_eq!(r.common_names, ["system:node:n1"]);
+        assert_eq!(r.organizations, ["system:nodes"]);
+        assert_eq!(r.dns_names, ["n1"]);
+        assert_eq!(r.ips, ["2001:db8::1".parse::<IpAddr>().unwrap()]);
+        assert!(matches!(parse_request("!!"), Err(CsrError::Base64(_))));
+    }
+
+    #[test]
+    fn decided_csrs_are_recognised() {
+        let obj = serde_json::json!({"metadata": {"name": "c"}, "spec": {"signerName": CLIENT_SIGNER},
+            "status": {"conditions": [{"type": "Approved", "status": "True"}]}});
+        assert_eq!(Csr::from_object(&obj).decided.as_deref(), Some("Approved"));
+    }
+}

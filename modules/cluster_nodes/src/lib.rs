@@ -1,0 +1,324 @@
+//! `proxshift.openshift.cluster_nodes`: day-2 work on a cluster's Nodes.
+//!
+//! - `approved`: approve the pending kubelet CSRs of exactly the named nodes (client CSRs from the
+//!   bootstrap identity, serving CSRs from the node itself with only its own names and addresses;
+//!   [`csr::decide`]); a CSR that claims one of them but fails a check fails the run, nothing approved.
+//! - `ready`: wait until the named nodes are `Ready` (approving their CSRs meanwhile with
+//!   `approve_csrs`).
+//! - `drained`: cordon, evict every pod but DaemonSet and mirror pods through the Eviction
+//!   subresource, retrying while a PodDisruptionBudget refuses (429) until `drain_timeout`; then the
+//!   node is uncordoned again and the result names the blocked pods and their budgets.
+//! - `absent`: `drained`, then delete the Node object.
+
+pub mod csr;
+pub mod nodes;
+pub mod pods;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
+use kube_client::connect::cluster_opts;
+use kube_client::ClusterOptions;
+use nodes::{NodesError, Run};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The module's options; the sidecar `plugins/modules/cluster_nodes.yml` documents exactly these.
+pub fn argument_spec() -> ArgSpec {
+    ArgSpec::new(vec![
+        Opt::str("state")
+            .required()
+            .choices(&["approved", "ready", "drained", "absent"]),
+        Opt::list("nodes", Type::Str).required(),
+        Opt::dict("addresses").default(json!({})),
+        Opt::bool("approve_csrs").default(false),
+        Opt::str("bootstrap_username").default(csr::DEFAULT_BOOTSTRAP_USER),
+        Opt::list("bootstrap_groups", Type::Str).default(json!([csr::DEFAULT_BOOTSTRAP_GROUP])),
+        Opt::int("timeout").default(600),
+        Opt::int("drain_timeout").default(300),
+        Opt::int("poll_interval").default(5),
+        Opt::bool("allow_control_plane").default(false),
+    ])
+    .with(cluster_opts())
+    .required_one_of(&["kubeconfig", "api_url"])
+}
+
+#[derive(Deserialize)]
+struct Options {
+    state: String,
+    nodes: Vec<String>,
+    addresses: BTreeMap<String, Value>,
+    approve_csrs: bool,
+    bootstrap_username: String,
+    bootstrap_groups: Vec<String>,
+    timeout: i64,
+    drain_timeout: i64,
+    poll_interval: i64,
+    allow_control_plane: bool,
+    #[serde(flatten)]
+    cluster: ClusterOptions,
+}
+
+/// `addresses` as node → list of SANs, every key one of `nodes`.
+fn expected(o: &Options) -> Result<csr::Expected, Failure> {
+    if o.nodes.is_empty() || o.nodes.iter().any(|n| n.trim().is_empty()) {
+        return Err(Failure::new(
+            "nodes must list at least one node name, none of them empty",
+        ));
+    }
+    let mut nodes: BTreeMap<String, Vec<String>> =
+        o.nodes.iter().map(|n| (n.clone(), Vec::new())).collect();
+    for (name, v) in &o.addresses {
+        let Some(slot) = nodes.get_mut(name) else {
+            return Err(Failure::new(format!(
+                "addresses: {name} is not one of nodes ({})",
+                o.nodes.join(", ")
+            )));
+        };
+        let list: Option<Vec<String>> = match v {
+            Value::String(s) => Some(vec![s.clone()]),
+            Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_string)).collect(),
+            _ => None,
+        };
+        *slot = list.ok_or_else(|| {
+            Failure::new(format!(
+                "addresses.{name} must be a list of IP addresses or host names"
+            ))
+        })?;
+    }
+    if o.bootstrap_username.trim().is_empty() {
+        return Err(Failure::new("bootstrap_username must not be empty"));
+    }
+    Ok(csr::Expected {
+        nodes,
+        bootstrap_user: o.bootstrap_username.clone(),
+        bootstrap_groups: o.bootstrap_groups.clone(),
+    })
+}
+
+fn seconds(name: &str, v: i64, min: i64) -> Result<Duration, Failure> {
+    if v < min {
+        return Err(Failure::new(format!(
+            "{name} must be at least {min} (seconds)"
+        )));
+    }
+    Ok(Duration::from_secs(v as u64))
+}
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Options = m.options()?;
+    let exp = expected(&o)?;
+    let timeout = seconds("timeout", o.timeout, 0)?;
+    let drain_timeout = seconds("drain_timeout", o.drain_timeout, 0)?;
+    let interval = seconds("poll_interval", o.poll_interval, 1)?;
+    if o.approve_csrs && o.state != "ready" {
+        m.warn("approve_csrs has an effect only with state=ready (state=approved always approves)");
+    }
+    let conn = kube_client::connect("cluster", &o.cluster.params())
+        .map_err(|e| Failure::new(e.to_string()))?;
+    if let Some(t) = conn.token {
+        m.add_secret(t);
+    }
+    if let Some(w) = conn.warning {
+        m.warn(w);
+    }
+    let mut r = Run::new(conn.client, m.check_mode, interval, exp);
+    r.allow_control_plane = o.allow_control_plane;
+    let result = match o.state.as_str() {
+        "approved" => r.approve_pass().map(|_| Vec::new()),
+        "ready" => r.wait_ready(&o.nodes, timeout, o.approve_csrs),
+        _ => drain_or_remove(m, &mut r, &o, drain_timeout),
+    };
+    let approved = r.approved.clone();
+    let unexpected: Vec<Value> = r.unexpected.values().cloned().collect();
+    match result {
+        Ok(nodes) => {
+            let changed = !approved.is_empty() || nodes.iter().any(node_changed);
+            Ok(Outcome::new(changed)
+                .msg(summary(
+                    &o.state,
+                    &approved,
+                    &nodes,
+                    unexpected.len(),
+                    m.check_mode,
+                ))
+                .with("approved", Value::Array(approved))
+                .with("unexpected_csrs", Value::Array(unexpected))
+                .with("nodes", Value::Array(nodes)))
+        }
+        Err(e) => Err(failure(e, approved, unexpected)),
+    }
+}
+
+/// Drain (and with `absent` delete) each node in turn; stop at the first that fails.
+fn drain_or_remove(
+    m: &mut Module,
+    r: &mut Run,
+    o: &Options,
+    timeout: Duration,
+) -> Result<Vec<Value>, NodesError> {
+    let mut out = Vec::new();
+    for name in &o.nodes {
+        let report = if o.state == "absent" {
+            match r.remove(name, timeout)? {
+                Some(rep) => rep,
+                None => json!({"name": name, "absent": true, "deleted": false}),
+            }
+        } else {
+            r.drain(name, timeout)?
+        };
+        let header = format!("Node {name}");
+        let evict = report.get("evict").cloned().unwrap_or(json!([]));
+        let existed = report.get("absent").is_none();
+        m.add_diff(
+            json!({"exists": existed, "cordoned": existed && report["cordon"] == json!(false), "pods": evict}),
+            json!({"exists": existed && report["deleted"] != json!(true), "cordoned": existed, "pods": []}),
+            &header,
+            &header,
+        );
+        out.push(report);
+    }
+    Ok(out)
+}
+
+fn node_changed(n: &Value) -> bool {
+    n["cordon"] == json!(true)
+        || n["deleted"] == json!(true)
+        || n["evict"].as_array().is_some_and(|a| !a.is_empty())
+}
+
+fn summary(
+    state: &str,
+    approved: &[Value],
+    nodes: &[Value],
+    unexpected: usize,
+    check: bool,
+) -> String {
+    let would = if check { "would be " } else { "" };
+    let mut s = match state {
+        "approved" | "ready" if !approved.is_empty() => {
+            format!("{} CSRs {would}approved", approved.len())
+        }
+        "approved" => "no pending CSR of the named nodes".into(),
+        _ => String::new(),
+    };
+    let part = |s: &mut String, t: String| {
+        if !s.is_empty() {
+            s.push_str("; ");
+        }
+        s.push_str(&t);
+    };
+    match state {
+        "ready" if check => part(
+            &mut s,
+            format!(
+                "{} of {} nodes Ready",
+                nodes.iter().filter(|n| n["ready"] == json!(true)).count(),
+                nodes.len()
+            ),
+        ),
+        "ready" => part(&mut s, format!("{} nodes Ready", nodes.len())),
+        "drained" | "absent" => {
+            let changed: Vec<&str> = nodes
+                .iter()
+                .filter(|n| node_changed(n))
+                .filter_map(|n| n["name"].as_str())
+                .collect();
+            let verb = if state == "absent" {
+                "drained and deleted"
+            } else {
+                "drained"
+            };
+            part(
+                &mut s,
+                if changed.is_empty() {
+                    format!(
+                        "nothing to do: the nodes are {}",
+                        if state == "absent" {
+                            "absent"
+                        } else {
+                            "drained"
+                        }
+                    )
+                } else {
+                    format!("{} {would}{verb}", changed.join(", "))
+                },
+            )
+        }
+        _ => {}
+    }
+    if unexpected > 0 {
+        part(&mut s, format!("{unexpected} pending CSRs are not for the named nodes and were left alone (unexpected_csrs)"));
+    }
+    s
+}
+
+fn failure(e: NodesError, approved: Vec<Value>, unexpected: Vec<Value>) -> Failure {
+    let mut f = Failure::new(e.to_string())
+        .changed(!approved.is_empty())
+        .with("approved", Value::Array(approved))
+        .with("unexpected_csrs", Value::Array(unexpected));
+    match e {
+        NodesError::Refused(list) => f = f.with("refused_csrs", json!(list)),
+        NodesError::Blocked {
+            blocked, evicted, ..
+        } => {
+            let changed = f.changed || !evicted.is_empty();
+            f = f
+                .changed(changed)
+                .with("blocked", json!(blocked))
+                .with("evicted", json!(evicted))
+        }
+        _ => {}
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sidecar_matches_spec() {
+        module_testkit::assert_sidecar_matches(&argument_spec(), "openshift", "cluster_nodes");
+    }
+
+    fn opts(v: Value) -> Options {
+        serde_json::from_value(v).expect("options")
+    }
+
+    fn base() -> Value {
+        json!({"state": "approved", "nodes": ["w1", "w2"], "addresses": {}, "approve_csrs": false,
+            "bootstrap_username": csr::DEFAULT_BOOTSTRAP_USER, "bootstrap_groups": [],
+            "timeout": 1, "drain_timeout": 1, "poll_interval": 1, "allow_control_plane": false,
+            "kubeconfig": null, "context": null, "api_url": "https://x", "api_key": null,
+            "ca_cert": null, "validate_certs": true})
+    }
+
+    #[test]
+    fn addresses_must_name_listed_nodes() {
+        let mut v = base();
+        v["addresses"] = json!({"w1": ["192.0.2.1"], "w2": "192.0.2.2"});
+        let e = expected(&opts(v.clone())).expect("valid");
+        assert_eq!(e.nodes["w2"], ["192.0.2.2"]);
+        v["addresses"] = json!({"w3": ["192.0.2.3"]});
+        let f = expected(&opts(v.clone())).expect_err("w3 is not a node");
+        assert!(f.msg.starts_with("addresses: w3"), "{}", f.msg);
+        v["addresses"] = json!({"w1": 5});
+        assert!(expected(&opts(v))
+            .expect_err("bad")
+            .msg
+            .contains("addresses.w1"));
+    }
+
+    #[test]
+    fn empty_node_names_are_refused() {
+        let mut v = base();
+        v["nodes"] = json!(["w1", " "]);
+        assert!(expected(&opts(v))
+            .expect_err("bad")
+            .msg
+            .starts_with("nodes "));
+    }
+}

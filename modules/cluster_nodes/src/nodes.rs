@@ -1,0 +1,454 @@
+//! The I/O half: CSR approval, waiting for Ready, cordon, eviction, Node deletion — all through
+//! `kube_client` (its retries, waiting and discovery).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube_client::objects::{conditions, known};
+use kube_client::{Client, KubeError, PatchType, Poll, Resource, WaitError};
+use serde_json::{json, Value};
+
+use crate::csr::{decide, Csr, Expected, Verdict};
+use crate::pods::{classify, covering_budgets, key, PodClass};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodesError {
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: Box<KubeError>,
+    },
+    #[error("refused, nothing approved: {} claim an expected node but fail its checks: {}", .0.len(), .0.join("; "))]
+    Refused(Vec<String>),
+    #[error("draining node {node} did not finish within drain_timeout: {}; node {node} {}{}", .blocked.join("; "),
+        if *.uncordoned { "is schedulable again (uncordoned)" } else { "stays cordoned, as it was before" },
+        if .evicted.is_empty() { String::new() } else { format!("; evicted before the timeout: {}", .evicted.join(", ")) })]
+    Blocked {
+        node: String,
+        blocked: Vec<String>,
+        evicted: Vec<String>,
+        uncordoned: bool,
+    },
+    #[error("Node {0} does not exist")]
+    NoNode(String),
+    #[error(
+        "Node {0} is a control-plane node; draining or removing it needs allow_control_plane=true"
+    )]
+    ControlPlane(String),
+    #[error("nodes not Ready after {waited}s: {pending}")]
+    NotReady { waited: u64, pending: String },
+    #[error("the API server lists no pods/eviction subresource in /api/v1")]
+    NoEviction,
+}
+
+fn kube(what: impl Into<String>) -> impl FnOnce(KubeError) -> NodesError {
+    let what = what.into();
+    move |source| NodesError::Kube {
+        what,
+        source: Box::new(source),
+    }
+}
+
+/// One module run against one cluster, with what it did so far.
+pub struct Run {
+    pub client: Client,
+    pub check: bool,
+    pub interval: Duration,
+    pub expected: Expected,
+    pub allow_control_plane: bool,
+    /// CSRs approved (or, in check mode, that would be).
+    pub approved: Vec<Value>,
+    /// Pending CSRs that are not for an expected node, by name.
+    pub unexpected: BTreeMap<String, Value>,
+    eviction: Option<(String, String)>,
+}
+
+impl Run {
+    pub fn new(client: Client, check: bool, interval: Duration, expected: Expected) -> Run {
+        Run {
+            client,
+            check,
+            interval,
+            expected,
+            allow_control_plane: false,
+            approved: Vec::new(),
+            unexpected: BTreeMap::new(),
+            eviction: None,
+        }
+    }
+
+    /// One look at the pending CSRs: approve those of the expected nodes; fail, approving nothing,
+    /// when one claims an expected node but fails its checks. The number approved.
+    pub fn approve_pass(&mut self) -> Result<usize, NodesError> {
+        let r = known::certificate_signing_requests();
+        let all = self
+            .client
+            .list(&r, None, None)
+            .map_err(kube("listing CertificateSigningRequests"))?;
+        let mut todo = Vec::new();
+        let mut refused = Vec::new();
+        for obj in all {
+            let csr = Csr::from_object(&obj);
+            if csr.decided.is_some() {
+                continue;
+            }
+            match decide(&csr, &self.expected) {
+                Verdict::Approve { node, kind } => todo.push((csr.name, node, kind)),
+                Verdict::Refused { node, reason } => refused.push(format!(
+                    "CSR {} ({}, for node {node}): {reason}",
+                    csr.name, csr.signer
+                )),
+                Verdict::Unexpected { reason } => {
+                    self.unexpected.insert(
+                        csr.name.clone(),
+                        json!({"name": csr.name, "signer": csr.signer, "username": csr.username, "reason": reason}),
+                    );
+                }
+            }
+        }
+        if !refused.is_empty() {
+            return Err(NodesError::Refused(refused));
+        }
+        let mut n = 0;
+        for (name, node, kind) in todo {
+            if !self.check && !self.approve(&name, &node)? {
+                continue; // decided meanwhile by someone else
+            }
+            n += 1;
+            self.unexpected.remove(&name);
+            self.approved
+                .push(json!({"name": name, "node": node, "kind": kind.as_str()}));
+        }
+        Ok(n)
+    }
+
+    /// Add the `Approved` condition through the `approval` subresource (certificates.k8s.io/v1), as
+    /// `oc adm certificate approve` does; on a conflict read it again (it may have been decided).
+    /// `false` when it is gone or was decided by someone else meanwhile.
+    fn approve(&self, name: &str, node: &str) -> Result<bool, NodesError> {
+        let r = known::certificate_signing_requests();
+        let what = format!("approving CertificateSigningRequest {name}");
+        let mut last_conflict = None;
+        for _ in 0..3 {
+            let Some(mut obj) = self.client.get(&r, None, name).map_err(kube(&what))? else {
+                return Ok(false);
+            };
+            if Csr::from_object(&obj).decided.is_some() {
+                return Ok(false);
+            }
+            let cond = json!({"type": "Approved", "status": "True", "reason": "ProxShiftApproved",
+                "message": format!("approved by proxshift.openshift.cluster_nodes for node {node}")});
+            match obj
+                .pointer_mut("/status/conditions")
+                .and_then(Value::as_array_mut)
+            {
+                Some(list) => list.push(cond),
+                None => obj["status"] = json!({"conditions": [cond]}),
+            }
+            match self
+                .client
+                .replace_subresource(&r, None, name, "approval", &obj)
+            {
+                Ok(_) => return Ok(true),
+                Err(e) if e.is_conflict() => last_conflict = Some(e),
+                Err(e) => return Err(kube(&what)(e)),
+            }
+        }
+        match last_conflict {
+            Some(e) => Err(kube(&what)(e)),
+            None => Ok(false),
+        }
+    }
+
+    /// Wait until every node in `names` exists and is `Ready=True` (approving their CSRs on each
+    /// look with `approve`). In check mode: one look. Per node: `{name, ready}`.
+    pub fn wait_ready(
+        &mut self,
+        names: &[String],
+        timeout: Duration,
+        approve: bool,
+    ) -> Result<Vec<Value>, NodesError> {
+        let timeout = if self.check { Duration::ZERO } else { timeout };
+        let interval = self.interval;
+        let mut last: Vec<Value> = Vec::new();
+        let res = kube_client::wait_for(timeout, interval, || {
+            if approve {
+                self.approve_pass()?;
+            }
+            let mut pending = Vec::new();
+            last.clear();
+            for n in names {
+                let node = self
+                    .client
+                    .get(&known::nodes(), None, n)
+                    .map_err(kube(format!("reading Node {n}")))?;
+                let why = match &node {
+                    None => Some(format!("{n}: not registered")),
+                    Some(obj) => conditions(obj)
+                        .into_iter()
+                        .find(|c| c.type_ == "Ready")
+                        .filter(|c| c.status == "True")
+                        .is_none()
+                        .then(|| format!("{n}: {}", ready_text(obj))),
+                };
+                last.push(json!({"name": n, "exists": node.is_some(), "ready": why.is_none()}));
+                pending.extend(why);
+            }
+            Ok(if pending.is_empty() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending(pending.join(", "))
+            })
+        });
+        match res {
+            Ok(()) => Ok(last),
+            Err(WaitError::Failed(e)) => Err(e),
+            Err(WaitError::Timeout { .. }) if self.check => Ok(last),
+            Err(WaitError::Timeout { waited, pending }) => Err(NodesError::NotReady {
+                waited: waited.as_secs(),
+                pending,
+            }),
+        }
+    }
+
+    /// Cordon `name` and evict its pods (but DaemonSet and mirror pods), waiting for them to be gone.
+    /// A drain that does not finish within `timeout` uncordons the node again (when this run
+    /// cordoned it) and fails naming the pods and what blocked them.
+    pub fn drain(&mut self, name: &str, timeout: Duration) -> Result<Value, NodesError> {
+        let node = self
+            .client
+            .get(&known::nodes(), None, name)
+            .map_err(kube(format!("reading Node {name}")))?
+            .ok_or_else(|| NodesError::NoNode(name.into()))?;
+        if is_control_plane(&node) && !self.allow_control_plane {
+            return Err(NodesError::ControlPlane(name.into()));
+        }
+        let cordoned_before = node.pointer("/spec/unschedulable") == Some(&json!(true));
+        let pods = self
+            .client
+            .list_selected(
+                &known::pods(),
+                None,
+                None,
+                Some(&format!("spec.nodeName={name}")),
+            )
+            .map_err(kube(format!("listing the pods on node {name}")))?;
+        let (evict, kept): (Vec<Value>, Vec<Value>) = pods
+            .into_iter()
+            .partition(|p| classify(p) == PodClass::Evict);
+        let evict_keys: Vec<String> = evict.iter().map(key).collect();
+        let kept_keys: Vec<String> = kept.iter().map(key).collect();
+        let mut report = json!({"name": name, "cordon": !cordoned_before, "evict": evict_keys,
+            "kept": kept_keys, "deleted": false});
+        if self.check || (cordoned_before && evict.is_empty()) {
+            return Ok(report);
+        }
+        if !cordoned_before {
+            self.set_unschedulable(name, true)?;
+        }
+        let (evicted, result) = self.evict_all(evict, timeout);
+        if let Err(blocked) = result {
+            if !cordoned_before {
+                self.set_unschedulable(name, false)?;
+            }
+            return Err(NodesError::Blocked {
+                node: name.into(),
+                blocked,
+                evicted,
+                uncordoned: !cordoned_before,
+            });
+        }
+        report["evicted"] = json!(evicted);
+        Ok(report)
+    }
+
+    fn set_unschedulable(&self, name: &str, on: bool) -> Result<(), NodesError> {
+        self.client
+            .patch(
+                &known::nodes(),
+                None,
+                name,
+                &json!({"spec": {"unschedulable": on}}),
+                PatchType::Merge,
+            )
+            .map(drop)
+            .map_err(kube(format!(
+                "{} node {name}",
+                if on { "cordoning" } else { "uncordoning" }
+            )))
+    }
+
+    /// Evict `pods` until all are gone or `timeout` passes; a 429 (a PodDisruptionBudget allows no
+    /// disruption now) is tried again each poll. The evicted pods, and on a timeout what is left.
+    fn evict_all(
+        &mut self,
+        pods: Vec<Value>,
+        timeout: Duration,
+    ) -> (Vec<String>, Result<(), Vec<String>>) {
+        let mut evicted = Vec::new();
+        let (version, kind) = match self.eviction_kind() {
+            Ok(k) => k,
+            Err(e) => return (evicted, Err(vec![e.to_string()])),
+        };
+        // The poll is the retry: one attempt per pod per look.
+        self.client.set_backoff(kube_client::Backoff::none());
+        let mut left: Vec<(Value, Option<String>, bool)> =
+            pods.into_iter().map(|p| (p, None, false)).collect();
+        let interval = self.interval;
+        let res = kube_client::wait_for(timeout, interval, || {
+            for (pod, why, requested) in left.iter_mut().filter(|(_, _, r)| !*r) {
+                let (ns, name) = ns_name(pod);
+                let body = json!({"apiVersion": version, "kind": kind,
+                    "metadata": {"name": name, "namespace": ns}});
+                match self.client.create_subresource(
+                    &known::pods(),
+                    Some(&ns),
+                    &name,
+                    "eviction",
+                    &body,
+                ) {
+                    Ok(_) => {
+                        *requested = true;
+                        evicted.push(key(pod));
+                    }
+                    Err(e) if e.is_not_found() => *requested = true,
+                    Err(e) if e.status() == Some(429) => *why = Some(self.blocked_by(pod, &e)),
+                    Err(e) if e.is_transport() || e.status().is_some_and(|s| s >= 500) => {
+                        *why = Some(e.to_string())
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut still = Vec::new();
+            for (pod, why, requested) in left.drain(..) {
+                let (ns, name) = ns_name(&pod);
+                if requested && !self.same_pod_exists(&pod, &ns, &name)? {
+                    continue;
+                }
+                still.push((pod, why, requested));
+            }
+            left = still;
+            Ok(if left.is_empty() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending(format!("{} pods", left.len()))
+            })
+        });
+        self.client.set_backoff(kube_client::Backoff::default());
+        let result = match res {
+            Ok(()) => Ok(()),
+            Err(WaitError::Failed(e)) => Err(vec![e.to_string()]),
+            Err(WaitError::Timeout { .. }) => Err(left
+                .iter()
+                .map(|(pod, why, requested)| match (why, *requested) {
+                    (_, true) => format!("pod {} was evicted but is still terminating", key(pod)),
+                    (Some(w), false) => format!("pod {}: {w}", key(pod)),
+                    (None, false) => format!("pod {}: not evicted", key(pod)),
+                })
+                .collect()),
+        };
+        (evicted, result)
+    }
+
+    fn same_pod_exists(&self, pod: &Value, ns: &str, name: &str) -> Result<bool, KubeError> {
+        let uid = pod.pointer("/metadata/uid");
+        Ok(self
+            .client
+            .get(&known::pods(), Some(ns), name)?
+            .is_some_and(|now| now.pointer("/metadata/uid") == uid))
+    }
+
+    /// What a 429 on `pod`'s eviction means: the budgets that cover it, or the API's message.
+    fn blocked_by(&self, pod: &Value, e: &KubeError) -> String {
+        let (ns, _) = ns_name(pod);
+        let names = self
+            .budget_resource()
+            .and_then(|r| self.client.list(&r, Some(&ns), None).ok())
+            .map(|pdbs| covering_budgets(pod, &pdbs))
+            .unwrap_or_default();
+        if names.is_empty() {
+            format!("eviction refused with HTTP 429: {e}")
+        } else {
+            format!("blocked by PodDisruptionBudget {}", names.join(", "))
+        }
+    }
+
+    /// The Eviction's apiVersion and kind as discovery lists `pods/eviction` (policy/v1beta1 on
+    /// Kubernetes 1.20, policy/v1 from 1.22).
+    fn eviction_kind(&mut self) -> Result<(String, String), NodesError> {
+        if let Some(k) = &self.eviction {
+            return Ok(k.clone());
+        }
+        let k = self
+            .client
+            .subresource_kind("v1", "pods/eviction")
+            .map_err(kube("discovering the Eviction API"))?
+            .ok_or(NodesError::NoEviction)?;
+        self.eviction = Some(k.clone());
+        Ok(k)
+    }
+
+    /// PodDisruptionBudgets: policy/v1 where served, policy/v1beta1 before Kubernetes 1.21.
+    fn budget_resource(&self) -> Option<Resource> {
+        ["policy/v1", "policy/v1beta1"]
+            .iter()
+            .find_map(|v| self.client.resolve(v, "PodDisruptionBudget").ok())
+    }
+
+    /// Drain, then delete the Node. `None` when it does not exist (nothing to do).
+    pub fn remove(&mut self, name: &str, timeout: Duration) -> Result<Option<Value>, NodesError> {
+        let exists = self
+            .client
+            .get(&known::nodes(), None, name)
+            .map_err(kube(format!("reading Node {name}")))?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        let mut report = self.drain(name, timeout)?;
+        if !self.check {
+            self.client
+                .delete(&known::nodes(), None, name)
+                .map_err(kube(format!("deleting Node {name}")))?;
+        }
+        report["deleted"] = json!(true);
+        Ok(Some(report))
+    }
+}
+
+fn ns_name(pod: &Value) -> (String, String) {
+    let s = |p: &str| {
+        pod.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    (s("/metadata/namespace"), s("/metadata/name"))
+}
+
+/// `node-role.kubernetes.io/master` or `…/control-plane` label.
+pub fn is_control_plane(node: &Value) -> bool {
+    node.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_some_and(|l| {
+            l.contains_key("node-role.kubernetes.io/master")
+                || l.contains_key("node-role.kubernetes.io/control-plane")
+        })
+}
+
+fn ready_text(node: &Value) -> String {
+    match conditions(node).into_iter().find(|c| c.type_ == "Ready") {
+        None => "no Ready condition yet".into(),
+        Some(c) => {
+            let mut s = format!("Ready={}", c.status);
+            if let Some(r) = c.reason {
+                s.push_str(&format!(" ({r}"));
+                if let Some(m) = c.message.filter(|m| !m.is_empty()) {
+                    s.push_str(&format!(": {m}"));
+                }
+                s.push(')');
+            }
+            s
+        }
+    }
+}

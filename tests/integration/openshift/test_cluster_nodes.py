@@ -1,0 +1,252 @@
+"""proxshift.openshift.cluster_nodes through real ansible-playbook against the real kube-apiserver v1.20.2
+(see kube_fixtures.py). The tests play the kubelets (CSRs made with `cryptography` and created under the
+identity a kubelet has, through impersonation) and the disruption controller (a PodDisruptionBudget's
+status); the module's requests are read back from the API server's audit log."""
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
+
+BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+BOOTSTRAP_GROUPS = ["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator",
+                    "system:authenticated"]
+CLIENT = "kubernetes.io/kube-apiserver-client-kubelet"
+SERVING = "kubernetes.io/kubelet-serving"
+CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+
+
+def play(*tasks: dict) -> str:
+    return json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": list(tasks)}])
+
+
+def task(name: str, args: dict, **extra) -> dict:
+    return {"name": name, "proxshift.openshift.cluster_nodes": args, **extra}
+
+
+def conn(api: KubeApi) -> dict:
+    return {"api_url": api.url, "api_key": api.admin_token, "ca_cert": api.ca_cert}
+
+
+def allow_csr_creation(api: KubeApi):
+    """RBAC for the identities the tests impersonate (on a real cluster the bootstrap and node roles)."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "proxshift-test-csr-requester"},
+            "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+                       "verbs": ["create", "get", "list"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "proxshift-test-csr-requester"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "proxshift-test-csr-requester"},
+               "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}]}
+    for path, obj in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+                      ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)):
+        status, out = api.request("POST", path, obj)
+        assert status in (201, 409), out
+
+
+def make_request(cn: str, org: str = "system:nodes", dns=(), ips=()) -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([
+        x509.NameAttribute(NameOID.COMMON_NAME, cn), x509.NameAttribute(NameOID.ORGANIZATION_NAME, org)]))
+    sans = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    return base64.b64encode(pem).decode()
+
+
+def create_csr(api: KubeApi, signer: str, request: str, user: str, groups: list[str]) -> str:
+    """Create a CSR as `user` in `groups` would (the API server fills spec.username/groups from them)."""
+    name = unique("csr")
+    usages = ["digital signature", "key encipherment", "client auth" if signer == CLIENT else "server auth"]
+    body = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": name}, "spec": {"request": request, "signerName": signer, "usages": usages}}
+    headers = [("Impersonate-User", user)] + [("Impersonate-Group", g) for g in groups]
+    status, out = api.request("POST", CSRS, body, headers=headers)
+    assert status == 201, out
+    assert out["spec"]["username"] == user
+    return name
+
+
+def client_csr(api: KubeApi, node: str, user: str = BOOTSTRAPPER, groups=BOOTSTRAP_GROUPS) -> str:
+    return create_csr(api, CLIENT, make_request(f"system:node:{node}"), user, list(groups))
+
+
+def serving_csr(api: KubeApi, node: str, dns=(), ips=()) -> str:
+    return create_csr(api, SERVING, make_request(f"system:node:{node}", dns=dns or [node], ips=ips),
+                      f"system:node:{node}", ["system:nodes", "system:authenticated"])
+
+
+def approved(api: KubeApi, name: str) -> bool:
+    conds = (api.get(f"{CSRS}/{name}").get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Approved" and c["status"] == "True" for c in conds)
+
+
+def writes_to(api: KubeApi, since: int, fragment: str) -> list[dict]:
+    return [e for e in api.audit_events()[since:]
+            if e["verb"] in ("create", "update", "patch", "delete") and fragment in e["requestURI"]]
+
+
+def test_only_the_expected_csrs_are_approved(run_playbook, kube_api: KubeApi):
+    allow_csr_creation(kube_api)
+    node, other = unique("worker-new"), unique("worker-other")
+    good_client = client_csr(kube_api, node)
+    good_serving = serving_csr(kube_api, node, ips=["192.0.2.10"])
+    other_client = client_csr(kube_api, other)
+    args = {**conn(kube_api), "state": "approved", "nodes": [node], "addresses": {node: ["192.0.2.10"]}}
+    before = len(kube_api.audit_events())
+    run = run_playbook(play(task("check", args, check_mode=True), task("approve", args),
+                            task("again", args)))
+    assert run.rc == 0, run.output
+    check = run.task("check")
+    assert check["changed"] is True
+    assert {(c["name"], c["kind"]) for c in check["approved"]} == {(good_client, "client"), (good_serving, "serving")}
+    assert other_client in [u["name"] for u in check["unexpected_csrs"]]
+    first = run.task("approve")
+    assert first["changed"] is True and len(first["approved"]) == 2
+    assert run.task("again")["changed"] is False
+    assert approved(kube_api, good_client) and approved(kube_api, good_serving)
+    assert not approved(kube_api, other_client), "a CSR for another node must never be approved"
+    approvals = writes_to(kube_api, before, "/approval")
+    assert sorted(e["objectRef"]["name"] for e in approvals) == sorted([good_client, good_serving])
+
+
+def test_a_csr_claiming_an_expected_node_wrongly_fails_and_approves_nothing(run_playbook, kube_api):
+    allow_csr_creation(kube_api)
+    node, node2 = unique("worker-x"), unique("worker-y")
+    good = client_csr(kube_api, node)
+    forged = client_csr(kube_api, node, user="mallory", groups=["system:authenticated"])
+    extra_san = serving_csr(kube_api, node2, dns=[node2, "api.example.com"])
+    before = len(kube_api.audit_events())
+    run = run_playbook(play(task("approve", {**conn(kube_api), "state": "approved", "nodes": [node, node2]},
+                                 ignore_errors=True)))
+    assert run.rc == 0, run.output
+    assert run.status("approve") == "failed"
+    r = run.task("approve")
+    assert forged in r["msg"] and "mallory" in r["msg"]
+    assert extra_san in r["msg"] and "api.example.com" in r["msg"]
+    assert r["changed"] is False and r["approved"] == []
+    assert not approved(kube_api, good), "nothing is approved when a CSR claims the node wrongly"
+    assert writes_to(kube_api, before, "/approval") == []
+
+
+def test_ready_waits_and_names_the_nodes_that_are_not(run_playbook, kube_api):
+    up, down = unique("worker-up"), unique("worker-down")
+    for n, s in ((up, "True"), (down, "False")):
+        kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}})
+        kube_api.patch_status(f"/api/v1/nodes/{n}", {"conditions": [condition("Ready", s, "kubelet says so")]})
+    missing = unique("worker-missing")
+    allow_csr_creation(kube_api)
+    serving = serving_csr(kube_api, up)
+    run = run_playbook(play(
+        task("up", {**conn(kube_api), "state": "ready", "nodes": [up], "timeout": 0, "approve_csrs": True}),
+        task("down", {**conn(kube_api), "state": "ready", "nodes": [up, down, missing], "timeout": 2,
+                      "poll_interval": 1}, ignore_errors=True),
+    ))
+    assert run.rc == 0, run.output
+    first = run.task("up")
+    assert first["nodes"][0]["ready"] is True
+    assert first["changed"] is True and [c["name"] for c in first["approved"]] == [serving]
+    assert approved(kube_api, serving)
+    msg = run.task("down")["msg"]
+    assert f"{down}: Ready=False (Test: kubelet says so)" in msg and f"{missing}: not registered" in msg
+    assert f"{up}:" not in msg
+    for n in (up, down):  # other tests wait for every Node of the shared API server to be Ready
+        kube_api.ok("DELETE", f"/api/v1/nodes/{n}")
+
+
+def make_workload(api: KubeApi, node: str):
+    """A namespace with a DaemonSet pod and a web pod covered by a PodDisruptionBudget, both on `node`."""
+    ns = unique("drain")
+    api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    # No service-account controller runs: the pods need their service account made by hand.
+    api.ok("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+           {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    labels = {"app": "agent"}
+    ds = api.ok("POST", f"/apis/apps/v1/namespaces/{ns}/daemonsets", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                 "spec": {"containers": [{"name": "c", "image": "registry.example/agent"}]}}}})
+
+    def pod(name, labels, owner=None):
+        meta = {"name": name, "labels": labels}
+        if owner:
+            meta["ownerReferences"] = [owner]
+        api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {
+            "nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "registry.example/app"}]}})
+
+    pod("agent-x", labels, {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                            "uid": ds["metadata"]["uid"], "controller": True})
+    pod("web-0", {"app": "web"})
+    # Play the kubelet: the Eviction API ignores budgets for Pending pods (registry/core/pod/storage/eviction.go,
+    # canIgnorePDB), so the web pod must be Running for its budget to count.
+    api.patch_status(f"/api/v1/namespaces/{ns}/pods/web-0", {
+        "phase": "Running", "conditions": [condition("Ready", "True")]})
+    api.ok("POST", f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets", {
+        "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    return ns
+
+
+def pdb_allows(api: KubeApi, ns: str, allowed: int):
+    """Play the disruption controller (not run by the test harness)."""
+    api.patch_status(f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets/web", {
+        "observedGeneration": 1, "disruptionsAllowed": allowed, "currentHealthy": 1,
+        "desiredHealthy": 1 - allowed, "expectedPods": 1})
+
+
+def test_drain_respects_the_budget_then_removes_the_node(run_playbook, kube_api):
+    node, master = unique("worker-old"), unique("master")
+    kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": master, "labels": {"node-role.kubernetes.io/master": ""}}})
+    ns = make_workload(kube_api, node)
+    pdb_allows(kube_api, ns, 0)
+    args = {**conn(kube_api), "nodes": [node], "drain_timeout": 2, "poll_interval": 1}
+    before = len(kube_api.audit_events())
+    run = run_playbook(play(
+        task("check", {**args, "state": "absent"}, check_mode=True, diff=True),
+        task("blocked", {**args, "state": "drained"}, ignore_errors=True),
+        task("master", {**conn(kube_api), "nodes": [master], "state": "absent"}, ignore_errors=True),
+    ))
+    assert run.rc == 0, run.output
+    check = run.task("check")
+    assert check["changed"] is True
+    [report] = check["nodes"]
+    assert report["evict"] == [f"{ns}/web-0"] and report["kept"] == [f"{ns}/agent-x"]
+    assert report["cordon"] is True
+    blocked = run.task("blocked")
+    assert run.status("blocked") == "failed"
+    assert f"pod {ns}/web-0: blocked by PodDisruptionBudget {ns}/web" in blocked["msg"], blocked["msg"]
+    assert "uncordoned" in blocked["msg"] and blocked["evicted"] == []
+    assert "control-plane" in run.task("master")["msg"]
+    assert not kube_api.get(f"/api/v1/nodes/{node}")["spec"].get("unschedulable"), "uncordoned again"
+    assert kube_api.get(f"/api/v1/namespaces/{ns}/pods/web-0") is not None
+    writes = [e for e in kube_api.audit_events()[before:] if e["verb"] in ("create", "patch", "delete", "update")]
+    evictions = [e for e in writes if e["requestURI"].endswith("/web-0/eviction")]
+    assert len(evictions) >= 2 and all(e["responseStatus"]["code"] == 429 for e in evictions), \
+        "a 429 is tried again until drain_timeout"
+    assert [e["verb"] for e in writes if "/nodes/" in e["requestURI"]] == ["patch", "patch"], \
+        "check mode writes nothing; the blocked drain cordons and uncordons, the master is not touched"
+
+    pdb_allows(kube_api, ns, 1)
+    run = run_playbook(play(task("remove", {**args, "state": "absent"}), task("again", {**args, "state": "absent"})))
+    assert run.rc == 0, run.output
+    removed = run.task("remove")
+    assert removed["changed"] is True and removed["nodes"][0]["evicted"] == [f"{ns}/web-0"]
+    assert removed["nodes"][0]["deleted"] is True
+    assert run.task("again")["changed"] is False
+    assert kube_api.get(f"/api/v1/nodes/{node}") is None
+    assert kube_api.get(f"/api/v1/namespaces/{ns}/pods/web-0") is None
+    assert kube_api.get(f"/api/v1/namespaces/{ns}/pods/agent-x") is not None, "DaemonSet pods are not evicted"
+    assert kube_api.get(f"/api/v1/nodes/{master}") is not None
+    kube_api.ok("DELETE", f"/api/v1/nodes/{master}")
