@@ -36,27 +36,16 @@ const DEFAULT_STABLE_POLLS: i64 = 31;
 
 /// The module's options; the sidecar `plugins/modules/cluster_auth.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
-    ArgSpec::new(vec![
+    // The cluster connection (api_url, kubeconfig, context, api_key, ca_cert, validate_certs): the one
+    // declaration cluster_upgrade shares.
+    let mut opts = kube_client::connect::cluster_opts();
+    opts.extend([
         Opt::str("state")
             .choices(&["present", "absent"])
             .default("present"),
-        Opt::str("api_url")
-            .aliases(&["host"])
-            .env(&["K8S_AUTH_HOST"]),
-        Opt::str("kubeconfig")
-            .no_log()
-            .env(&["K8S_AUTH_KUBECONFIG"]),
-        Opt::str("context").env(&["K8S_AUTH_CONTEXT"]),
         Opt::str("username").env(&["K8S_AUTH_USERNAME"]),
         Opt::str("password").no_log().env(&["K8S_AUTH_PASSWORD"]),
-        Opt::str("api_key").no_log().env(&["K8S_AUTH_API_KEY"]),
-        Opt::path("ca_cert")
-            .aliases(&["ssl_ca_cert"])
-            .env(&["K8S_AUTH_SSL_CA_CERT"]),
         Opt::str("ingress_ca"),
-        Opt::bool("validate_certs")
-            .aliases(&["verify_ssl"])
-            .default(true),
         Opt::list("wait_for", Type::Str)
             .choices(&TARGETS)
             .default(json!([])),
@@ -65,9 +54,10 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("expected_nodes"),
         Opt::str("version"),
         Opt::int("stable_polls").default(DEFAULT_STABLE_POLLS),
-    ])
-    .mutually_exclusive(&["api_key", "password"])
-    .required_if_any("state", "absent", &["api_key", "kubeconfig"])
+    ]);
+    ArgSpec::new(opts)
+        .mutually_exclusive(&["api_key", "password"])
+        .required_if_any("state", "absent", &["api_key", "kubeconfig"])
 }
 
 #[derive(Debug, Deserialize)]

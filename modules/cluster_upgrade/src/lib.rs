@@ -1,0 +1,403 @@
+//! `proxshift.openshift.cluster_upgrade`: Upgrade an OpenShift cluster through its ClusterVersion.
+//!
+//! One look at `ClusterVersion version` and the ClusterOperators decides ([`decide`]): at the target,
+//! refused (lowering, an update under way, an unhealthy cluster, `Upgradeable=False` for a minor, a
+//! path the cluster does not offer), or an update. The update sets `spec.channel` when it changes
+//! (then waits `refresh_polls` looks for the cluster-version operator to offer the new channel's
+//! updates), then `spec.desiredUpdate` as `oc adm upgrade --to` does (openshift/oc
+//! `pkg/cli/admin/upgrade/upgrade.go`, `patchDesiredUpdate`: a merge patch), and waits for the history
+//! to complete at the target, reporting the operators updated so far. Connection, retries and the
+//! waiting are kube-client's.
+
+pub mod decide;
+
+use std::time::Duration;
+
+use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome};
+use decide::{Action, Plan, Refusal, Request, Target, Wish};
+use kube_client::connect::{cluster_opts, ClusterOptions};
+use kube_client::objects::known;
+use kube_client::{Client, KubeError, PatchType, Poll, WaitError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The module's options; the sidecar `plugins/modules/cluster_upgrade.yml` documents exactly these.
+pub fn argument_spec() -> ArgSpec {
+    let mut opts = cluster_opts();
+    opts.extend([
+        Opt::str("version").required(),
+        Opt::str("channel"),
+        Opt::str("image"),
+        Opt::bool("allow_explicit_image").default(false),
+        Opt::bool("wait").default(true),
+        Opt::int("timeout").default(10800),
+        Opt::int("poll_interval").default(30),
+        Opt::int("refresh_polls").default(10),
+    ]);
+    ArgSpec::new(opts)
+}
+
+#[derive(Debug, Deserialize)]
+struct Opts {
+    #[serde(flatten)]
+    conn: ClusterOptions,
+    version: String,
+    channel: Option<String>,
+    image: Option<String>,
+    allow_explicit_image: bool,
+    wait: bool,
+    timeout: i64,
+    poll_interval: i64,
+    refresh_polls: i64,
+}
+
+fn kube_fail(what: &str, e: KubeError) -> Failure {
+    Failure::new(format!("{what}: {e}"))
+}
+
+/// Bad option combinations, each naming the option.
+fn check_options(o: &Opts, req: &Request) -> Result<(), Failure> {
+    if o.timeout < 0 || o.poll_interval < 1 || o.refresh_polls < 1 {
+        return Err(Failure::new(
+            "timeout must be >= 0, poll_interval >= 1 (seconds) and refresh_polls >= 1",
+        ));
+    }
+    if o.channel.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err(Failure::new(
+            "channel must be a channel name such as stable-4.19, or left out",
+        ));
+    }
+    match (&o.image, o.allow_explicit_image) {
+        (None, true) => Err(Failure::new(
+            "allow_explicit_image needs image (the release image to force)",
+        )),
+        (Some(_), _) if matches!(req, Request::Minor { .. }) => Err(Failure::new(
+            "image needs an exact version (4.19.7), not a minor: the image is one release",
+        )),
+        (Some(i), _) if i.trim().is_empty() => Err(Failure::new("image must not be empty")),
+        _ => Ok(()),
+    }
+}
+
+/// What the run is about, for every result.
+struct Run<'a> {
+    client: &'a Client,
+    o: &'a Opts,
+    req: Request,
+    interval: Duration,
+}
+
+impl Run<'_> {
+    fn cluster_version(&self) -> Result<Value, Failure> {
+        self.client
+            .get(&known::cluster_versions(), None, "version")
+            .map_err(|e| kube_fail("reading ClusterVersion version", e))?
+            .ok_or_else(|| {
+                Failure::new(
+                    "no ClusterVersion 'version': this is not an OpenShift 4 cluster (or the install has not got that far)",
+                )
+            })
+    }
+
+    fn operators(&self) -> Result<Vec<Value>, KubeError> {
+        self.client.list(&known::cluster_operators(), None, None)
+    }
+
+    fn patch_spec(&self, spec: Value, what: &str) -> Result<(), Failure> {
+        self.client
+            .patch(
+                &known::cluster_versions(),
+                None,
+                "version",
+                &json!({"spec": spec}),
+                PatchType::Merge,
+            )
+            .map(|_| ())
+            .map_err(|e| kube_fail(what, e))
+    }
+
+    /// After a channel change: look up to `refresh_polls` times for the target among the offers.
+    fn target_after_channel(&self, from: &str) -> Result<Target, Failure> {
+        let current = semver::Version::parse(from).map_err(|e| Failure::new(e.to_string()))?;
+        let wish = self.wish();
+        let mut polls = 0;
+        let limit = self.o.refresh_polls;
+        let found = kube_client::wait_for(
+            Duration::from_secs(self.o.timeout as u64),
+            self.interval,
+            || {
+                polls += 1;
+                let cv = self
+                    .client
+                    .get(&known::cluster_versions(), None, "version")?
+                    .unwrap_or_default();
+                Ok::<_, KubeError>(match decide::resolve(&cv, &self.req, &current, &wish) {
+                    Ok(t) => Poll::Ready(Ok(t)),
+                    Err(r) if polls >= limit => Poll::Ready(Err(r)),
+                    Err(r) => Poll::Pending(r.to_string()),
+                })
+            },
+        );
+        match found {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(r)) => Err(refused(&r, &self.req)),
+            Err(WaitError::Timeout { pending, .. }) => Err(Failure::new(pending)),
+            Err(WaitError::Failed(e)) => Err(kube_fail("reading ClusterVersion version", e)),
+        }
+    }
+
+    fn wish(&self) -> Wish {
+        Wish {
+            channel: self.o.channel.clone(),
+            image: self.o.image.clone(),
+            allow_explicit_image: self.o.allow_explicit_image,
+        }
+    }
+
+    /// Wait for the update to `target` to complete; the distinct progress states seen, in order.
+    fn wait_done(&self, target: &str, seen: &mut Vec<Value>) -> Result<(), Failure> {
+        let waited = kube_client::wait_for(
+            Duration::from_secs(self.o.timeout as u64),
+            self.interval,
+            || {
+                let cv = self
+                    .client
+                    .get(&known::cluster_versions(), None, "version")?
+                    .unwrap_or_default();
+                let ops = self.operators()?;
+                let p = decide::progress(&cv, &ops, target);
+                let j = p.to_json();
+                if seen.last() != Some(&j) {
+                    seen.push(j);
+                }
+                Ok::<_, KubeError>(if p.done {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending(p.pending(target))
+                })
+            },
+        );
+        match waited {
+            Ok(()) => Ok(()),
+            Err(WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
+                "timed out after {}s waiting for the update: {pending}",
+                waited.as_secs()
+            ))
+            .with("progress", json!(seen))),
+            Err(WaitError::Failed(e)) => Err(kube_fail("following the update", e)),
+        }
+    }
+
+    /// The last word: the ClusterVersion says the cluster is at `target`.
+    fn final_check(&self, target: &str) -> Result<(), Failure> {
+        let cv = self.cluster_version()?;
+        decide::completed_at(&cv, target)
+            .map_err(|e| Failure::new(format!("the update to {target} did not complete: {e}")))
+    }
+}
+
+fn refused(r: &Refusal, req: &Request) -> Failure {
+    let mut f = Failure::new(r.to_string()).with("requested", req.to_string());
+    if let Refusal::NotOffered { offered, .. } = r {
+        f = f.with("offered", json!(offered));
+    }
+    f
+}
+
+pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
+    let o: Opts = m.options()?;
+    let req = decide::parse_request(&o.version).map_err(|e| Failure::new(e.to_string()))?;
+    check_options(&o, &req)?;
+    let conn = kube_client::connect("cluster", &o.conn.params())
+        .map_err(|e| Failure::new(e.to_string()))?;
+    if let Some(t) = &conn.token {
+        m.add_secret(t.clone());
+    }
+    if let Some(w) = conn.warning {
+        m.warn(w);
+    }
+    let r = Run {
+        client: &conn.client,
+        o: &o,
+        req,
+        interval: Duration::from_secs(o.poll_interval as u64),
+    };
+    let cv = r.cluster_version()?;
+    let ops = r
+        .operators()
+        .map_err(|e| kube_fail("listing the ClusterOperators", e))?;
+    let plan = decide::decide(&cv, &ops, &r.req, &r.wish()).map_err(|e| refused(&e, &r.req))?;
+    let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
+    carry_out(m, &r, plan, before)
+}
+
+fn channel_json(plan: &Plan) -> Value {
+    plan.channel
+        .as_ref()
+        .map(|(a, b)| json!({"from": a, "to": b}))
+        .unwrap_or(Value::Null)
+}
+
+fn carry_out(m: &mut Module, r: &Run, plan: Plan, before: Value) -> Result<Outcome, Failure> {
+    let from = plan.from.clone();
+    let channel_note = plan
+        .channel
+        .as_ref()
+        .map(|(a, b)| format!(" (channel '{a}' -> '{b}')"))
+        .unwrap_or_default();
+    let out = |changed: bool, to: &str| {
+        Outcome::new(changed)
+            .with("from", from.clone())
+            .with("to", to.to_string())
+            .with("requested", r.req.to_string())
+            .with("channel", channel_json(&plan))
+    };
+    let mut after = before.clone();
+    if let Some((_, c)) = &plan.channel {
+        after["channel"] = json!(c);
+    }
+    match &plan.action {
+        Action::AtTarget => {
+            let changed = plan.channel.is_some();
+            if changed {
+                m.add_diff(
+                    before,
+                    after,
+                    "ClusterVersion version",
+                    "ClusterVersion version",
+                );
+                if !m.check_mode {
+                    let c = plan.channel.as_ref().map(|(_, c)| c.clone());
+                    r.patch_spec(json!({"channel": c}), "setting spec.channel")?;
+                }
+            }
+            Ok(out(changed, &from)
+                .with("version", from.clone())
+                .msg(format!(
+                    "the cluster is at {from}, as requested ({}){channel_note}",
+                    r.req
+                )))
+        }
+        Action::Resume { to } => {
+            if !r.o.wait || m.check_mode {
+                return Ok(out(false, to).msg(format!("the update {from} -> {to} is under way")));
+            }
+            let mut seen = Vec::new();
+            r.wait_done(to, &mut seen)?;
+            r.final_check(to)?;
+            Ok(out(false, to)
+                .with("version", to.clone())
+                .with("progress", json!(seen))
+                .msg(format!(
+                    "the update {from} -> {to} (under way already) completed"
+                )))
+        }
+        Action::Update(_) | Action::AfterChannel => start(m, r, &plan, before, after, channel_note),
+    }
+}
+
+/// Set the channel and the desired update (or say what would be set), then wait.
+fn start(
+    m: &mut Module,
+    r: &Run,
+    plan: &Plan,
+    before: Value,
+    mut after: Value,
+    channel_note: String,
+) -> Result<Outcome, Failure> {
+    let from = &plan.from;
+    let known_target = match &plan.action {
+        Action::Update(t) => Some(t.clone()),
+        _ => None,
+    };
+    if m.check_mode {
+        let (to, how) = match &known_target {
+            Some(t) => (t.version.clone(), t.version.clone()),
+            None => (
+                r.req.to_string(),
+                format!("{} (as the new channel offers it)", r.req),
+            ),
+        };
+        if let Some(t) = &known_target {
+            after["desiredUpdate"] = t.desired_update();
+        }
+        m.add_diff(
+            before,
+            after,
+            "ClusterVersion version",
+            "ClusterVersion version",
+        );
+        return Ok(Outcome::new(true)
+            .with("from", from.clone())
+            .with("to", to)
+            .with("requested", r.req.to_string())
+            .with("channel", channel_json(plan))
+            .msg(format!("would upgrade {from} -> {how}{channel_note}")));
+    }
+    if let Some((_, new)) = &plan.channel {
+        r.patch_spec(json!({"channel": new}), "setting spec.channel")?;
+    }
+    let target = match (known_target, &plan.channel) {
+        (Some(t), _) => t,
+        (None, channel) => match r.target_after_channel(from) {
+            Ok(t) => t,
+            Err(f) => {
+                // Leave the cluster as it was: the new channel does not lead where the task wants.
+                let old = channel.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
+                let back = if old.is_empty() {
+                    Value::Null
+                } else {
+                    json!(old)
+                };
+                r.patch_spec(json!({"channel": back}), "setting spec.channel back")?;
+                return Err(f.with("channel_restored", old));
+            }
+        },
+    };
+    if target.force {
+        m.warn(format!(
+            "forcing the unverified release image {} (allow_explicit_image): the cluster-version operator does not check its signature",
+            target.image
+        ));
+    }
+    r.patch_spec(
+        json!({"desiredUpdate": target.desired_update()}),
+        "setting spec.desiredUpdate",
+    )?;
+    after["desiredUpdate"] = target.desired_update();
+    m.add_diff(
+        before,
+        after,
+        "ClusterVersion version",
+        "ClusterVersion version",
+    );
+    let to = target.version.clone();
+    let base = Outcome::new(true)
+        .with("from", from.clone())
+        .with("to", to.clone())
+        .with("requested", r.req.to_string())
+        .with("channel", channel_json(plan))
+        .with("image", target.image.clone());
+    if !r.o.wait {
+        return Ok(base.msg(format!("requested the update {from} -> {to}{channel_note}")));
+    }
+    let mut seen = Vec::new();
+    r.wait_done(&to, &mut seen).map_err(|f| f.changed(true))?;
+    r.final_check(&to).map_err(|f| f.changed(true))?;
+    Ok(base
+        .with("version", to.clone())
+        .with("progress", json!(seen))
+        .msg(format!("upgraded {from} -> {to}{channel_note}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sidecar_matches_spec() {
+        module_testkit::assert_sidecar_matches(
+            &super::argument_spec(),
+            "openshift",
+            "cluster_upgrade",
+        );
+    }
+}

@@ -1,0 +1,154 @@
+"""The cluster-version operator's part, played against a test kube-apiserver (kube_fixtures.KubeApi) for
+the cluster_upgrade tests: offer each channel's updates, and on seeing `spec.desiredUpdate` add a Partial
+history entry, move the ClusterOperators' `operator` versions over one at a time, then complete the entry
+(openshift/api `config/v1/types_cluster_version.go`: the newest history entry first, Partial while applied).
+
+The fake advances one step only after the module has looked again — read from the API server's audit log,
+by the module's user: a poll of the update ends with its LIST of the ClusterOperators, a look for a new
+channel's offers is one GET of the ClusterVersion — so every state is seen by at least one poll whatever
+the machine's speed. The fake itself authenticates as another user and never LISTs ClusterOperators while
+the module runs.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from kube_fixtures import KubeApi, condition
+
+CV = "/apis/config.openshift.io/v1/clusterversions"
+CO = "/apis/config.openshift.io/v1/clusteroperators"
+
+
+def image(version: str) -> str:
+    """A by-digest release image for `version` (made up, stable per version)."""
+    return f"quay.io/openshift-release-dev/ocp-release@sha256:{version.replace('.', '0'):0>64}"
+
+
+def releases(*versions: str) -> list[dict]:
+    return [{"version": v, "image": image(v)} for v in versions]
+
+
+def conditions(progressing: str | None = None, message: str = "Cluster version is settled",
+               upgradeable: str | None = None) -> list[dict]:
+    """ClusterVersion conditions: Available, Failing=False, Progressing (True with `progressing` as its
+    message), RetrievedUpdates, and Upgradeable=False (AdminAckRequired) when `upgradeable` is given."""
+    out = [condition("Available", "True", message), condition("Failing", "False"),
+           condition("Progressing", "True" if progressing else "False", progressing or message),
+           condition("RetrievedUpdates", "True")]
+    if upgradeable:
+        out.append({**condition("Upgradeable", "False", upgradeable), "reason": "AdminAckRequired"})
+    return out
+
+
+def replace_status(api: KubeApi, fields: dict, token: str | None = None) -> None:
+    """Set `fields` of the ClusterVersion's status with a PUT of the whole status: a merge patch would drop
+    the null `completionTime` of a Partial history entry, a key the schema requires."""
+    status, cv = api.request("GET", f"{CV}/version", token=token)
+    assert status == 200, cv
+    cv["status"].update(fields)
+    status, out = api.request("PUT", f"{CV}/version/status", cv, token=token)
+    assert status == 200, out
+
+
+class Audit:
+    """One user's requests, from the API server's audit log (written before each answer: blocking mode)."""
+
+    def __init__(self, api: KubeApi, user: str):
+        self.path = Path(api.info["dir"]) / "audit.log"
+        self.user = user
+
+    def events(self) -> list[dict]:
+        out = []
+        for line in self.path.read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue  # a line being written
+            if e.get("user", {}).get("username") == self.user:
+                out.append(e)
+        return out
+
+    def count(self, verb: str, resource: str, since: int = 0) -> int:
+        return sum(1 for e in self.events()[since:]
+                   if e["verb"] == verb and e.get("objectRef", {}).get("resource") == resource)
+
+    def writes(self, since: int) -> list[str]:
+        return [f"{e['verb']} {e['requestURI']}" for e in self.events()[since:]
+                if e["verb"] in ("create", "update", "patch", "delete")]
+
+
+class FakeCVO(threading.Thread):
+    """Plays the cluster-version operator for `ClusterVersion version`; `offers` per channel."""
+
+    def __init__(self, api: KubeApi, offers: dict[str, list[dict]], *, module_user: str, token: str):
+        super().__init__(daemon=True)
+        self.api, self.offers, self.token = api, offers, token
+        self.audit = Audit(api, module_user)
+        self.stop = threading.Event()
+        self.channel: str | None = None
+        self.updates: list[dict] = []  # each spec.desiredUpdate acted on
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            while not self.stop.wait(0.05):
+                self.step()
+        except BaseException as e:  # raised by the test (stop_all)
+            self.error = e
+
+    def ready(self) -> "FakeCVO":
+        """Start; return once the current channel's offers are published."""
+        self.start()
+        while self.channel is None and self.error is None:
+            self.stop.wait(0.05)
+        return self
+
+    def after_next_look(self, verb: str = "list", resource: str = "clusteroperators") -> None:
+        seen = self.audit.count(verb, resource)
+        while not self.stop.wait(0.05):
+            if self.audit.count(verb, resource) > seen:
+                return
+
+    def _ok(self, method: str, path: str, body=None, content_type: str = "application/json"):
+        status, out = self.api.request(method, path, body, token=self.token, content_type=content_type)
+        assert 200 <= status < 300, f"{method} {path}: HTTP {status}: {out}"
+        return out
+
+    def status(self, path: str, status: dict) -> None:
+        self._ok("PATCH", path + "/status", {"status": status}, "application/merge-patch+json")
+
+    def step(self):
+        cv = self._ok("GET", f"{CV}/version")
+        channel = cv["spec"].get("channel", "")
+        if channel != self.channel:
+            if self.channel is not None:
+                self.after_next_look("get", "clusterversions")  # the module sees the old offers once at least
+            self.channel = channel
+            self.status(f"{CV}/version", {"availableUpdates": self.offers.get(channel, [])})
+            return
+        want = (cv["spec"].get("desiredUpdate") or {}).get("version")
+        if not want or want == cv["status"]["desired"]["version"]:
+            return
+        self.updates.append(cv["spec"]["desiredUpdate"])
+        operators = [o["metadata"]["name"] for o in self._ok("GET", CO)["items"]]
+        old = cv["status"]["history"]
+        old[0]["completionTime"] = old[0].get("completionTime") or "2026-01-02T00:00:00Z"
+        self.after_next_look()
+        partial = {"state": "Partial", "version": want, "image": image(want), "verified": True,
+                   "startedTime": "2026-01-02T00:00:00Z", "completionTime": None}
+        replace_status(self.api, {"desired": {"version": want, "image": image(want)}, "history": [partial] + old,
+                                  "conditions": conditions(progressing=f"Working towards {want}")}, self.token)
+        for name in operators:
+            self.after_next_look()
+            self.status(f"{CO}/{name}", {"versions": [{"name": "operator", "version": want}]})
+        self.after_next_look()
+        done = {**partial, "state": "Completed", "completionTime": "2026-01-02T01:00:00Z"}
+        self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": [],
+                                      "conditions": conditions(message=f"Cluster version is {want}")})
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.join(timeout=10)
+        assert self.error is None, self.error

@@ -1,0 +1,199 @@
+"""proxshift.openshift.cluster_upgrade against a real kube-apiserver (the ClusterVersion and ClusterOperator CRDs
+of openshift/api loaded), the test playing the cluster-version operator (tests/fake_cvo.py). The module
+authenticates as `kc-admin`, the test and the fake operator as `admin`: what the module wrote is read from the
+API server's audit log by that user."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fake_cvo import CO, CV, Audit, FakeCVO, conditions, image, releases, replace_status
+from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixtures)
+
+OPERATORS = ["etcd", "kube-apiserver", "dns"]
+CLUSTER_ID = "6c1f5a2e-0000-4000-8000-00000000a9de"
+MODULE_USER = "kc-admin"
+
+
+@pytest.fixture
+def cluster(kube_api: KubeApi):
+    """An OpenShift cluster at 4.18.5 on stable-4.18 with three healthy operators; the ClusterVersion and
+    ClusterOperators found before (other tests of the session) are put back afterwards."""
+    saved_cv = kube_api.get(f"{CV}/version")
+    saved_ops = kube_api.ok("GET", CO)["items"]
+
+    def clear():
+        for op in kube_api.ok("GET", CO)["items"]:
+            kube_api.ok("DELETE", f"{CO}/{op['metadata']['name']}")
+        if kube_api.get(f"{CV}/version") is not None:
+            kube_api.ok("DELETE", f"{CV}/version")
+
+    def put(path: str, obj: dict) -> None:
+        meta = {k: v for k, v in obj["metadata"].items() if k in ("name", "labels", "annotations")}
+        kube_api.ok("POST", path, {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta,
+                                   "spec": obj.get("spec", {})})
+        if obj.get("status"):
+            kube_api.patch_status(f"{path}/{meta['name']}", obj["status"])
+
+    clear()
+    put(CV, {"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
+             "spec": {"clusterID": CLUSTER_ID, "channel": "stable-4.18"},
+             "status": {"desired": {"version": "4.18.5", "image": image("4.18.5")}, "observedGeneration": 1,
+                        "versionHash": "x", "availableUpdates": [],
+                        "history": [{"state": "Completed", "version": "4.18.5", "image": image("4.18.5"),
+                                     "verified": False, "startedTime": "2026-01-01T00:00:00Z",
+                                     "completionTime": "2026-01-01T01:00:00Z"}],
+                        "conditions": conditions()}})
+    for name in OPERATORS:
+        put(CO, {"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": name},
+                 "spec": {}, "status": {"versions": [{"name": "operator", "version": "4.18.5"}],
+                                        "conditions": [condition("Available", "True"), condition("Progressing", "False"),
+                                                       condition("Degraded", "False")]}})
+    yield kube_api
+    clear()
+    if saved_cv:
+        put(CV, saved_cv)
+    for op in saved_ops:
+        put(CO, op)
+
+
+@pytest.fixture
+def cvo(cluster: KubeApi):
+    """Start the fake operator with the given offers per channel; stopped (and its errors raised) after."""
+    started = []
+
+    def start(offers: dict[str, list[dict]]) -> FakeCVO:
+        started.append(FakeCVO(cluster, offers, module_user=MODULE_USER, token=cluster.admin_token).ready())
+        return started[-1]
+
+    yield start
+    for c in started:
+        c.finish()
+
+
+def args(api: KubeApi, **more) -> dict:
+    return {"api_url": api.url, "api_key": api.kubeconfig_token, "ca_cert": api.ca_cert,
+            "poll_interval": 1, "timeout": 120, **more}
+
+
+def spec(api: KubeApi) -> dict:
+    return api.get(f"{CV}/version")["spec"]
+
+
+def play(*tasks: dict) -> str:
+    return json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": list(tasks)}])
+
+
+def test_minor_upgrade_through_a_new_channel_then_rerun_and_check_mode(run_playbook, cluster, cvo):
+    fake = cvo({"stable-4.18": releases("4.18.7", "4.18.9"),
+                "stable-4.19": releases("4.18.9", "4.19.1", "4.19.3", "4.19.2")})
+    audit = Audit(cluster, MODULE_USER)
+    before = len(audit.events())
+    task = {"proxshift.openshift.cluster_upgrade": args(cluster, version="4.19")}
+
+    check = run_playbook(play({"name": "path", **task, "check_mode": True, "diff": True}))
+    assert check.rc == 0, check.output
+    r = check.task("path")
+    assert r["changed"] is True and r["from"] == "4.18.5", r
+    assert r["channel"] == {"from": "stable-4.18", "to": "stable-4.19"}
+    assert r["msg"] == "would upgrade 4.18.5 -> 4.19 (as the new channel offers it) (channel 'stable-4.18' -> 'stable-4.19')"
+    assert audit.writes(before) == [], "check mode wrote"
+    assert spec(cluster) == {"clusterID": CLUSTER_ID, "channel": "stable-4.18"}
+
+    run = run_playbook(play({"name": "upgrade", **task}, {"name": "again", **task}))
+    assert run.rc == 0, run.output
+    r = run.task("upgrade")
+    assert r["changed"] is True and (r["from"], r["to"], r["version"]) == ("4.18.5", "4.19.3", "4.19.3"), r
+    assert r["channel"] == {"from": "stable-4.18", "to": "stable-4.19"}
+    assert r["image"] == image("4.19.3")
+    # Each state the operator went through was seen: not started, Partial with 0..3 operators, Completed.
+    seen = [(p["history"], p["operators_updated"], p["operators_total"], p["done"]) for p in r["progress"]]
+    assert seen[0] == ("4.18.5 Completed", 0, 3, False), seen
+    assert ("4.19.3 Partial", 0, 3, False) in seen and ("4.19.3 Partial", 2, 3, False) in seen, seen
+    assert seen[-1] == ("4.19.3 Completed", 3, 3, True), seen
+    assert [u["version"] for u in fake.updates] == ["4.19.3"]
+    s = spec(cluster)
+    assert s["channel"] == "stable-4.19"
+    assert s["desiredUpdate"] == {"version": "4.19.3", "image": image("4.19.3"), "force": False}
+    # Two writes: the channel, then the desired update (merge patches, as oc adm upgrade).
+    assert [w.split("?")[0] for w in audit.writes(before)] == [f"patch {CV}/version"] * 2
+    again = run.task("again")
+    assert again["changed"] is False and again["msg"] == "the cluster is at 4.19.3, as requested (4.19)", again
+    assert len(audit.writes(before)) == 2
+    assert cluster.kubeconfig_token not in run.output
+
+
+def failed(run_module, api: KubeApi, **more) -> dict:
+    audit = Audit(api, MODULE_USER)
+    before = len(audit.events())
+    out, rc, _ = run_module("cluster_upgrade", args(api, **more))
+    assert rc != 0 and out.get("failed") is True, out
+    assert audit.writes(before) == [], f"a refused upgrade wrote: {audit.writes(before)}"
+    return out
+
+
+def test_refusals_change_nothing(run_module, cluster, cvo):
+    cvo({"stable-4.18": releases("4.18.7", "4.18.9"), "stable-4.19": releases("4.19.1")})
+    original = spec(cluster)
+
+    out = failed(run_module, cluster, version="4.18.8")
+    assert out["msg"] == ("the update to 4.18.8 is not offered by channel 'stable-4.18' "
+                          "(status.availableUpdates: 4.18.9, 4.18.7)"), out
+    assert out["offered"] == ["4.18.9", "4.18.7"]
+
+    out = failed(run_module, cluster, version="4.18.3")
+    assert out["msg"] == ("refusing to lower the version: the cluster runs 4.18.5, 4.18.3 was requested "
+                          "(downgrades are not supported)"), out
+    assert "lower" in failed(run_module, cluster, version="4.17")["msg"]
+
+    cluster.patch_status(f"{CO}/dns", {"conditions": [condition("Available", "True"), condition("Progressing", "False"),
+                                                      condition("Degraded", "True", "2 of 3 pods crash-looping")]})
+    out = failed(run_module, cluster, version="4.18.9")
+    assert out["msg"] == ("the cluster is not healthy, not upgrading to 4.18.9: ClusterOperator dns Degraded=True "
+                          "(Test: 2 of 3 pods crash-looping)"), out
+    cluster.patch_status(f"{CO}/dns", {"conditions": [condition("Available", "True"), condition("Progressing", "False"),
+                                                      condition("Degraded", "False")]})
+
+    cluster.patch_status(f"{CV}/version", {"conditions": conditions(upgradeable="Kubernetes 1.32 removes APIs in use")})
+    out = failed(run_module, cluster, version="4.19.1", channel="stable-4.19")
+    assert out["msg"] == ("ClusterVersion Upgradeable=False (AdminAckRequired: Kubernetes 1.32 removes APIs in use): "
+                          "a minor-version update from 4.18.5 to 4.19.1 is blocked (z-stream updates are allowed)"), out
+    # A z-stream update is allowed while Upgradeable=False (check mode: the path, no write).
+    audit = Audit(cluster, MODULE_USER)
+    before = len(audit.events())
+    out, rc, _ = run_module("cluster_upgrade", {**args(cluster, version="4.18.9"), "_ansible_check_mode": True})
+    assert rc == 0 and out["changed"] is True and out["to"] == "4.18.9", out
+    assert out["msg"] == "would upgrade 4.18.5 -> 4.18.9"
+    assert audit.writes(before) == []
+    cluster.patch_status(f"{CV}/version", {"conditions": conditions()})
+
+    # An update to another version already under way.
+    replace_status(cluster, {
+        "desired": {"version": "4.18.7", "image": image("4.18.7")},
+        "history": [{"state": "Partial", "version": "4.18.7", "image": image("4.18.7"), "verified": True,
+                     "startedTime": "2026-01-02T00:00:00Z", "completionTime": None},
+                    {"state": "Completed", "version": "4.18.5", "image": image("4.18.5"), "verified": False,
+                     "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-02T00:00:00Z"}],
+        "conditions": conditions(progressing="Working towards 4.18.7: 106 of 863 done (12% complete)")})
+    out = failed(run_module, cluster, version="4.18.9")
+    assert out["msg"] == ("an update to 4.18.7 is already under way (ClusterVersion Progressing=True: Test: Working "
+                          "towards 4.18.7: 106 of 863 done (12% complete)); wait for it to finish before requesting "
+                          "4.18.9"), out
+    assert spec(cluster) == original
+
+
+def test_a_new_channel_that_does_not_offer_the_target_is_set_back(run_module, cluster, cvo):
+    cvo({"stable-4.18": releases("4.18.9"), "stable-4.19": releases("4.19.1")})
+    audit = Audit(cluster, MODULE_USER)
+    before = len(audit.events())
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.19.2", refresh_polls=3))
+    assert rc != 0, out
+    assert out["msg"] == ("the update to 4.19.2 is not offered by channel 'stable-4.19' "
+                          "(status.availableUpdates: 4.19.1)"), out
+    assert out["channel_restored"] == "stable-4.18"
+    assert spec(cluster) == {"clusterID": CLUSTER_ID, "channel": "stable-4.18"}
+    # The channel, then the channel back: no desired update.
+    assert len(audit.writes(before)) == 2
+    # Three looks at the new channel (bounded by refresh_polls), after the first look of the decision.
+    assert audit.count("get", "clusterversions", before) == 1 + 3
