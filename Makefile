@@ -6,7 +6,7 @@ PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 export PROXSHIFT_VENV := $(CURDIR)/$(VENV)
 
-.PHONY: all venv build test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench fuzz fuzz-short clean-collections
+.PHONY: all venv build collections test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench fuzz fuzz-short clean-collections
 
 all: build
 
@@ -20,6 +20,13 @@ $(VENV)/.stamp: requirements-dev.txt
 ## build: portable, size-optimised release binaries (glibc 2.17), copied into the collections.
 build: venv
 	scripts/build.sh
+
+## collections: Galaxy tarballs of the three collections, binaries included, in build/ (for an EE or a hub).
+collections: build
+	@mkdir -p build/installers
+	@for c in proxmox hashi_vault openshift; do \
+	  $(VENV)/bin/ansible-galaxy collection build --force --output-path build ansible_collections/proxshift/$$c || exit 1; \
+	done
 
 ## test-deps: everything the tests need that is not a Rust crate (services, tools); idempotent and cached.
 test-deps: venv

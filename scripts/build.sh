@@ -15,6 +15,7 @@ declare -A COLLECTION=(
   [proxmox_vm]=proxmox [vm_lifecycle]=proxmox [proxmox_access]=proxmox [hashicorp_vault]=hashi_vault
   [ocp_manifests]=openshift [acm_import]=openshift [cluster_auth]=openshift
   [proxmox_vm_info]=proxmox [hashicorp_vault_info]=hashi_vault [acm_cluster_info]=openshift
+  [cluster_nodes]=openshift [cluster_upgrade]=openshift [cluster_config]=openshift
 )
 
 command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild not found: run 'make venv'" >&2; exit 1; }
@@ -39,4 +40,7 @@ for m in "${!COLLECTION[@]}"; do
   install -m 0755 "$bin" "$dest"
 done
 install -m 0755 "$OUT/protocol_probe" tests/collections/ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe
+# ansible.cfg puts build/collections first: the checkout's collections win only once they hold binaries.
+mkdir -p build/collections
+ln -sfn ../../ansible_collections build/collections/ansible_collections
 exit $fail

@@ -54,6 +54,8 @@ def ee_context(tmp_path_factory):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     (root / "awx").mkdir()
     shutil.copy(AWX / "execution-environment.yml", root / "awx" / "execution-environment.yml")
+    shutil.copytree(AWX / "ee", root / "awx" / "ee")
+    (build / "installers").mkdir()  # what `make collections` creates: local client tarballs go there
     context = root / "context"
     proc = subprocess.run(
         [tool("ansible-builder"), "create", "-f", str(root / "awx/execution-environment.yml"),
@@ -80,6 +82,22 @@ def test_ee_file_names_the_tarballs_galaxy_builds():
     # The controller inside the EE runs the same ansible-core the project tests with.
     core_pin = re.search(r"^ansible-core==(\S+)$", (REPO / "requirements-dev.txt").read_text(), re.M).group(1)
     assert ee["dependencies"]["ansible_core"]["package_pip"] == f"ansible-core=={core_pin}"
+
+
+def test_context_installs_nmstate_and_the_openshift_clients_step(ee_context):
+    bindep = (ee_context / "_build/bindep.txt").read_text()
+    assert re.search(r"^nmstate \[platform:rpm\]$", bindep, re.M), bindep
+    script = ee_context / "_build/scripts/install-openshift-clients.sh"
+    assert script.read_bytes() == (AWX / "ee/install-openshift-clients.sh").read_bytes()
+    assert (ee_context / "_build/installers").is_dir()
+    final_stage = (ee_context / "Containerfile").read_text().split("FROM base AS final", 1)[1]
+    # The system packages (nmstate) are installed in the final image, then the clients step runs.
+    assert "bindep" in final_stage or "install-from-bindep" in final_stage, final_stage
+    step = final_stage.index("COPY _build/scripts/install-openshift-clients.sh /usr/local/bin/")
+    assert 'ARG OPENSHIFT_VERSIONS=""' in final_stage[:step]
+    run = final_stage[step:]
+    assert re.search(r'install-openshift-clients\.sh "\$v" /usr/local/share/proxshift/installers', run), run
+    assert "ENV PROXSHIFT_INSTALLER_CACHE=/usr/local/share/proxshift/installers" in run
 
 
 def test_context_installs_the_three_collections(ee_context):

@@ -11,6 +11,9 @@ import yaml
 from testlib import MODULE_BINARIES, REPO
 
 GALAXY_LIMIT = 20 * 1024 * 1024
+# Each collection stays well inside Galaxy's limit: half of it. openshift carries seven module binaries
+# of about 1.25 MB compressed each (~9 MB); an eighth would call for sharing one binary between modules.
+TARBALL_BUDGET = GALAXY_LIMIT / 2
 ELF_MAGIC = b"\x7fELF"
 # Build output and caches that must never reach a tarball.
 JUNK = re.compile(
@@ -34,7 +37,7 @@ def test_tarballs_hold_licence_binaries_and_no_build_junk(built_tarballs):
     gpl = (REPO / "COPYING").read_bytes()
     assert b"GNU GENERAL PUBLIC LICENSE" in gpl and b"Version 3, 29 June 2007" in gpl
     for coll, tarball in built_tarballs.items():
-        assert tarball.stat().st_size < GALAXY_LIMIT / 4, f"{tarball} is {tarball.stat().st_size} bytes"
+        assert tarball.stat().st_size < TARBALL_BUDGET, f"{tarball} is {tarball.stat().st_size} bytes"
         found = members(tarball)
         assert read_member(tarball, "COPYING") == gpl, f"{tarball.name}: COPYING is not the GPL-3.0 text"
         for required in ("MANIFEST.json", "FILES.json", "README.md", "CHANGELOG.rst", "changelogs/changelog.yaml",
