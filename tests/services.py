@@ -276,6 +276,16 @@ def bao_bin() -> Path:
     )
 
 
+def nmstatectl_bin() -> Path:
+    """nmstatectl from scripts/deps/nmstate.sh (NMSTATECTL_BIN overrides): the build host's tool that
+    openshift-install and ocp_manifests run on each host's network config."""
+    env = os.environ.get("NMSTATECTL_BIN")
+    path = Path(env) if env else Path("/var/cache/proxshift/nmstatectl-2.2.62/bin/nmstatectl")
+    if not path.is_file():
+        pytest.fail(f"nmstatectl not found at {path}: run scripts/deps/nmstate.sh (part of `make test-deps`)")
+    return path
+
+
 @dataclass
 class OpenBao:
     addr: str

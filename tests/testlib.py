@@ -31,6 +31,9 @@ MODULE_BINARIES = {
     "proxmox_vm_info": "proxmox",
     "hashicorp_vault_info": "hashi_vault",
     "acm_cluster_info": "openshift",
+    "cluster_nodes": "openshift",
+    "cluster_upgrade": "openshift",
+    "cluster_config": "openshift",
 }
 
 
@@ -141,6 +144,40 @@ def ansible_env(tmp: Path, extra: dict | None = None, venv: Path = VENV) -> dict
     if extra:
         env.update(extra)
     return env
+
+
+COLLECTION_NAMES = sorted(set(MODULE_BINARIES.values()))
+
+
+def build_collection_tarballs(out: Path) -> dict[str, Path]:
+    """`ansible-galaxy collection build` of each collection in the checkout (binaries included, so `make
+    build` must have run) into `out`: {collection: tarball}."""
+    for module in MODULE_BINARIES:
+        module_binary(module)  # fails naming `make build` when a binary is missing
+    tarballs = {}
+    for coll in COLLECTION_NAMES:
+        proc = subprocess.run(
+            [tool("ansible-galaxy"), "collection", "build", "--force", "--output-path", str(out),
+             str(REPO / "ansible_collections/proxshift" / coll)],
+            env=ansible_env(out), capture_output=True, text=True, timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        [tarball] = out.glob(f"proxshift-{coll}-*.tar.gz")
+        tarballs[coll] = tarball
+    return tarballs
+
+
+def install_collection_tarballs(tarballs: dict[str, Path], dest: Path) -> Path:
+    """Install the tarballs into the collections path `dest` (as an execution environment has them)."""
+    proc = subprocess.run(
+        [tool("ansible-galaxy"), "collection", "install", "--offline", "-p", str(dest), *map(str, tarballs.values())],
+        # Only the destination is a collections path: the checkout's copies must not count as installed.
+        env=ansible_env(dest, {"ANSIBLE_COLLECTIONS_PATH": str(dest)}), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for coll in tarballs:
+        assert f"proxshift.{coll}:" in proc.stdout, proc.stdout
+    return dest
 
 
 def free_port() -> int:

@@ -7,7 +7,7 @@ use crate::command::Command;
 use crate::exit::CliError;
 
 /// The phases of `playbooks/site.yaml`, in the order it runs them (each is also its tag).
-pub const SITE_PHASES: [&str; 9] = [
+pub const SITE_PHASES: [&str; 11] = [
     "preflight",
     "secrets",
     "manifests",
@@ -17,6 +17,8 @@ pub const SITE_PHASES: [&str; 9] = [
     "install",
     "credentials",
     "acm",
+    "post",
+    "upgrade",
 ];
 
 /// A subcommand that runs a playbook, with its own options.
@@ -228,14 +230,16 @@ pub struct RunOptions {
 const DEFAULT_COLLECTIONS: &str = "~/.ansible/collections:/usr/share/ansible/collections";
 
 /// `ANSIBLE_COLLECTIONS_PATH` so ansible-playbook finds the checkout's `ansible_collections/proxshift`
-/// from any working directory — unless the user already set one (then theirs is used as is).
+/// from any working directory — unless the user already set one (then theirs is used as is). The
+/// order is `ansible.cfg`'s: the built checkout (`build/collections`, which `make build` links) first,
+/// installed collections next, the bare checkout last (its modules then fail saying how to build).
 pub fn collections_env(project_root: &str, current: Option<&str>) -> Option<(String, String)> {
     if current.is_some_and(|c| !c.is_empty()) {
         return None;
     }
     Some((
         "ANSIBLE_COLLECTIONS_PATH".into(),
-        format!("{project_root}:{DEFAULT_COLLECTIONS}"),
+        format!("{project_root}/build/collections:{DEFAULT_COLLECTIONS}:{project_root}"),
     ))
 }
 
@@ -401,7 +405,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.skip_tags, vec!["install", "acm"]);
-        assert_eq!(p.phases.len(), 7);
+        assert_eq!(p.phases.len(), 9);
         assert!(!p.phases.contains(&"acm".to_string()));
         assert!(p.destructive.is_none());
     }
@@ -463,7 +467,10 @@ mod tests {
     fn collections_path_is_set_only_when_the_user_has_none() {
         let e = collections_env("/srv/proxshift", None).unwrap();
         assert_eq!(e.0, "ANSIBLE_COLLECTIONS_PATH");
-        assert!(e.1.starts_with("/srv/proxshift:"));
+        assert_eq!(
+            e.1,
+            "/srv/proxshift/build/collections:~/.ansible/collections:/usr/share/ansible/collections:/srv/proxshift"
+        );
         assert_eq!(
             collections_env("/srv/proxshift", Some("")),
             collections_env("/srv/proxshift", None)
@@ -473,7 +480,7 @@ mod tests {
         o.env = vec![e];
         let cmd = playbook_command(&plan(&Action::Stop, Some("c")).unwrap(), &o).shell();
         assert!(
-            cmd.starts_with("ANSIBLE_COLLECTIONS_PATH='/srv/proxshift:~/.ansible/collections:/usr/share/ansible/collections' ansible-playbook -i inventory/ playbooks/stop.yaml"),
+            cmd.starts_with("ANSIBLE_COLLECTIONS_PATH='/srv/proxshift/build/collections:~/.ansible/collections:/usr/share/ansible/collections:/srv/proxshift' ansible-playbook -i inventory/ playbooks/stop.yaml"),
             "{cmd}"
         );
     }

@@ -24,6 +24,8 @@ const ROLE_PHASES: &[(&str, &str)] = &[
     ("record", "credentials"),
     ("cluster_ready", "install"),
     ("acm", "acm"),
+    ("post_install", "post"),
+    ("cluster_upgrade", "upgrade"),
 ];
 
 /// Whole words in a task name that place a task outside any phase role.

@@ -221,11 +221,11 @@ fn dry_run_from_elsewhere_uses_absolute_paths_and_the_collections() {
     assert_eq!(
         stdout(&o),
         format!(
-            "ANSIBLE_COLLECTIONS_PATH={root}:~/.ansible/collections:/usr/share/ansible/collections ansible-playbook -i {root}/inventory/ {root}/playbooks/stop.yaml -e cluster_name=lab-sno\n"
+            "ANSIBLE_COLLECTIONS_PATH={root}/build/collections:~/.ansible/collections:/usr/share/ansible/collections:{root} ansible-playbook -i {root}/inventory/ {root}/playbooks/stop.yaml -e cluster_name=lab-sno\n"
         )
         .replace(
-            &format!("ANSIBLE_COLLECTIONS_PATH={root}:~/.ansible/collections:/usr/share/ansible/collections"),
-            &format!("ANSIBLE_COLLECTIONS_PATH='{root}:~/.ansible/collections:/usr/share/ansible/collections'")
+            &format!("ANSIBLE_COLLECTIONS_PATH={root}/build/collections:~/.ansible/collections:/usr/share/ansible/collections:{root}"),
+            &format!("ANSIBLE_COLLECTIONS_PATH='{root}/build/collections:~/.ansible/collections:/usr/share/ansible/collections:{root}'")
         )
     );
     // A user-set collections path is left alone.

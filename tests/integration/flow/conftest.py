@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services import DEMO_SEED, running_openbao, running_pvesim
+from services import DEMO_SEED, nmstatectl_bin, running_openbao, running_pvesim
 from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID
 
 # The demo seed's least-privilege token (ProxShiftProvisioner on /), not root's.
@@ -51,8 +51,10 @@ class Site:
 
     def env(self, with_installer: bool = False) -> dict:
         env = {"PROXMOX_TOKEN_SECRET": TOKEN_SECRET, "VAULT_TOKEN": self.bao.token}
+        # A build host has nmstatectl (openshift-install needs it for static networking; preflight checks).
+        path = f"{nmstatectl_bin().parent}:{os.environ.get('PATH', '')}"
+        env["PATH"] = f"{INSTALLER_DOUBLE}:{path}" if with_installer else path
         if with_installer:
-            env["PATH"] = f"{INSTALLER_DOUBLE}:{os.environ.get('PATH', '')}"
             env["PROXSHIFT_TEST_CLUSTER_ID"] = CLUSTER_ID
         return env
 

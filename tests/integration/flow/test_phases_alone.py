@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fake_cvo import CV, FakeCVO, releases
 from kube_fixtures import KubeApi, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
 from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
 from test_full_install import make_cluster_ready
@@ -28,6 +29,8 @@ FRESH = "lab-compact"
 FRESH_NEEDS = {
     "preflight": None, "secrets": None, "manifests": None, "iso": None,
     "vms": "iso", "start": "vms", "install": "iso", "credentials": "install", "acm": "install",
+    "post": "install",
+    "upgrade": "install",
 }
 PHASE_CHECK = "Phases — stop when an earlier phase has not run"
 
@@ -230,3 +233,39 @@ def test_phase_table_matches_the_tags_of_site_yaml():
         for need in row["needs"]:
             before, needed = rows[need]
             assert before < i or row["phase"] in needed["tags"], row
+
+
+def test_raising_ocp_version_upgrades_the_installed_cluster(run_flow, flow, site, hub, cluster_kubeconfig,
+                                                            provisioned, spoke_api: KubeApi):  # noqa: F811
+    """lab-sno runs 4.19.7; its ocp_version raised to 4.19.9, the whole site.yaml run finds the cluster ready
+    at its old version, sets the channel, upgrades it through the ClusterVersion (the test plays the
+    cluster-version operator), checks it ready at 4.19.9 and records that version. Last in this module: it
+    moves the cluster on."""
+    assert site.record(PROVISIONED)["version"] == "4.19.7"
+    fake = FakeCVO(spoke_api, {"stable-4.19": releases("4.19.8", "4.19.9")},
+                   module_user="admin", token=spoke_api.kubeconfig_token).ready()
+    try:
+        run = run_flow("site.yaml", PROVISIONED, with_installer=True,
+                       extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, "ocp_version": "4.19.9",
+                              "cluster_upgrade_poll_interval": 1},
+                       # Only the 4.19.7 installer is there: an installed cluster needs none of the new version.
+                       env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
+    finally:
+        fake.finish()
+    assert run.rc == 0, run.output
+    def result(name: str) -> dict:
+        found = [x for x in run.results if x["task"].endswith(name)]
+        assert found, [x["task"] for x in run.results]
+        return found[-1]
+
+    r = result("Upgrade the cluster through its ClusterVersion")["result"]
+    assert (r["changed"], r["from"], r["to"], r["version"]) == (True, "4.19.7", "4.19.9", "4.19.9"), r
+    assert [u["version"] for u in fake.updates] == ["4.19.9"]
+    assert r["progress"][-1]["done"] is True
+    assert result("Check that the cluster is ready at its new version")["status"] == "ok"
+    assert site.record(PROVISIONED)["version"] == "4.19.9"
+    assert site.record(PROVISIONED)["phase"] == "imported"
+    assert vmgenids(site, PROVISIONED) == provisioned
+    assert site.canary not in run.output
+    spoke_api.ok("PATCH", f"{CV}/version", {"spec": {"channel": None, "desiredUpdate": None}},
+                 content_type="application/merge-patch+json")

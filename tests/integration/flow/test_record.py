@@ -5,7 +5,6 @@ ansible-playbook, OpenBao, pvesim, the installer double and a kube-apiserver pla
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
@@ -315,7 +314,8 @@ def awx_job(tmp_path, site, n: int, env: dict):
         "ANSIBLE_COLLECTIONS_PATH": str(REPO),
         "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
         "ANSIBLE_HOME": str(tmp_path / f"ansible-home{n}"),
-        "PATH": f"{REPO / 'tests/fixtures/bin'}:{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+        # The installer double and nmstatectl (site.env's PATH), with this venv's tools first.
+        "PATH": f"{VENV / 'bin'}:{site.env(with_installer=True)['PATH']}",
     }))
     return ansible_runner.run(private_data_dir=str(pdd), project_dir=str(REPO), playbook="playbooks/site.yaml",
                               inventory=str(REPO / "inventory"), quiet=True, timeout=900)
