@@ -11,9 +11,10 @@ import yaml
 from testlib import MODULE_BINARIES, REPO
 
 GALAXY_LIMIT = 20 * 1024 * 1024
-# Each collection stays well inside Galaxy's limit: half of it. openshift carries seven module binaries
-# of about 1.25 MB compressed each (~9 MB); an eighth would call for sharing one binary between modules.
-TARBALL_BUDGET = GALAXY_LIMIT / 2
+# Each collection stays inside Galaxy's limit with a margin. openshift carries seven modules, each built
+# for x86_64 and aarch64 at about 1.2 MB compressed per build (~17 MB in all): an eighth module would
+# need the modules to share one binary per architecture (a multi-call binary) to stay under the limit.
+TARBALL_BUDGET = GALAXY_LIMIT * 0.9
 ELF_MAGIC = b"\x7fELF"
 # Build output and caches that must never reach a tarball.
 JUNK = re.compile(
@@ -49,11 +50,14 @@ def test_tarballs_hold_licence_binaries_and_no_build_junk(built_tarballs):
             assert member.mode & 0o111, f"{module} is not executable in {tarball.name}"
             assert read_member(tarball, member.name)[:4] == ELF_MAGIC, f"{module} in {tarball.name} is no binary"
             assert f"plugins/modules/{module}.yml" in found
+            arm = found[f"builds/linux-aarch64/{module}"]
+            assert arm.mode & 0o111, f"the aarch64 {module} is not executable in {tarball.name}"
+            assert read_member(tarball, arm.name)[18:20] == (183).to_bytes(2, "little"), f"{arm.name} is not aarch64"
         junk = [n for n in found if JUNK.search(n)]
         assert not junk, f"{tarball.name} holds build output or caches: {junk}"
-        # Executables are exactly the module binaries (no stray scripts or build tools).
+        # Executables are exactly the module binaries, two builds each (no stray scripts or build tools).
         executables = {n for n, m in found.items() if m.isfile() and m.mode & 0o111}
-        assert executables == {f"plugins/modules/{m}" for m in own}, executables
+        assert executables == {f"{d}/{m}" for m in own for d in ("plugins/modules", "builds/linux-aarch64")}, executables
 
 
 def test_manifest_names_the_licence_and_version(built_tarballs):

@@ -167,16 +167,18 @@ _raw:
 
 import json
 import os
+import platform
 import subprocess
 
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
+from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import COLLECTION_ROOT, UnsupportedPlatform, binary_path
 
 display = Display()
 
-BACKEND = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules", "hashicorp_vault_info")
+BACKEND = "hashicorp_vault_info"
 # The options the binary takes (its Rust spec) besides the terms.
 BACKEND_OPTIONS = (
     "key", "version", "engine_mount_point", "kv_version", "url", "namespace", "ca_cert", "validate_certs",
@@ -185,8 +187,13 @@ BACKEND_OPTIONS = (
 )
 
 
-def run_backend(binary, flag, options, name):
-    """Run `binary flag` with `options` as JSON on stdin; its masked result, or an error naming `name`."""
+def run_backend(backend, flag, options, name):
+    """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin; its masked result,
+    or an error naming `name`."""
+    try:
+        binary = binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())
+    except UnsupportedPlatform as err:
+        raise AnsibleError(f"{name}: {err}")
     if not os.access(binary, os.X_OK):
         raise AnsibleError(f"{name}: {binary} is missing or not executable (build the collection: make build)")
     proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)

@@ -153,6 +153,7 @@ cache_timeout: 300
 
 import json
 import os
+import platform
 import subprocess
 
 from ansible.errors import AnsibleParserError
@@ -161,6 +162,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
+from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import COLLECTION_ROOT, UnsupportedPlatform, binary_path
 
 try:  # ansible-core >= 2.19 (data tagging): text from a plugin is untrusted, never templated, unless tagged
     from ansible._internal._datatag._tags import TrustedAsTemplate
@@ -170,7 +172,7 @@ MARK_UNSAFE = TrustedAsTemplate is None
 
 display = Display()
 
-BACKEND = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules", "proxmox_vm_info")
+BACKEND = "proxmox_vm_info"
 # The options the binary takes (its Rust spec); the rest are Ansible's (constructed, cache).
 BACKEND_OPTIONS = (
     "url", "user", "password", "token_id", "token_secret", "validate_certs", "ca_path", "timeout",
@@ -179,8 +181,13 @@ BACKEND_OPTIONS = (
 )
 
 
-def run_backend(binary, flag, options, name):
-    """Run `binary flag` with `options` as JSON on stdin; its masked result, or an error naming `name`."""
+def run_backend(backend, flag, options, name):
+    """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin; its masked result,
+    or an error naming `name`."""
+    try:
+        binary = binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())
+    except UnsupportedPlatform as err:
+        raise AnsibleParserError(f"{name}: {err}")
     if not os.access(binary, os.X_OK):
         raise AnsibleParserError(f"{name}: {binary} is missing or not executable (build the collection: make build)")
     proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
