@@ -58,7 +58,8 @@ mkdir -p "$work/installer" "$work/client"
 tar -xzf "$work/$installer_tar" -C "$work/installer" openshift-install || die "$installer_tar holds no openshift-install"
 tar -xzf "$work/$client_tar" -C "$work/client" oc || die "$client_tar holds no oc"
 
-reported=$("$work/installer/openshift-install" version | head -n 1 | awk '{print $NF}')
+# awk reads to the end: `head -n 1` would close the pipe early and, under pipefail, fail on SIGPIPE.
+reported=$("$work/installer/openshift-install" version | awk 'NR == 1 {print $NF}')
 [[ "$reported" == "$version" ]] || die "$installer_tar holds openshift-install $reported, not $version"
 
 mkdir -p "$cache"
