@@ -35,6 +35,12 @@ pub struct Options {
     pub image_digest_sources: Option<Vec<MirrorOpt>>,
     pub capabilities: Option<CapabilitiesOpt>,
     pub fips: bool,
+    pub feature_set: Option<String>,
+    pub feature_gates: Option<Vec<String>>,
+    pub cpu_partitioning_mode: Option<String>,
+    #[serde(default)]
+    pub minimal_iso: bool,
+    pub boot_artifacts_base_url: Option<String>,
     pub output_dir: PathBuf,
     pub template_dir: Option<PathBuf>,
     pub backup: bool,
@@ -160,6 +166,13 @@ pub struct Plan {
     pub image_digest_sources: Vec<PlanMirror>,
     pub capabilities: Option<PlanCapabilities>,
     pub fips: bool,
+    /// install-config `featureSet` (None: the default set).
+    pub feature_set: Option<String>,
+    pub feature_gates: Vec<String>,
+    pub cpu_partitioning_mode: Option<String>,
+    /// agent-config `minimalISO` and `bootArtifactsBaseURL`.
+    pub minimal_iso: bool,
+    pub boot_artifacts_base_url: Option<String>,
     pub rendezvous_ip: String,
     pub ntp_servers: Vec<String>,
     pub hosts: Vec<PlanHost>,

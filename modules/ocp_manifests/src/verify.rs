@@ -255,6 +255,16 @@ fn verify_install_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
     if let Some(b) = &plan.additional_trust_bundle {
         v.expect(doc, "/additionalTrustBundle", &b.clone().into());
     }
+    // Set options must be rendered as given; unset ones a user template may add itself.
+    if let Some(set) = &plan.feature_set {
+        v.expect(doc, "/featureSet", &set.clone().into());
+    }
+    if !plan.feature_gates.is_empty() {
+        v.expect(doc, "/featureGates", &want(&plan.feature_gates).into());
+    }
+    if let Some(mode) = &plan.cpu_partitioning_mode {
+        v.expect(doc, "/cpuPartitioningMode", &mode.clone().into());
+    }
     v.problems
 }
 
@@ -278,6 +288,12 @@ fn verify_agent_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
     }
     v.expect(doc, "/kind", &"AgentConfig".into());
     v.expect(doc, "/rendezvousIP", &plan.rendezvous_ip.clone().into());
+    if let Some(url) = &plan.boot_artifacts_base_url {
+        v.expect(doc, "/bootArtifactsBaseURL", &url.clone().into());
+    }
+    if plan.minimal_iso {
+        v.expect(doc, "/minimalISO", &true.into());
+    }
     let hosts = doc
         .get("hosts")
         .and_then(Value::as_array)

@@ -214,3 +214,40 @@ def test_custom_network_config_is_checked_by_nmstate(ocp, tmp_path):
     problems = run.task("manifests")["problems"]
     assert [(p["path"], p["rule"]) for p in problems] == [("nodes[0].network_config", "nmstate-gen-conf")]
     assert "dhcp-typo" in problems[0]["msg"]
+
+
+def test_install_switches_render_and_are_verified(ocp, tmp_path):
+    """featureSet/featureGates/cpuPartitioningMode (install-config) and minimalISO/bootArtifactsBaseURL
+    (agent-config) from the module options, checked by the installer's rules and read back."""
+    switches = {
+        "feature_set": "CustomNoUpgrade", "feature_gates": ["GatewayAPI=true", "NodeSwap=false"],
+        "cpu_partitioning_mode": "AllNodes", "minimal_iso": True,
+        "boot_artifacts_base_url": "http://10.0.0.5:8080/agent",
+    }
+    out = tmp_path / "out"
+    run = ocp(cluster(out, **switches))
+    assert run.rc == 0, run.output
+    assert any("cannot be undone and prevents upgrades" in w for w in run.task("manifests").get("warnings", []))
+    install = yaml.safe_load((out / "install-config.yaml").read_text())
+    assert install["featureSet"] == "CustomNoUpgrade"
+    assert install["featureGates"] == ["GatewayAPI=true", "NodeSwap=false"]
+    assert install["cpuPartitioningMode"] == "AllNodes"
+    agent = yaml.safe_load((out / "agent-config.yaml").read_text())
+    assert agent["minimalISO"] is True and agent["bootArtifactsBaseURL"] == "http://10.0.0.5:8080/agent"
+
+    # The installer's validateFeatureSet: gates only with CustomNoUpgrade; each gate <name>=<bool>.
+    bad = ocp(cluster(tmp_path / "bad", feature_set="TechPreviewNoUpgrade", feature_gates=["GatewayAPI=yes"]))
+    assert bad.rc != 0
+    rules = {(p["path"], p["rule"]) for p in bad.task("manifests")["problems"]}
+    assert ("feature_gates", "feature-gates-custom-only") in rules, rules
+    assert ("feature_gates[0]", "feature-gate-format") in rules, rules
+    assert not (tmp_path / "bad").exists()
+
+    # A user template that drops a set option is refused: the rendered file must say what was asked.
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    builtin = (REPO / "modules/ocp_manifests/templates/install-config.yaml.j2").read_text()
+    (templates / "install-config.yaml.j2").write_text(builtin.replace("featureSet:", "# featureSet:", 1))
+    dropped = ocp(cluster(tmp_path / "dropped", template_dir=str(templates), **switches))
+    assert dropped.rc != 0
+    assert "install-config.yaml /featureSet" in dropped.task("manifests")["msg"], dropped.task("manifests")["msg"]

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use crate::model::{Options, PlanCapabilities, PlanHost, PlanMirror, PlanProxy};
 
 use super::addresses::Addresses;
+use super::features::Features;
 use super::infra::Infra;
 use super::networks::Networks;
 use super::nodes::Nodes;
@@ -95,6 +96,7 @@ pub(super) struct Ctx<'o> {
     pub proxy: Option<PlanProxy>,
     pub mirrors: Vec<PlanMirror>,
     pub capabilities: Option<PlanCapabilities>,
+    pub features: Features,
     pub hosts: Vec<PlanHost>,
 }
 
@@ -114,6 +116,7 @@ impl<'o> Ctx<'o> {
             proxy: None,
             mirrors: Vec::new(),
             capabilities: None,
+            features: Features::default(),
             hosts: Vec::new(),
         }
     }

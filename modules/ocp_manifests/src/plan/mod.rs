@@ -10,6 +10,7 @@ mod addresses;
 mod capabilities;
 mod context;
 mod credentials;
+mod features;
 mod host_prefix;
 mod hosts;
 mod infra;
@@ -64,6 +65,7 @@ pub fn plan(o: &Options) -> Planned {
     cx.proxy = found.take(proxy::check(&cx));
     cx.mirrors = found.take(proxy::mirrors(&cx));
     cx.capabilities = found.take(capabilities::check(&cx));
+    cx.features = found.take(features::check(&cx));
     cx.hosts = found.take(hosts::check(&cx));
 
     let secrets = std::mem::take(&mut cx.secrets);
@@ -116,6 +118,11 @@ fn assemble(cx: Ctx) -> Plan {
         image_digest_sources: cx.mirrors,
         capabilities: cx.capabilities,
         fips: o.fips,
+        feature_set: cx.features.feature_set,
+        feature_gates: cx.features.feature_gates,
+        cpu_partitioning_mode: cx.features.cpu_partitioning_mode,
+        minimal_iso: cx.features.minimal_iso,
+        boot_artifacts_base_url: cx.features.boot_artifacts_base_url,
         rendezvous_ip: cx.rendezvous.map(|x| x.to_string()).unwrap_or_default(),
         ntp_servers: cx.infra.ntp,
         hosts: cx.hosts,
