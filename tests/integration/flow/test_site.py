@@ -214,3 +214,22 @@ def test_interrupted_manifests_phase_converges_on_rerun(run_flow, site):
     fixed = run_flow("site.yaml", "lab-sno")
     assert fixed.rc == 0, fixed.output
     assert (site.work / "lab-sno" / "install-config.yaml").exists()
+
+
+def test_phase_hooks_run_around_their_phase_only(run_flow, site, tmp_path):
+    """proxshift_hooks: the inventory's task files before/after a phase, run exactly when the phase runs."""
+    log = tmp_path / "hooks.log"
+    hooks = {}
+    for point in ["pre_preflight", "post_preflight", "pre_vms"]:
+        task_file = tmp_path / f"{point}.yml"
+        task_file.write_text(f"- name: {point}\n  ansible.builtin.shell: echo {point} >> {log}\n  changed_when: false\n")
+        hooks[point] = str(task_file)
+    run = run_flow("site.yaml", "lab-sno", with_installer=True, tags="preflight", extra={"proxshift_hooks": hooks})
+    assert run.rc == 0, run.output[-3000:]
+    assert log.read_text().split() == ["pre_preflight", "post_preflight"]  # in order; the vms phase did not run
+
+    bad = run_flow("site.yaml", "lab-sno", with_installer=True, tags="preflight",
+                   extra={"proxshift_hooks": {"pre_deploy": hooks["pre_vms"], "post_vms": str(tmp_path / "nope.yml")}})
+    assert bad.rc != 0
+    assert "unknown hook point(s) pre_deploy" in bad.output and f"no task file at {tmp_path / 'nope.yml'}" in bad.output
+    assert log.read_text().split() == ["pre_preflight", "post_preflight"]
