@@ -30,6 +30,10 @@ def cond(t: str, s: str, reason: str, msg: str) -> dict:
     return {"type": t, "status": s, "reason": reason, "message": msg, "lastTransitionTime": NOW}
 
 
+HEALTHY = cond("CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
+SUCCEEDED = {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed"}
+
+
 class FakeOlm:
     """OLM's catalog and OLM operators, reduced to what a Subscription in `ns` leads to."""
 
@@ -94,8 +98,7 @@ class FakeOlm:
                        f"{spec['name']} in the catalog referenced by subscription {sub['metadata']['name']}")
                 if not any(c["type"] == "ResolutionFailed" for c in st.get("conditions", [])):
                     self.sub_status(sub, conditions=[
-                        cond("CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy"),
-                        cond("ResolutionFailed", "True", "ConstraintsNotSatisfiable", msg)])
+                        HEALTHY, cond("ResolutionFailed", "True", "ConstraintsNotSatisfiable", msg)])
                 continue
             csv = spec.get("startingCSV") or f"{spec['name']}.v1.0.0"
             manual = spec["installPlanApproval"] == "Manual"
@@ -105,8 +108,7 @@ class FakeOlm:
                 if manual:  # a later version's plan too: never to be approved by the role
                     self._plan(f"{plan}-upgrade", f"{spec['name']}.v9.0.0", approved=False)
                 self.sub_status(sub, currentCSV=csv, state="UpgradePending", installPlanRef={"name": plan, "namespace": ns},
-                                conditions=[cond("CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy",
-                                                 "all available catalogsources are healthy")])
+                                conditions=[HEALTHY])
                 continue
             if st.get("installedCSV"):
                 continue
@@ -126,9 +128,9 @@ class FakeOlm:
                                                                "message": "installing: waiting for deployment"})
                 api.patch_status(path, first)
             elif have.get("status", {}).get("phase") == "Installing" and self._role_read(csv):
-                api.patch_status(path, {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed"})
-                upgrade = {"currentCSV": f"{spec['name']}.v9.0.0", "installPlanRef": {"name": f"{plan}-upgrade", "namespace": ns}} \
-                    if manual else {"state": "AtLatestKnown"}
+                api.patch_status(path, SUCCEEDED)
+                upgrade = ({"currentCSV": f"{spec['name']}.v9.0.0", "installPlanRef": {"name": f"{plan}-upgrade", "namespace": ns}}
+                           if manual else {"state": "AtLatestKnown"})
                 self.sub_status(sub, **{"installedCSV": csv, "state": "UpgradePending", **upgrade})
 
     def _plan(self, name: str, csv: str, approved: bool):
@@ -274,7 +276,7 @@ def test_failed_csv_ends_the_wait_and_the_rerun_converges(run_playbook, kube_api
 
     # OLM retries after the fix and the CSV succeeds: the rerun converges with nothing to change.
     path = f"{OPS}/{ns}/clusterserviceversions/broken-operator.v1.0.0"
-    kube_api.patch_status(path, {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed"})
+    kube_api.patch_status(path, SUCCEEDED)
     run = run_playbook(play(kubeconfig, [op]))
     assert run.rc == 0, run.output
     assert run.changed_tasks() == [], run.changed_tasks()
@@ -299,3 +301,15 @@ def test_an_existing_operator_group_is_used_or_refused(run_playbook, kube_api: K
         assert run.rc == 0, run.output
     assert [g["metadata"]["name"] for g in kube_api.get(f"{GROUPS}/{ns}/operatorgroups")["items"]] == ["global-operators"]
     assert kube_api.get(f"{OPS}/{ns}/subscriptions/demo-operator")["spec"]["installPlanApproval"] == "Automatic"
+
+
+def test_a_misspelt_or_incomplete_operator_entry_is_refused_before_any_call(run_playbook, tmp_path):
+    """The role's argument check: an unknown key (a typo) or a missing namespace fails before any API call
+    (the kubeconfig does not even exist)."""
+    run = run_playbook(play(tmp_path / "absent", [{"name": "demo-operator", "namespace": "demo", "chanel": "stable"},
+                                                  {"name": "other-operator"}]))
+    assert run.rc != 0
+    errors = [e for r in run.results for e in r["result"].get("argument_errors", [])]
+    assert "missing required arguments: namespace found in post_install_operators" in errors, errors
+    assert any(e.startswith("post_install_operators.chanel. Supported parameters include") for e in errors), errors
+    assert not any(r["action"] == "proxshift.openshift.cluster_config" for r in run.results)
