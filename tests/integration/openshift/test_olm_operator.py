@@ -1,0 +1,315 @@
+"""The OLM operator helper (role proxshift.openshift.olm_operator, through post_install_operators of the
+post_install role) with real ansible-playbook against the real kube-apiserver (kube_fixtures.py) carrying
+OLM's upstream CRDs (tests/fixtures/crds/operators.coreos.com_*.yaml).
+
+No OLM runs here: `FakeOlm` plays its part by writing what OLM writes — the Subscription's status
+(currentCSV, installedCSV, installPlanRef, conditions), the InstallPlans and the ClusterServiceVersion with
+its status phase — from the Subscription the role applied. It moves a CSV from Installing to Succeeded only
+after the role has read it once (the audit log shows the GET), so the role's wait is seen to wait.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kube_fixtures import KubeApi, kube_api, unique  # noqa: F401 (fixtures)
+
+OPS = "/apis/operators.coreos.com/v1alpha1/namespaces"
+GROUPS = "/apis/operators.coreos.com/v1/namespaces"
+ROLE = "proxshift.openshift.olm_operator"
+MISSING_SOURCE = "no-such-catalog"
+UNKNOWN_CHANNEL = "no-such-channel"
+NOW = "2026-01-01T00:00:00Z"
+
+
+def cond(t: str, s: str, reason: str, msg: str) -> dict:
+    return {"type": t, "status": s, "reason": reason, "message": msg, "lastTransitionTime": NOW}
+
+
+HEALTHY = cond("CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
+SUCCEEDED = {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed"}
+
+
+class FakeOlm:
+    """OLM's catalog and OLM operators, reduced to what a Subscription in `ns` leads to."""
+
+    def __init__(self, api: KubeApi, ns: str, csv_outcome: str = "Succeeded"):
+        self.api, self.ns, self.csv_outcome = api, ns, csv_outcome
+        self.audit = Path(api.info["dir"]) / "audit.log"
+        self._pos = self.audit.stat().st_size if self.audit.exists() else 0
+        self._read_csvs: set[str] = set()
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=10)
+        if self.error and not exc[0]:
+            raise self.error
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                self._tick()
+            except BaseException as e:  # reported by __exit__
+                self.error = e
+                return
+            time.sleep(0.1)
+
+    def _role_read(self, csv: str) -> bool:
+        """Whether the role (user kc-admin, the kubeconfig token) has GET the CSV since we started."""
+        if self.audit.exists():
+            with open(self.audit) as f:
+                f.seek(self._pos)
+                chunk = f.read()
+            done = chunk.rfind("\n") + 1
+            self._pos += len(chunk[:done].encode())
+            for line in chunk[:done].splitlines():
+                e = json.loads(line)
+                if e["verb"] == "get" and e["user"]["username"] == "kc-admin" \
+                        and "/clusterserviceversions/" in e["requestURI"]:
+                    self._read_csvs.add(e["requestURI"].split("?")[0].rsplit("/", 1)[1])
+        return csv in self._read_csvs
+
+    def sub_status(self, sub: dict, **status):
+        self.api.patch_status(f"{OPS}/{self.ns}/subscriptions/{sub['metadata']['name']}", {"lastUpdated": NOW, **status})
+
+    def _tick(self):
+        api, ns = self.api, self.ns
+        for sub in api.ok("GET", f"{OPS}/{ns}/subscriptions")["items"]:
+            spec, st = sub["spec"], sub.get("status", {})
+            if spec["source"] == MISSING_SOURCE:
+                msg = f"targeted catalogsource {spec['sourceNamespace']}/{spec['source']} missing"
+                if not st.get("conditions"):
+                    self.sub_status(sub, conditions=[
+                        cond("CatalogSourcesUnhealthy", "True", "UnhealthyCatalogSourceFound", msg)])
+                continue
+            if spec.get("channel") == UNKNOWN_CHANNEL:
+                msg = (f"constraints not satisfiable: no operators found in channel {UNKNOWN_CHANNEL} of package "
+                       f"{spec['name']} in the catalog referenced by subscription {sub['metadata']['name']}")
+                if not any(c["type"] == "ResolutionFailed" for c in st.get("conditions", [])):
+                    self.sub_status(sub, conditions=[
+                        HEALTHY, cond("ResolutionFailed", "True", "ConstraintsNotSatisfiable", msg)])
+                continue
+            csv = spec.get("startingCSV") or f"{spec['name']}.v1.0.0"
+            manual = spec["installPlanApproval"] == "Manual"
+            plan = f"install-{spec['name']}"
+            if not st.get("currentCSV"):
+                self._plan(plan, csv, approved=not manual)
+                if manual:  # a later version's plan too: never to be approved by the role
+                    self._plan(f"{plan}-upgrade", f"{spec['name']}.v9.0.0", approved=False)
+                self.sub_status(sub, currentCSV=csv, state="UpgradePending", installPlanRef={"name": plan, "namespace": ns},
+                                conditions=[HEALTHY])
+                continue
+            if st.get("installedCSV"):
+                continue
+            if not api.get(f"{OPS}/{ns}/installplans/{plan}")["spec"]["approved"]:
+                continue
+            path = f"{OPS}/{ns}/clusterserviceversions/{csv}"
+            have = api.get(path)
+            if have is None:
+                api.ok("POST", f"{OPS}/{ns}/clusterserviceversions", {
+                    "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                    "metadata": {"name": csv, "namespace": ns},
+                    "spec": {"displayName": spec["name"], "version": "1.0.0",
+                             "install": {"strategy": "deployment", "spec": {"deployments": []}}}})
+                first = ({"phase": "Failed", "reason": "InstallCheckFailed",
+                          "message": "install timeout: deployment demo-controller not available"}
+                         if self.csv_outcome == "Failed" else {"phase": "Installing", "reason": "InstallWaiting",
+                                                               "message": "installing: waiting for deployment"})
+                api.patch_status(path, first)
+            elif have.get("status", {}).get("phase") == "Installing" and self._role_read(csv):
+                api.patch_status(path, SUCCEEDED)
+                upgrade = ({"currentCSV": f"{spec['name']}.v9.0.0", "installPlanRef": {"name": f"{plan}-upgrade", "namespace": ns}}
+                           if manual else {"state": "AtLatestKnown"})
+                self.sub_status(sub, **{"installedCSV": csv, "state": "UpgradePending", **upgrade})
+
+    def _plan(self, name: str, csv: str, approved: bool):
+        if self.api.get(f"{OPS}/{self.ns}/installplans/{name}") is None:
+            self.api.ok("POST", f"{OPS}/{self.ns}/installplans", {
+                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {"approval": "Automatic" if approved else "Manual", "approved": approved,
+                         "clusterServiceVersionNames": [csv]}})
+            self.api.patch_status(f"{OPS}/{self.ns}/installplans/{name}",
+                                  {"phase": "Complete" if approved else "RequiresApproval", "catalogSources": []})
+
+
+def play(kubeconfig: Path, operators: list[dict], **more) -> str:
+    return json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "post", "ansible.builtin.import_role": {"name": "proxshift.openshift.post_install"},
+         "vars": {"post_install_kubeconfig": str(kubeconfig), "post_install_operators": operators,
+                  "post_install_operator_timeout": 30, "post_install_operator_interval": 1, **more}}]}])
+
+
+@pytest.fixture
+def kubeconfig(kube_api: KubeApi, tmp_path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    return path
+
+
+def role_tasks(run, status: str | None = None) -> list[str]:
+    return [r["task"] for r in run.results if r["task"].startswith(ROLE) and (status is None or r["status"] == status)]
+
+
+def changed(run) -> list[str]:
+    return [t.split(" : ", 1)[1] for t in run.changed_tasks()]
+
+
+def wait_result(run, what: str) -> dict:
+    found = [r["result"] for r in run.results if r["task"].startswith(f"{ROLE} : Wait for {what}")]
+    assert found, [r["task"] for r in run.results]
+    return found[-1]
+
+
+def test_automatic_install_check_mode_and_rerun(run_playbook, kube_api: KubeApi, kubeconfig):
+    ns = unique("olm-auto")
+    op = {"name": "demo-operator", "namespace": ns, "channel": "stable", "source": "redhat-operators",
+          "namespace_labels": {"openshift.io/cluster-monitoring": "true"}, "config": {"env": [{"name": "MODE", "value": "lab"}]}}
+    with FakeOlm(kube_api, ns):
+        run = run_playbook(play(kubeconfig, [op]), check=True, diff=True)
+        assert run.rc == 0, run.output
+        assert kube_api.get(f"/api/v1/namespaces/{ns}") is None, "check mode must not create"
+        assert changed(run) == ["Apply the Namespace, OperatorGroup and Subscription of demo-operator"]
+        applied = run.task(f"{ROLE} : Apply the Namespace, OperatorGroup and Subscription of demo-operator")
+        assert [(r["kind"], r["action"]) for r in applied["results"]] == [
+            ("Namespace", "created"), ("OperatorGroup", "created"), ("Subscription", "created")]
+        assert any(x.startswith("+") and '"installPlanApproval": "Automatic"' in x for x in run.stdout.splitlines()), run.stdout
+
+        run = run_playbook(play(kubeconfig, [op]))
+        assert run.rc == 0, run.output
+        assert changed(run) == ["Apply the Namespace, OperatorGroup and Subscription of demo-operator"]
+        # The CSV was Installing at the first look and Succeeded at a later one.
+        assert wait_result(run, "the ClusterServiceVersion")["attempts"] >= 2
+        assert kube_api.get(f"/api/v1/namespaces/{ns}")["metadata"]["labels"]["openshift.io/cluster-monitoring"] == "true"
+        og = kube_api.get(f"{GROUPS}/{ns}/operatorgroups/{ns}")
+        assert og["spec"]["targetNamespaces"] == [ns]
+        sub = kube_api.get(f"{OPS}/{ns}/subscriptions/demo-operator")
+        assert sub["spec"] == {"name": "demo-operator", "channel": "stable", "source": "redhat-operators",
+                               "sourceNamespace": "openshift-marketplace", "installPlanApproval": "Automatic",
+                               "config": {"env": [{"name": "MODE", "value": "lab"}]}}
+        assert kube_api.get(f"{OPS}/{ns}/clusterserviceversions/demo-operator.v1.0.0")["status"]["phase"] == "Succeeded"
+
+        run = run_playbook(play(kubeconfig, [op]))
+        assert run.rc == 0, run.output
+        assert run.changed_tasks() == [], run.changed_tasks()
+        assert role_tasks(run, "failed") == []
+
+
+def test_manual_approval_only_of_the_starting_csv(run_playbook, kube_api: KubeApi, kubeconfig):
+    ns = unique("olm-manual")
+    op = {"name": "pinned-operator", "namespace": ns, "install_plan_approval": "Manual",
+          "starting_csv": "pinned-operator.v1.2.0", "target": "all"}
+    with FakeOlm(kube_api, ns):
+        # Without approve: said, nothing approved, the CSV not waited for.
+        run = run_playbook(play(kubeconfig, [op]))
+        assert run.rc == 0, run.output
+        assert "waits for your approval" in run.output
+        plan = f"{OPS}/{ns}/installplans/install-pinned-operator"
+        assert kube_api.get(plan)["spec"]["approved"] is False
+        assert kube_api.get(f"{GROUPS}/{ns}/operatorgroups/{ns}")["spec"].get("targetNamespaces") is None
+
+        run = run_playbook(play(kubeconfig, [{**op, "approve": True}]))
+        assert run.rc == 0, run.output
+        assert changed(run) == ["Approve the InstallPlan of pinned-operator.v1.2.0"]
+        approved = kube_api.get(plan)
+        assert approved["spec"]["approved"] is True
+        assert any(m["manager"] == "proxshift" for m in approved["metadata"]["managedFields"])
+        assert kube_api.get(f"{plan}-upgrade")["spec"]["approved"] is False
+        assert kube_api.get(f"{OPS}/{ns}/clusterserviceversions/pinned-operator.v1.2.0")["status"]["phase"] == "Succeeded"
+
+        # Installed; OLM now offers v9 in a pending plan: the rerun approves nothing and changes nothing.
+        assert kube_api.get(f"{OPS}/{ns}/subscriptions/pinned-operator")["status"]["currentCSV"] == "pinned-operator.v9.0.0"
+        run = run_playbook(play(kubeconfig, [{**op, "approve": True}]))
+        assert run.rc == 0, run.output
+        assert run.changed_tasks() == [], run.changed_tasks()
+        assert kube_api.get(f"{plan}-upgrade")["spec"]["approved"] is False
+
+
+def test_missing_catalog_and_unknown_channel_fail_naming_the_condition(run_playbook, kube_api: KubeApi, kubeconfig):
+    ns = unique("olm-bad")
+    op = {"name": "demo-operator", "namespace": ns, "source": MISSING_SOURCE, "timeout": 2}
+    with FakeOlm(kube_api, ns):
+        run = run_playbook(play(kubeconfig, [op]))
+        assert run.rc != 0
+        failed = role_tasks(run, "failed")
+        assert failed == [f"{ROLE} : Check that the Subscription resolved"], failed
+        msg = run.task(failed[0])["msg"]
+        assert f"Subscription {ns}/demo-operator" in msg and f"CatalogSource openshift-marketplace/{MISSING_SOURCE}" in msg, msg
+        assert (f"CatalogSourcesUnhealthy=True (UnhealthyCatalogSourceFound: targeted catalogsource "
+                f"openshift-marketplace/{MISSING_SOURCE} missing)") in msg, msg
+
+        run = run_playbook(play(kubeconfig, [{**op, "source": "redhat-operators", "channel": UNKNOWN_CHANNEL}]))
+        assert run.rc != 0
+        msg = run.task(f"{ROLE} : Check that the Subscription resolved")["msg"]
+        assert "ResolutionFailed=True (ConstraintsNotSatisfiable: constraints not satisfiable: no operators found in " \
+               f"channel {UNKNOWN_CHANNEL}" in msg, msg
+        assert "CatalogSourcesUnhealthy" not in msg, msg
+
+        # The fix: a channel the catalog has. The same Subscription is updated and resolves.
+        run = run_playbook(play(kubeconfig, [{**op, "source": "redhat-operators", "channel": "stable", "timeout": 30}]))
+        assert run.rc == 0, run.output
+        assert kube_api.get(f"{OPS}/{ns}/clusterserviceversions/demo-operator.v1.0.0")["status"]["phase"] == "Succeeded"
+
+
+def test_failed_csv_ends_the_wait_and_the_rerun_converges(run_playbook, kube_api: KubeApi, kubeconfig):
+    ns = unique("olm-csvfail")
+    op = {"name": "broken-operator", "namespace": ns, "timeout": 300}
+    with FakeOlm(kube_api, ns, csv_outcome="Failed"):
+        run = run_playbook(play(kubeconfig, [op]))
+        assert run.rc != 0
+        msg = run.task(f"{ROLE} : Check that the CSV succeeded")["msg"]
+        assert msg == (f"ClusterServiceVersion {ns}/broken-operator.v1.0.0 failed: phase Failed (InstallCheckFailed: "
+                       "install timeout: deployment demo-controller not available). Fix the cause and run again."), msg
+        # Failed ended the wait at once, long before its 300 looks.
+        assert wait_result(run, "the ClusterServiceVersion")["attempts"] < 30
+
+    # OLM retries after the fix and the CSV succeeds: the rerun converges with nothing to change.
+    path = f"{OPS}/{ns}/clusterserviceversions/broken-operator.v1.0.0"
+    kube_api.patch_status(path, SUCCEEDED)
+    run = run_playbook(play(kubeconfig, [op]))
+    assert run.rc == 0, run.output
+    assert run.changed_tasks() == [], run.changed_tasks()
+
+
+def test_an_existing_operator_group_is_used_or_refused(run_playbook, kube_api: KubeApi, kubeconfig):
+    """OLM allows one OperatorGroup per namespace: one the namespace has (as openshift-operators has
+    global-operators) is used when its target fits, and refused before any change when it does not."""
+    ns = unique("olm-global")
+    kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube_api.ok("POST", f"{GROUPS}/{ns}/operatorgroups", {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+                                                         "metadata": {"name": "global-operators", "namespace": ns}, "spec": {}})
+    op = {"name": "demo-operator", "namespace": ns}
+    run = run_playbook(play(kubeconfig, [op]))
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Check that the namespace's OperatorGroup fits")["msg"]
+    assert f"Namespace {ns} already has OperatorGroup global-operators" in msg and "Nothing was changed" in msg, msg
+    assert kube_api.get(f"{OPS}/{ns}/subscriptions/demo-operator") is None
+
+    with FakeOlm(kube_api, ns):
+        run = run_playbook(play(kubeconfig, [{**op, "target": "all"}]))
+        assert run.rc == 0, run.output
+    assert [g["metadata"]["name"] for g in kube_api.get(f"{GROUPS}/{ns}/operatorgroups")["items"]] == ["global-operators"]
+    assert kube_api.get(f"{OPS}/{ns}/subscriptions/demo-operator")["spec"]["installPlanApproval"] == "Automatic"
+
+
+def test_a_misspelt_or_incomplete_operator_entry_is_refused_before_any_call(run_playbook, tmp_path):
+    """The role's argument check: an unknown key (a typo) or a missing namespace fails before any API call
+    (the kubeconfig does not even exist)."""
+    run = run_playbook(play(tmp_path / "absent", [{"name": "demo-operator", "namespace": "demo", "chanel": "stable"},
+                                                  {"name": "other-operator"}]))
+    assert run.rc != 0
+    errors = [e for r in run.results for e in r["result"].get("argument_errors", [])]
+    assert "missing required arguments: namespace found in post_install_operators" in errors, errors
+    assert any(e.startswith("post_install_operators.chanel. Supported parameters include") for e in errors), errors
+    assert not any(r["action"] == "proxshift.openshift.cluster_config" for r in run.results)
