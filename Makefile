@@ -41,8 +41,11 @@ clippy:
 cargo-test:
 	cargo test --workspace
 
+# Two worker processes (pytest-xdist), whole files per worker so module-scoped services are started once;
+# most of a flow test's time is ansible-playbook and the services waiting on each other, not CPU.
+PYTEST_WORKERS ?= 2
 ansible-test: build
-	$(VENV)/bin/pytest tests
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile tests
 
 # ansible-lint resolves every module a role or playbook names, so the binaries must be in the
 # collections first (they are build output, absent from a clean checkout).

@@ -198,19 +198,38 @@ def canary():
     return add
 
 
-def pytest_sessionfinish(session, exitstatus):
+def _scan_artifacts(session) -> Path | None:
+    """Scan this process's session artifacts; returns its base temporary directory (None if none)."""
     factory = getattr(session.config, "_tmp_path_factory", None)
-    if factory is not None:
-        try:
-            base = factory.getbasetemp()
-        except Exception:  # no test used a tmp dir
-            base = None
-        if base is not None and base.exists():
-            for path in sorted(base.rglob("*")):
-                if path.is_file() and path.name not in NOT_OURS and (
-                        path.suffix == ".log" or (path.name.startswith("record-") and path.suffix == ".jsonl")):
-                    SCAN.scan_file(path)
-    late = [f for f in SCAN.findings if not getattr(f, "reported", False)]
+    if factory is None:
+        return None
+    try:
+        base = factory.getbasetemp()
+    except Exception:  # no test used a tmp dir
+        return None
+    if base.exists():
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.name not in NOT_OURS and (
+                    path.suffix == ".log" or (path.name.startswith("record-") and path.suffix == ".jsonl")):
+                SCAN.scan_file(path)
+    return base
+
+
+# Under pytest-xdist every worker scans its own tests and artifacts (the canaries live in the processes that
+# imported the test modules) and hands what no test reported to the controller through this file in its own
+# base temporary directory, which xdist places inside the controller's; the controller fails the session.
+LATE_FINDINGS = "leak-findings.txt"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    base = _scan_artifacts(session)
+    late = [str(f) for f in SCAN.findings if not getattr(f, "reported", False)]
+    if hasattr(session.config, "workerinput"):
+        if late and base is not None:
+            (base / LATE_FINDINGS).write_text("\n".join(late) + "\n")
+    elif base is not None:
+        for handed in sorted(base.glob(f"*/{LATE_FINDINGS}")):
+            late += handed.read_text().splitlines()
     if late:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         lines = ["secret-leak scan: canary values appeared where they must not:"] + [f"  {f}" for f in late]

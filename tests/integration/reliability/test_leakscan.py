@@ -60,3 +60,43 @@ def test_a_no_log_task_returning_a_secret_by_design_is_censored_in_every_output(
     assert run.rc == 0, run.output
     assert secret not in run.output and secret not in json.dumps(run.results)
     assert "no_log: true" in run.output
+
+
+def test_a_leak_in_a_workers_artifacts_fails_the_parallel_session(tmp_path):
+    """Under pytest-xdist (as `make test` runs) a canary that only shows at session end, in a log written
+    by a test on a worker, must still fail the whole run: the worker hands it to the controller."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from testlib import REPO
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        from leakscan import (pytest_collection_finish, pytest_configure, pytest_runtest_logreport,
+                              pytest_runtest_protocol, pytest_runtest_teardown, pytest_sessionfinish)
+        """))
+    (suite / "test_writes_a_log.py").write_text(textwrap.dedent("""
+        import leakscan
+
+        SERVICE_CANARY = "svc-canary-in-a-log-7e7e"
+        leakscan.SCAN.register(SERVICE_CANARY, "SERVICE_CANARY")  # outside tests/, so not discovered
+
+        def test_service_logs_the_secret(tmp_path):
+            (tmp_path / "service.log").write_text("started with token " + SERVICE_CANARY)
+
+        def test_other(tmp_path):
+            (tmp_path / "clean.log").write_text("nothing to see")
+        """))
+    clean = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                            "--basetemp", str(tmp_path / "base-clean"), "-k", "other", str(suite)],
+                           capture_output=True, text=True, timeout=300, cwd=str(suite))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    leaky = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                            "--basetemp", str(tmp_path / "base-leaky"), str(suite)],
+                           capture_output=True, text=True, timeout=300, cwd=str(suite))
+    assert leaky.returncode == 1, leaky.stdout + leaky.stderr
+    assert "secret-leak scan" in leaky.stdout and "SERVICE_CANARY" in leaky.stdout
