@@ -165,18 +165,12 @@ _raw:
   elements: raw
 """
 
-import json
-import os
-import platform
-import subprocess
 
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
-from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import COLLECTION_ROOT, UnsupportedPlatform, binary_path
+from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import run_backend
 
-display = Display()
 
 BACKEND = "hashicorp_vault_info"
 # The options the binary takes (its Rust spec) besides the terms.
@@ -185,27 +179,6 @@ BACKEND_OPTIONS = (
     "timeout", "retries", "auth_method", "mount_point", "token", "token_path", "token_validate", "role_id",
     "secret_id", "role", "jwt", "service_account_token_path", "username", "password",
 )
-
-
-def run_backend(backend, flag, options, name):
-    """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin; its masked result,
-    or an error naming `name`."""
-    try:
-        binary = binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())
-    except UnsupportedPlatform as err:
-        raise AnsibleError(f"{name}: {err}")
-    if not os.access(binary, os.X_OK):
-        raise AnsibleError(f"{name}: {binary} is missing or not executable (build the collection: make build)")
-    proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        raise AnsibleError(f"{name}: {os.path.basename(binary)} exited with {proc.returncode} and no result")
-    if result.get("failed"):
-        raise AnsibleError(f"{name}: {result.get('msg', 'failed')}")
-    for warning in result.get("warnings", []):
-        display.warning(f"{name}: {warning}")
-    return result
 
 
 class LookupModule(LookupBase):
@@ -223,5 +196,5 @@ class LookupModule(LookupBase):
         if "default" in kwargs:
             options["use_default"] = True
             options["default"] = kwargs["default"]
-        result = run_backend(BACKEND, "--lookup", options, "proxshift.hashi_vault.kv")
+        result = run_backend(BACKEND, "--lookup", options, "proxshift.hashi_vault.kv", AnsibleError)
         return [wrap_var(v) for v in result.get("values", [])]

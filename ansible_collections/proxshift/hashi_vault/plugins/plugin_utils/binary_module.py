@@ -20,7 +20,10 @@ tests/integration/galaxy/test_awx_layout.py keeps the copies identical.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import platform
+import subprocess
 
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
@@ -51,6 +54,27 @@ def binary_path(collection_root: str, name: str, system: str, machine: str) -> s
             f"{name} is a native binary built for {SUPPORTED}; this host reports {system} {machine}"
         )
     return os.path.join(collection_root, *PLATFORM_DIRS[machine], name)
+
+
+def run_backend(backend: str, flag: str, options: dict, name: str, error=Exception) -> dict:
+    """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin (the inventory and
+    lookup plugins' one way into Rust); its masked result, or `error` naming the plugin `name`."""
+    try:
+        binary = binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())
+    except UnsupportedPlatform as err:
+        raise error(f"{name}: {err}")
+    if not os.access(binary, os.X_OK):
+        raise error(f"{name}: {binary} is missing or not executable (build the collection: make build)")
+    proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise error(f"{name}: {os.path.basename(binary)} exited with {proc.returncode} and no result")
+    if result.get("failed"):
+        raise error(f"{name}: {result.get('msg', 'failed')}")
+    for warning in result.get("warnings", []):
+        display.warning(f"{name}: {warning}")
+    return result
 
 
 def missing_binary_message(action: str, binary: str) -> str:

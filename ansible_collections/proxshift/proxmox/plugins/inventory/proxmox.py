@@ -151,18 +151,14 @@ cache_connection: ~/.cache/ansible-inventory
 cache_timeout: 300
 """
 
-import json
 import os
-import platform
-import subprocess
 
 from ansible.errors import AnsibleParserError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
-from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import COLLECTION_ROOT, UnsupportedPlatform, binary_path
+from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import run_backend
 
 try:  # ansible-core >= 2.19 (data tagging): text from a plugin is untrusted, never templated, unless tagged
     from ansible._internal._datatag._tags import TrustedAsTemplate
@@ -170,7 +166,6 @@ except ImportError:  # older cores template any plain string: wrap it
     TrustedAsTemplate = None
 MARK_UNSAFE = TrustedAsTemplate is None
 
-display = Display()
 
 BACKEND = "proxmox_vm_info"
 # The options the binary takes (its Rust spec); the rest are Ansible's (constructed, cache).
@@ -179,27 +174,6 @@ BACKEND_OPTIONS = (
     "want_config", "want_agent_interfaces", "include_templates", "group_prefix", "facts_prefix",
     "cluster_tag_prefix",
 )
-
-
-def run_backend(backend, flag, options, name):
-    """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin; its masked result,
-    or an error naming `name`."""
-    try:
-        binary = binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())
-    except UnsupportedPlatform as err:
-        raise AnsibleParserError(f"{name}: {err}")
-    if not os.access(binary, os.X_OK):
-        raise AnsibleParserError(f"{name}: {binary} is missing or not executable (build the collection: make build)")
-    proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        raise AnsibleParserError(f"{name}: {os.path.basename(binary)} exited with {proc.returncode} and no result")
-    if result.get("failed"):
-        raise AnsibleParserError(f"{name}: {result.get('msg', 'failed')}")
-    for warning in result.get("warnings", []):
-        display.warning(f"{name}: {warning}")
-    return result
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -230,7 +204,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 return self._cache[key]
             except KeyError:
                 update = True
-        result = run_backend(BACKEND, "--inventory", self._backend_options(), self.NAME)
+        result = run_backend(BACKEND, "--inventory", self._backend_options(), self.NAME, AnsibleParserError)
         listing = {"hosts": result.get("hosts", {}), "groups": result.get("groups", {})}
         if update:
             self._cache[key] = listing
