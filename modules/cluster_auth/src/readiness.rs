@@ -52,8 +52,24 @@ pub fn api(readyz: Result<&str, &str>) -> TargetState {
     }
 }
 
-/// ClusterVersion `version`: Available=True, Progressing=False, Failing=False; with `want`, the
-/// cluster is at that version: it is the desired one and the newest history entry, `Completed`.
+/// Whether an OpenShift release `version` is the requested `want`: the same release, or any z-stream of
+/// a requested minor (`4.19` is met by `4.19.7`, never by `4.190.1` or `4.1.9`).
+pub fn is_requested_version(version: &str, want: &str) -> bool {
+    if version == want {
+        return true;
+    }
+    let is_minor = want.split('.').count() == 2
+        && want
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    is_minor
+        && version
+            .strip_prefix(want)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// ClusterVersion `version`: Available=True, Progressing=False, Failing=False; with `want` (a release or a
+/// minor), the cluster is at that version: it is the desired one and the newest history entry, `Completed`.
 pub fn clusterversion(obj: &Value, want: Option<&str>) -> TargetState {
     let text = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_string);
     let version = text("/status/desired/version");
@@ -73,12 +89,13 @@ pub fn clusterversion(obj: &Value, want: Option<&str>) -> TargetState {
     .collect();
     if let Some(want) = want {
         let newest = text("/status/history/0/version");
-        if version.as_deref() != Some(want) {
+        let at = |v: &Option<String>| v.as_deref().is_some_and(|v| is_requested_version(v, want));
+        if !at(&version) {
             pending.push(format!(
                 "clusterversion: at {}, not at the requested {want}",
                 version.as_deref().unwrap_or("no version yet")
             ));
-        } else if newest.as_deref() != Some(want) || history_state.as_deref() != Some("Completed") {
+        } else if !at(&newest) || history_state.as_deref() != Some("Completed") {
             pending.push(format!(
                 "clusterversion: {want} is desired but not completed (newest history entry: {} {})",
                 newest.as_deref().unwrap_or("none"),
@@ -226,6 +243,31 @@ mod tests {
         assert_eq!(
             s.pending,
             vec!["clusterversion: Progressing=False (now True, R: Progressing is True)"]
+        );
+    }
+
+    #[test]
+    fn a_minor_is_met_by_its_z_streams_only() {
+        assert!(is_requested_version("4.19.7", "4.19.7"));
+        assert!(is_requested_version("4.19.7", "4.19"));
+        assert!(!is_requested_version("4.190.1", "4.19"));
+        assert!(!is_requested_version("4.1.9", "4.1.90"));
+        assert!(!is_requested_version("4.19.7", "4.19.6"));
+        assert!(!is_requested_version("4.20.0", "4.19"));
+        assert!(!is_requested_version("4.19.7", "4"));
+        assert!(!is_requested_version("4.19.7-rc.1", "4.19.7"));
+    }
+
+    #[test]
+    fn clusterversion_at_a_requested_minor() {
+        let cv = json!({"status": {"desired": {"version": "4.19.7"},
+            "history": [{"state": "Completed", "version": "4.19.7"}],
+            "conditions": [{"type": "Available", "status": "True"}, {"type": "Progressing", "status": "False"},
+                           {"type": "Failing", "status": "False"}]}});
+        assert!(clusterversion(&cv, Some("4.19")).ready);
+        assert_eq!(
+            clusterversion(&cv, Some("4.18")).pending,
+            vec!["clusterversion: at 4.19.7, not at the requested 4.18"]
         );
     }
 
