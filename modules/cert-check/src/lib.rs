@@ -1,23 +1,25 @@
 //! Pure TLS certificate checks, shared by `cluster_config`'s certificate keeping and `proxshift certs`:
 //! [`parse`] (a PEM chain's leaf: subject, SANs, serial, validity — x509-parser), [`key`] (does a private
 //! key belong to the certificate — ring derives its public half), [`host`] (does the certificate cover a
-//! hostname, wildcards as RFC 6125 and Go's crypto/tls allow them) and [`check`], the report of one kept
-//! certificate with its warnings. No I/O; the current time is an argument.
+//! hostname, wildcards as RFC 6125 and Go's crypto/tls allow them), [`check`] (the report of a certificate
+//! with its warnings) and [`kept`] (a kept Secret judged: report, key match, what refuses wiring it in). No I/O; the current time is an argument.
 
 pub mod host;
+pub mod kept;
 pub mod key;
 pub mod parse;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, UNIX_EPOCH};
 
 pub use host::covers;
+pub use kept::{assess, Contents, Kept};
 pub use key::{key_matches, KeyError};
 pub use parse::{leaf, CertError, CertInfo};
 
 /// What is known about one kept certificate: its leaf's facts, whether it covers the hostname it is
 /// wired to, how long it is valid, and the warnings a report shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
     pub subject: String,
     pub issuer: String,
@@ -59,10 +61,7 @@ pub fn check(
         warnings.push(format!("not valid before {}", rfc3339(info.not_before)));
     }
     if let (Some(h), Some(false)) = (hostname, covered) {
-        warnings.push(format!(
-            "does not cover {h} (SANs: {})",
-            none_or_list(&info.sans)
-        ));
+        warnings.push(uncovered(h, &info.sans));
     }
     Ok(Report {
         subject: info.subject,
@@ -85,12 +84,14 @@ pub fn rfc3339(secs: i64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-fn none_or_list(v: &[String]) -> String {
-    if v.is_empty() {
+/// The warning (and, for a wired certificate, the problem) of a hostname the SANs do not cover.
+pub fn uncovered(hostname: &str, sans: &[String]) -> String {
+    let sans = if sans.is_empty() {
         "none".to_string()
     } else {
-        v.join(", ")
-    }
+        sans.join(", ")
+    };
+    format!("does not cover {hostname} (SANs: {sans})")
 }
 
 #[cfg(test)]
