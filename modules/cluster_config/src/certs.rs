@@ -61,6 +61,8 @@ pub enum KeepProblem {
         kind: String,
         wanted: &'static str,
     },
+    #[error("certificates[{index}]: namespace and name must not be empty")]
+    Blank { index: usize },
     #[error("certificates[{index}] ({key}) is listed twice")]
     Duplicate { index: usize, key: String },
     #[error("certificates[{index}]: only one ingress certificate can be the default one")]
@@ -74,6 +76,9 @@ pub fn check_list(list: &[KeepOpt]) -> Vec<KeepProblem> {
     let mut ingress = false;
     for (index, k) in list.iter().enumerate() {
         let key = k.key();
+        if k.namespace.trim().is_empty() || k.name.trim().is_empty() {
+            out.push(KeepProblem::Blank { index });
+        }
         if seen.contains(&key) {
             out.push(KeepProblem::Duplicate {
                 index,
@@ -239,6 +244,7 @@ mod tests {
             keep("default", "api", "api", None),
             keep("openshift-ingress", "apps", "other", None),
             keep("anywhere", "mine", "other", None),
+            keep("", "nameless-namespace", "other", None),
         ];
         let p: Vec<String> = check_list(&list).iter().map(|p| p.to_string()).collect();
         assert_eq!(
@@ -248,6 +254,7 @@ mod tests {
                 "certificates[2] (default/api): type api needs a hostname (the name it is served for)",
                 "certificates[2] (default/api): a api certificate must be in namespace openshift-config, where OpenShift reads it",
                 "certificates[3] (openshift-ingress/apps) is listed twice",
+                "certificates[5]: namespace and name must not be empty",
             ]
         );
     }

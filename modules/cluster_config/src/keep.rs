@@ -31,6 +31,9 @@ fn kube(what: String) -> impl FnOnce(kube_client::KubeError) -> Failure {
 /// The body of `state` backup, restore and report.
 pub fn run(m: &mut Module, o: &Options, client: &Client) -> Result<Outcome, Failure> {
     let backup = &o.certificates_backup;
+    for recorded in backup.values() {
+        learn(m, recorded);
+    }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -102,14 +105,12 @@ pub fn run(m: &mut Module, o: &Options, client: &Client) -> Result<Outcome, Fail
 }
 
 /// Every Secret value read is masked in the output (the backup return value is the one exception the
-/// sidecar documents: it is what the record stores, registered under `no_log`). The recorded copies are
-/// `certificates_backup`'s values, masked as a `no_log` option's.
+/// sidecar documents: it is what the record stores, registered under `no_log`). The recorded copies of
+/// `certificates_backup` are masked the same way, in the echoed options too.
 fn learn(m: &mut Module, secret: &Value) {
+    // Both forms of every value: base64 as stored, decoded (the PEM texts).
     for v in secret_values(secret) {
         m.add_secret(v);
-    }
-    if let Some(key) = data_text(secret, "tls.key") {
-        m.add_secret(key);
     }
 }
 
@@ -272,12 +273,12 @@ pub fn check_options(o: &Options) -> Result<(), Failure> {
     if o.certificate_warning_days < 0 {
         problems.push("certificate_warning_days must be >= 0".to_string());
     }
-    if o.state != "restore" && !o.certificates_backup.is_empty() {
+    if o.state == "backup" && !o.certificates_backup.is_empty() {
         // Its values would mask the backup this state returns.
-        problems.push(format!(
-            "certificates_backup is for state=restore (and report), not state={}",
-            o.state
-        ));
+        problems.push(
+            "certificates_backup is for state=restore and state=report, not state=backup"
+                .to_string(),
+        );
     }
     if problems.is_empty() {
         Ok(())

@@ -59,7 +59,9 @@ pub fn argument_spec() -> ArgSpec {
                     .default("other"),
                 Opt::str("hostname"),
             ])),
-        Opt::dict("certificates_backup").no_log().default(json!({})),
+        // Not no_log as a whole (that would mask every name and namespace it holds in the report): the
+        // module masks each Secret value in it (keep::run).
+        Opt::dict("certificates_backup").default(json!({})),
         Opt::int("certificate_warning_days").default(30),
     ])
     .with(cluster_opts())
