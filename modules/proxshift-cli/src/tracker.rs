@@ -25,6 +25,7 @@ const ROLE_PHASES: &[(&str, &str)] = &[
     ("cluster_ready", "install"),
     ("acm", "acm"),
     ("post_install", "post"),
+    ("certificates", "post"),
     ("cluster_upgrade", "upgrade"),
 ];
 
