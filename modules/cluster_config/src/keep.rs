@@ -68,7 +68,11 @@ pub fn run(m: &mut Module, o: &Options, client: &Client) -> Result<Outcome, Fail
         report.push(kept);
     }
     let certificates = serde_json::to_value(&report).unwrap_or_default();
-    for w in report.iter().flat_map(|k| {
+    // A backup names the Secrets the cluster lacks in its message and `missing` (after a rebuild, all).
+    let warned = report
+        .iter()
+        .filter(|k| !(o.state == "backup" && k.source == "missing"));
+    for w in warned.flat_map(|k| {
         let key = format!("{}/{}", k.namespace, k.name);
         k.warnings().into_iter().map(move |w| format!("{key}: {w}"))
     }) {
@@ -212,27 +216,9 @@ fn restore(
         check_mode: m.check_mode,
     };
     let outcome = run.all(&mut targets, &[]);
-    for d in &outcome.diffs {
-        m.add_diff(d.before.clone(), d.after.clone(), &d.header, &d.header);
-    }
-    let changed = outcome.changed();
-    let results = Value::Array(
-        outcome
-            .results
-            .iter()
-            .map(apply::ObjResult::to_json)
-            .collect(),
-    );
-    match outcome.error {
-        None => Ok(Outcome::new(changed)
-            .msg(outcome.summary(m.check_mode))
-            .with("results", results)
-            .with("certificates", certificates)),
-        Some(e) => Err(Failure::new(e.to_string())
-            .changed(changed)
-            .with("results", results)
-            .with("certificates", certificates)),
-    }
+    let mut more = Map::new();
+    more.insert("certificates".into(), certificates);
+    crate::finish(m, outcome, more)
 }
 
 fn target(origin: String, body: Value) -> Target {

@@ -138,6 +138,16 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         check_mode: m.check_mode,
     };
     let outcome = run.all(&mut targets, &checks);
+    finish(m, outcome, Map::new())
+}
+
+/// The module's result from a run: its diffs, `changed`, `results` and the summary (or the error), with
+/// `more` keys added either way.
+pub(crate) fn finish(
+    m: &mut Module,
+    outcome: apply::RunOutcome,
+    more: Map<String, Value>,
+) -> Result<Outcome, Failure> {
     for d in &outcome.diffs {
         m.add_diff(d.before.clone(), d.after.clone(), &d.header, &d.header);
     }
@@ -150,12 +160,24 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             .collect(),
     );
     match outcome.error {
-        None => Ok(Outcome::new(changed)
-            .msg(outcome.summary(m.check_mode))
-            .with("results", results)),
-        Some(e) => Err(Failure::new(e.to_string())
-            .changed(changed)
-            .with("results", results)),
+        None => {
+            let mut out = Outcome::new(changed)
+                .msg(outcome.summary(m.check_mode))
+                .with("results", results);
+            for (k, v) in more {
+                out = out.with(&k, v);
+            }
+            Ok(out)
+        }
+        Some(e) => {
+            let mut out = Failure::new(e.to_string())
+                .changed(changed)
+                .with("results", results);
+            for (k, v) in more {
+                out = out.with(&k, v);
+            }
+            Err(out)
+        }
     }
 }
 
