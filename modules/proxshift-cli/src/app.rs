@@ -248,8 +248,8 @@ fn confirm(plan: &Plan, yes: bool, json: bool) -> Result<(), CliError> {
 
 fn playbook(g: &Global, proj: &Project, call: PlaybookCall<'_>) -> Result<i32, CliError> {
     let mut plan = plan::plan(&call.action, call.cluster)?;
-    // `certs`: the playbook writes its report here for the table below.
-    let certs_report = matches!(call.action, plan::Action::Certs { .. })
+    // `certs`: the playbook writes its report here for the table below (not part of a dry run's command).
+    let certs_report = (!g.dry_run && matches!(call.action, plan::Action::Certs { .. }))
         .then(|| std::env::temp_dir().join(format!("proxshift-certs-{}.json", std::process::id())));
     if let Some(path) = &certs_report {
         plan.extra_vars
