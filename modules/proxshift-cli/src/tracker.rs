@@ -25,7 +25,6 @@ const ROLE_PHASES: &[(&str, &str)] = &[
     ("cluster_ready", "install"),
     ("acm", "acm"),
     ("post_install", "post"),
-    ("certificates", "post"),
     ("cluster_upgrade", "upgrade"),
 ];
 

@@ -105,27 +105,21 @@ def secret_canaries(canary, pairs):
         canary(key.splitlines()[5], "a kept certificate's key (PEM line)")
 
 
-def post_phase(kubeconfig: str, *, restore: bool = True, force_reset: bool = False) -> str:
-    """What site.yaml runs for kept_certificates: read the record, back up into it (as force_reset.yml does
-    with `force_reset`), then restore as the post phase does."""
-    tasks = [
-        {"name": "Read the record", "ansible.builtin.import_role":
-            {"name": "proxshift.hashi_vault.record", "tasks_from": "read"}, "vars": {"record_path": RECORD}},
-        {"name": "Back up", "ansible.builtin.import_tasks": str(REPO / "playbooks/tasks/certificates_backup.yml"),
-         "vars": {"proxshift_certificates_kubeconfig": kubeconfig,
-                  "proxshift_certificates_tolerate_unreachable": force_reset}},
-    ]
-    if restore:
-        tasks.append({"name": "Restore", "ansible.builtin.import_role":
-                      {"name": "proxshift.openshift.certificates", "tasks_from": "restore"},
-                      "vars": {"certificates_kubeconfig": kubeconfig, "certificates_kept": KEPT,
-                               "certificates_cluster_domain": f"{CLUSTER}.{DOMAIN}",
-                               "certificates_recorded": "{{ record_cluster.certificates | default({}) }}"}})
+def post_phase(kubeconfig: str, *, force_reset: bool = False) -> str:
+    """What site.yaml runs for kept_certificates after reading the record: the post phase's
+    tasks/certificates.yml (backup into the record, restore), or force_reset.yml's backup alone."""
+    part = "certificates_backup.yml" if force_reset else "certificates.yml"
     return json.dumps([{
         "hosts": "localhost", "gather_facts": False,
         "vars": {"cluster_name": CLUSTER, "vault_credentials_path": "proxshift/clusters",
                  "cluster_vars": {"base_domain": DOMAIN, "kept_certificates": KEPT}},
-        "tasks": tasks}])
+        "tasks": [
+            {"name": "Read the record", "ansible.builtin.import_role":
+                {"name": "proxshift.hashi_vault.record", "tasks_from": "read"}, "vars": {"record_path": RECORD}},
+            {"name": "Keep the certificates", "ansible.builtin.import_tasks": str(REPO / "playbooks/tasks" / part),
+             "vars": {"proxshift_certificates_kubeconfig": kubeconfig,
+                      "proxshift_certificates_tolerate_unreachable": force_reset}},
+        ]}])
 
 
 def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries):
@@ -197,7 +191,7 @@ def test_force_install_backup_needs_a_copy_of_each(run_playbook, cluster: KubeAp
         "openshift-ingress/apps-cert": secret("openshift-ingress", "apps-cert", *pairs["apps"])}})
     gone = json.loads(cluster.kubeconfig("unused"))
     gone["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # nothing listens: the old cluster is gone
-    play = post_phase(json.dumps(gone), restore=False, force_reset=True)
+    play = post_phase(json.dumps(gone), force_reset=True)
     run = run_playbook(play, env={"VAULT_ADDR": bao.addr, "VAULT_TOKEN": bao.token})
     assert run.rc != 0
     assert "the record's copies are kept" in run.output
