@@ -54,7 +54,7 @@ pub enum KeepProblem {
         key: String,
         kind: String,
     },
-    #[error("certificates[{index}] ({key}): a {kind} certificate must be in namespace {wanted}, where OpenShift reads it")]
+    #[error("certificates[{index}] ({key}): a certificate of type {kind} must be in namespace {wanted}, where OpenShift reads it")]
     Namespace {
         index: usize,
         key: String,
@@ -252,7 +252,7 @@ mod tests {
             vec![
                 "certificates[1]: only one ingress certificate can be the default one",
                 "certificates[2] (default/api): type api needs a hostname (the name it is served for)",
-                "certificates[2] (default/api): a api certificate must be in namespace openshift-config, where OpenShift reads it",
+                "certificates[2] (default/api): a certificate of type api must be in namespace openshift-config, where OpenShift reads it",
                 "certificates[3] (openshift-ingress/apps) is listed twice",
                 "certificates[5]: namespace and name must not be empty",
             ]
