@@ -5,9 +5,15 @@
 //! and [`wait`] (the checks and what is pending). [`apply`] does the calls through `kube-client`;
 //! the connection options are `kube_client::connect::cluster_opts` (`cluster_auth`'s names, the
 //! `K8S_AUTH_*` fallbacks).
+//!
+//! Certificate keeping (`state` backup, restore, report over `certificates`): [`certs`] (pure: the
+//! list's rules, the backup copy of a Secret, the wiring objects) with `cert_check`'s checks, and
+//! [`keep`] (reads the Secrets; a restore applies them and their wiring through [`apply`]).
 
 pub mod apply;
+pub mod certs;
 pub mod error;
+pub mod keep;
 pub mod plan;
 pub mod wait;
 
@@ -15,7 +21,7 @@ use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
 use kube_client::connect::cluster_opts;
 use kube_client::ClusterOptions;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::error::ConfigError;
 use crate::wait::WaitOpt;
@@ -26,7 +32,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::list("objects", Type::Dict).default(json!([])),
         Opt::str("definition"),
         Opt::str("state")
-            .choices(&["present", "absent", "read"])
+            .choices(&["present", "absent", "read", "backup", "restore", "report"])
             .default("present"),
         Opt::str("namespace"),
         Opt::str("field_manager").default(kube_client::client::FIELD_MANAGER),
@@ -43,9 +49,23 @@ pub fn argument_spec() -> ArgSpec {
             ])),
         Opt::int("wait_timeout").default(120),
         Opt::int("wait_interval").default(2),
+        Opt::list("certificates", Type::Dict)
+            .default(json!([]))
+            .options(ArgSpec::new(vec![
+                Opt::str("namespace").required(),
+                Opt::str("name").required(),
+                Opt::str("type")
+                    .choices(&["ingress", "api", "other"])
+                    .default("other"),
+                Opt::str("hostname"),
+            ])),
+        // Not no_log as a whole (that would mask every name and namespace it holds in the report): the
+        // module masks each Secret value in it (keep::run).
+        Opt::dict("certificates_backup").default(json!({})),
+        Opt::int("certificate_warning_days").default(30),
     ])
     .with(cluster_opts())
-    .required_one_of(&["objects", "definition"])
+    .required_one_of(&["objects", "definition", "certificates"])
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,6 +79,9 @@ pub struct Options {
     pub wait: Vec<WaitOpt>,
     pub wait_timeout: i64,
     pub wait_interval: i64,
+    pub certificates: Vec<certs::KeepOpt>,
+    pub certificates_backup: Map<String, Value>,
+    pub certificate_warning_days: i64,
     #[serde(flatten)]
     pub cluster: ClusterOptions,
 }
@@ -67,8 +90,26 @@ fn fail(e: ConfigError) -> Failure {
     Failure::new(e.to_string())
 }
 
+/// The client for the task's cluster; its token masked, its warning passed on.
+fn connect(m: &mut Module, o: &Options) -> Result<kube_client::Client, Failure> {
+    let conn = kube_client::connect("cluster", &o.cluster.params())
+        .map_err(|e| fail(ConfigError::Connect(Box::new(e))))?;
+    if let Some(t) = conn.token {
+        m.add_secret(t);
+    }
+    if let Some(w) = conn.warning {
+        m.warn(w);
+    }
+    Ok(conn.client)
+}
+
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let o: Options = m.options()?;
+    if matches!(o.state.as_str(), "backup" | "restore" | "report") {
+        keep::check_options(&o)?;
+        let client = connect(m, &o)?;
+        return keep::run(m, &o, &client);
+    }
     let read = o.state == "read";
     let mut targets = plan::targets(&o.objects, o.definition.as_deref(), read).map_err(fail)?;
     // Every Secret value of the task is masked everywhere, an API error quoting one included.
@@ -90,20 +131,23 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.field_manager.trim().is_empty() {
         return Err(Failure::new("field_manager must not be empty"));
     }
-    let conn = kube_client::connect("cluster", &o.cluster.params())
-        .map_err(|e| fail(ConfigError::Connect(Box::new(e))))?;
-    if let Some(t) = conn.token {
-        m.add_secret(t);
-    }
-    if let Some(w) = conn.warning {
-        m.warn(w);
-    }
+    let client = connect(m, &o)?;
     let run = apply::Run {
-        client: &conn.client,
+        client: &client,
         opts: &o,
         check_mode: m.check_mode,
     };
     let outcome = run.all(&mut targets, &checks);
+    finish(m, outcome, Map::new())
+}
+
+/// The module's result from a run: its diffs, `changed`, `results` and the summary (or the error), with
+/// `more` keys added either way.
+pub(crate) fn finish(
+    m: &mut Module,
+    outcome: apply::RunOutcome,
+    more: Map<String, Value>,
+) -> Result<Outcome, Failure> {
     for d in &outcome.diffs {
         m.add_diff(d.before.clone(), d.after.clone(), &d.header, &d.header);
     }
@@ -116,12 +160,24 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             .collect(),
     );
     match outcome.error {
-        None => Ok(Outcome::new(changed)
-            .msg(outcome.summary(m.check_mode))
-            .with("results", results)),
-        Some(e) => Err(Failure::new(e.to_string())
-            .changed(changed)
-            .with("results", results)),
+        None => {
+            let mut out = Outcome::new(changed)
+                .msg(outcome.summary(m.check_mode))
+                .with("results", results);
+            for (k, v) in more {
+                out = out.with(&k, v);
+            }
+            Ok(out)
+        }
+        Some(e) => {
+            let mut out = Failure::new(e.to_string())
+                .changed(changed)
+                .with("results", results);
+            for (k, v) in more {
+                out = out.with(&k, v);
+            }
+            Err(out)
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
+use crate::certs;
 use crate::cli::{Cli, Cmd, Global, PlaybookCall};
 use crate::command::Command;
 use crate::exit::{self, CliError};
@@ -246,7 +247,14 @@ fn confirm(plan: &Plan, yes: bool, json: bool) -> Result<(), CliError> {
 }
 
 fn playbook(g: &Global, proj: &Project, call: PlaybookCall<'_>) -> Result<i32, CliError> {
-    let plan = plan::plan(&call.action, call.cluster)?;
+    let mut plan = plan::plan(&call.action, call.cluster)?;
+    // `certs`: the playbook writes its report here for the table below (not part of a dry run's command).
+    let certs_report = (!g.dry_run && matches!(call.action, plan::Action::Certs { .. }))
+        .then(|| std::env::temp_dir().join(format!("proxshift-certs-{}.json", std::process::id())));
+    if let Some(path) = &certs_report {
+        plan.extra_vars
+            .push(("proxshift_certs_report".into(), path.display().to_string()));
+    }
     let program = if g.dry_run {
         tool("ansible-playbook", &proj.root).unwrap_or_else(|| "ansible-playbook".into())
     } else {
@@ -314,10 +322,25 @@ fn playbook(g: &Global, proj: &Project, call: PlaybookCall<'_>) -> Result<i32, C
         recap: outcome.tracker.recap().to_vec(),
         failures: outcome.tracker.failures().to_vec(),
     };
+    let kept = match (&certs_report, code) {
+        (Some(path), exit::OK) => {
+            let kept = certs::read(path);
+            let _ = std::fs::remove_file(path);
+            Some(kept?)
+        }
+        _ => None,
+    };
     if g.json {
-        print_json(&serde_json::to_value(&summary).expect("summary serialises"));
+        let mut v = serde_json::to_value(&summary).expect("summary serialises");
+        if let Some(kept) = &kept {
+            v["certificates"] = serde_json::to_value(kept).expect("report serialises");
+        }
+        print_json(&v);
     } else {
         print!("{}", report::summary_text(&summary, colour));
+        if let Some(kept) = &kept {
+            print!("{}", certs::text(kept, colour));
+        }
     }
     Ok(code)
 }

@@ -144,6 +144,15 @@ pub enum Cmd {
         #[command(flatten)]
         args: ClusterArgs,
     },
+    /// Report the cluster's kept certificates (inventory kept_certificates): subjects, SANs, serial,
+    /// expiry, and a warning for one expiring soon or not covering its hostname (playbooks/certs.yaml)
+    Certs {
+        #[command(flatten)]
+        args: ClusterArgs,
+        /// Warn about a certificate that expires within this many days
+        #[arg(long, default_value_t = 30, value_name = "DAYS")]
+        warn_days: u32,
+    },
     /// Import the cluster into the ACM hub (site.yaml --tags acm)
     AcmImport {
         #[command(flatten)]
@@ -238,6 +247,13 @@ impl Cmd {
             }
             Cmd::Scale { args } => call(Action::Scale, args, false),
             Cmd::AcmImport { args } => call(Action::AcmImport, args, false),
+            Cmd::Certs { args, warn_days } => call(
+                Action::Certs {
+                    warn_days: *warn_days,
+                },
+                args,
+                false,
+            ),
             Cmd::ProxmoxAccess { extra } => PlaybookCall {
                 action: Action::ProxmoxAccess,
                 cluster: None,

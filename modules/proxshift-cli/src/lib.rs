@@ -4,13 +4,14 @@
 //! [`command`] (shell quoting), [`output`] (ansible-playbook output lines, PLAY RECAP), [`tracker`]
 //! (phase detection, per-phase results, progress line), [`inventory`] (clusters from
 //! `ansible-inventory --list`), [`live`] (VM states behind the [`live::VmSource`] trait), [`table`],
-//! [`report`] (text and JSON output), [`style`] (colour rules), [`exit`] (exit codes), and the pure
+//! [`report`] (text and JSON output), [`certs`] (the kept certificates' table, over `cert_check`), [`style`] (colour rules), [`exit`] (exit codes), and the pure
 //! parts of [`rehearse`] (seed, commands, layout problems, report).
 //! I/O: [`runner`] (child processes, streaming), [`app`] (project and tool discovery, dispatch),
 //! `clusters` (the clusters command), [`rehearse`] (the rehearsal's files and run) and `simulator`
 //! (the pvesim process a rehearsal runs against).
 
 pub mod app;
+pub mod certs;
 pub mod cli;
 mod clusters;
 pub mod command;

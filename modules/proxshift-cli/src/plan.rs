@@ -42,6 +42,10 @@ pub enum Action {
     Scale,
     /// `site.yaml --tags acm`.
     AcmImport,
+    /// `certs.yaml`: the kept certificates' report, warning `warn_days` before expiry.
+    Certs {
+        warn_days: u32,
+    },
     /// `proxmox_access.yaml`: site-wide, takes no cluster.
     ProxmoxAccess,
 }
@@ -75,6 +79,7 @@ impl Action {
             Action::Deprovision { .. } => "deprovision",
             Action::Scale => "scale",
             Action::AcmImport => "acm-import",
+            Action::Certs { .. } => "certs",
             Action::ProxmoxAccess => "proxmox-access",
         }
     }
@@ -187,6 +192,11 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
         Action::Stop => single(&mut p, "stop.yaml", "stop"),
         Action::Status => single(&mut p, "status.yaml", "status"),
         Action::Scale => single(&mut p, "scale.yaml", "scale"),
+        Action::Certs { warn_days } => {
+            single(&mut p, "certs.yaml", "certs");
+            p.extra_vars
+                .push(("certificate_warning_days".into(), warn_days.to_string()));
+        }
         Action::Deprovision { vault } => {
             single(&mut p, "deprovision.yaml", "deprovision");
             let mut what = format!("deprovision stops and deletes cluster {name}'s VMs");
@@ -344,6 +354,10 @@ mod tests {
             (
                 Action::Deprovision { vault: false },
                 format!("{base}/deprovision.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Certs { warn_days: 14 },
+                format!("{base}/certs.yaml -e cluster_name=lab-sno -e certificate_warning_days=14"),
             ),
             (
                 Action::Deprovision { vault: true },

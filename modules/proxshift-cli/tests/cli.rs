@@ -174,6 +174,10 @@ fn dry_run_prints_the_exact_command_for_every_subcommand() {
         ),
         (vec!["scale", "prod-ha"], format!("{base}/scale.yaml -e cluster_name=prod-ha")),
         (vec!["acm-import", "lab-sno"], format!("{base}/site.yaml -e cluster_name=lab-sno --tags acm")),
+        (
+            vec!["certs", "lab-sno", "--warn-days", "7"],
+            format!("{base}/certs.yaml -e cluster_name=lab-sno -e certificate_warning_days=7"),
+        ),
         (vec!["proxmox-access"], format!("{base}/proxmox_access.yaml")),
         (
             vec!["status", "lab-sno", "--", "-e", "note=two words", "--limit", "localhost"],

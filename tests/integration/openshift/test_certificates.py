@@ -1,0 +1,238 @@
+"""Certificate keeping (proxshift.openshift.cluster_config state backup/restore/report, the
+proxshift.openshift.certificates role and playbooks/tasks/certificates_backup.yml) against the real
+kube-apiserver with OpenShift's IngressController and APIServer CRDs (tests/fixtures/crds) and a real OpenBao
+holding the cluster's record. The certificates are made here, at test time (python `cryptography`, which
+ansible-core depends on); no key is committed.
+
+A rebuild is played cheaply: the Secrets and their wiring are deleted, as a reinstalled cluster lacks them,
+and the next post phase puts the same certificate (same serial) back from the record."""
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import time
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+
+from kube_fixtures import KubeApi, kube_api  # noqa: F401 (fixtures)
+from services import running_openbao
+from testlib import REPO
+
+CLUSTER = "lab"
+DOMAIN = "example.com"
+APPS_HOST = f"*.apps.{CLUSTER}.{DOMAIN}"
+API_HOST = f"api.{CLUSTER}.{DOMAIN}"
+RECORD = f"proxshift/clusters/{CLUSTER}"
+INGRESS_PATH = "/apis/operator.openshift.io/v1/namespaces/openshift-ingress-operator/ingresscontrollers/default"
+APISERVER_PATH = "/apis/config.openshift.io/v1/apiservers/cluster"
+KEPT = [{"name": "apps-cert", "type": "ingress"}, {"name": "api-cert", "type": "api"}]
+RESTORE = "proxshift.openshift.certificates : Restore the kept certificates and wire them in"
+
+
+def make_cert(names: list[str], serial: int, *, pkcs8: bool = False, key=None) -> tuple[str, str]:
+    """A self-signed RSA certificate for `names` (SANs) valid for a year: (cert PEM, key PEM)."""
+    key = key or rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(serial).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=365))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
+            .sign(key, hashes.SHA256()))
+    fmt = serialization.PrivateFormat.PKCS8 if pkcs8 else serialization.PrivateFormat.TraditionalOpenSSL
+    key_pem = key.private_bytes(serialization.Encoding.PEM, fmt, serialization.NoEncryption()).decode()
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def secret(namespace: str, name: str, crt: str, key: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name, "namespace": namespace}, "data": {"tls.crt": b64(crt), "tls.key": b64(key)}}
+
+
+def serial_of(api: KubeApi, namespace: str, name: str) -> int:
+    s = api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+    pem = base64.b64decode(s["data"]["tls.crt"])
+    return x509.load_pem_x509_certificate(pem).serial_number
+
+
+def delete(api: KubeApi, path: str) -> None:
+    status, out = api.request("DELETE", path)
+    assert status in (200, 202, 404), out
+
+
+def writes(api: KubeApi, since: int) -> list[str]:
+    """Writes (no dry run) to Secrets, IngressControllers and APIServers after the first `since` audit events."""
+    time.sleep(0.5)  # the audit log is written after the answer
+    return [f"{e['verb']} {e['requestURI']}" for e in api.audit_events()[since:]
+            if e["verb"] in ("create", "update", "patch", "delete") and "dryRun=All" not in e["requestURI"]
+            and any(k in e["requestURI"] for k in ("/secrets", "/ingresscontrollers", "/apiservers"))]
+
+
+@pytest.fixture(scope="module")
+def bao(tmp_path_factory):
+    with running_openbao(tmp_path_factory.mktemp("bao")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(kube_api: KubeApi):
+    """The namespaces OpenShift reads the certificates from (a real cluster has them)."""
+    for ns in ("openshift-ingress", "openshift-config", "openshift-ingress-operator"):
+        status, out = kube_api.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        assert status in (201, 409), out
+    return kube_api
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return {"apps": make_cert([APPS_HOST], 0xA11CE), "api": make_cert([API_HOST], 0xA91, pkcs8=True)}
+
+
+@pytest.fixture
+def secret_canaries(canary, pairs):
+    """The keys, as PEM and as the Secrets' base64, must never show in any output."""
+    for crt, key in pairs.values():
+        canary(b64(key), "a kept certificate's key (Secret data)")
+        canary(key.splitlines()[5], "a kept certificate's key (PEM line)")
+
+
+def post_phase(kubeconfig: str, *, force_reset: bool = False) -> str:
+    """What site.yaml runs for kept_certificates after reading the record: the post phase's
+    tasks/certificates.yml (backup into the record, restore), or force_reset.yml's backup alone."""
+    part = "certificates_backup.yml" if force_reset else "certificates.yml"
+    return json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "vars": {"cluster_name": CLUSTER, "vault_credentials_path": "proxshift/clusters",
+                 "cluster_vars": {"base_domain": DOMAIN, "kept_certificates": KEPT}},
+        "tasks": [
+            {"name": "Read the record", "ansible.builtin.import_role":
+                {"name": "proxshift.hashi_vault.record", "tasks_from": "read"}, "vars": {"record_path": RECORD}},
+            {"name": "Keep the certificates", "ansible.builtin.import_tasks": str(REPO / "playbooks/tasks" / part),
+             "vars": {"proxshift_certificates_kubeconfig": kubeconfig,
+                      "proxshift_certificates_tolerate_unreachable": force_reset}},
+        ]}])
+
+
+def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries):
+    (apps_crt, apps_key), (api_crt, api_key) = pairs["apps"], pairs["api"]
+    cluster.ok("POST", "/api/v1/namespaces/openshift-ingress/secrets",
+               secret("openshift-ingress", "apps-cert", apps_crt, apps_key))
+    cluster.ok("POST", "/api/v1/namespaces/openshift-config/secrets",
+               secret("openshift-config", "api-cert", api_crt, api_key))
+    env = {"VAULT_ADDR": bao.addr, "VAULT_TOKEN": bao.token}
+
+    # The first post phase: the copies go into the record, the certificates are wired in.
+    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env)
+    assert run.rc == 0, run.output
+    record = bao.kv_get(RECORD)
+    assert sorted(record["certificates"]) == ["openshift-config/api-cert", "openshift-ingress/apps-cert"]
+    kept = record["certificates"]["openshift-ingress/apps-cert"]
+    assert kept["data"]["tls.crt"] == b64(apps_crt)
+    assert set(kept["metadata"]) == {"name", "namespace"}, "server-managed metadata is not kept"
+    restored = run.task(RESTORE)
+    assert restored["changed"] is True
+    assert [(c["source"], c["key_matches"], c["problems"]) for c in restored["certificates"]] == [
+        ("backup", True, []), ("backup", True, [])]
+    assert restored["certificates"][0]["certificate"]["sans"] == [APPS_HOST]
+    assert restored["certificates"][1]["certificate"]["serial"] == "0a:91"
+    assert cluster.get(INGRESS_PATH)["spec"]["defaultCertificate"] == {"name": "apps-cert"}
+    assert cluster.get(APISERVER_PATH)["spec"]["servingCerts"]["namedCertificates"] == [
+        {"names": [API_HOST], "servingCertificate": {"name": "api-cert"}}]
+    # The report line names serial and expiry, never a value.
+    assert "openshift-config/api-cert (api, backup): serial 0a:91, expires" in run.output
+
+    # Rerun: nothing to write, neither in the record nor in the cluster.
+    since = len(cluster.audit_events())
+    version = bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"]
+    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env)
+    assert run.rc == 0, run.output
+    assert run.changed_tasks() == [], run.changed_tasks()
+    assert writes(cluster, since) == []
+    assert bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"] == version
+
+    # The rebuild: the new cluster has neither the Secrets nor the wiring.
+    for path in ("/api/v1/namespaces/openshift-ingress/secrets/apps-cert",
+                 "/api/v1/namespaces/openshift-config/secrets/api-cert", INGRESS_PATH, APISERVER_PATH):
+        delete(cluster, path)
+
+    # Check mode: the restore is shown (Secret values masked in the diff), nothing is written.
+    since = len(cluster.audit_events())
+    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env, check=True, diff=True)
+    assert run.rc == 0, run.output
+    r = run.task(RESTORE)
+    assert r["changed"] is True
+    assert [x["action"] for x in r["results"]] == ["created"] * 4
+    assert "tls.key" in json.dumps(r["diff"])
+    assert writes(cluster, since) == []
+    assert cluster.get("/api/v1/namespaces/openshift-ingress/secrets/apps-cert") is None
+
+    # The post phase after the rebuild: the same certificates (same serials) are back and wired in.
+    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env)
+    assert run.rc == 0, run.output
+    assert serial_of(cluster, "openshift-ingress", "apps-cert") == 0xA11CE
+    assert serial_of(cluster, "openshift-config", "api-cert") == 0xA91
+    assert cluster.get(INGRESS_PATH)["spec"]["defaultCertificate"] == {"name": "apps-cert"}
+    assert cluster.get(APISERVER_PATH)["spec"]["servingCerts"]["namedCertificates"][0]["names"] == [API_HOST]
+
+
+def test_force_install_backup_needs_a_copy_of_each(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries):
+    """force_reset.yml's backup of an old cluster that cannot be read: the record's copies count, and a kept
+    Secret with no copy anywhere stops the rebuild before anything is deleted, named."""
+    bao.kv_put(RECORD, {"phase": "installed", "certificates": {
+        "openshift-ingress/apps-cert": secret("openshift-ingress", "apps-cert", *pairs["apps"])}})
+    gone = json.loads(cluster.kubeconfig("unused"))
+    gone["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # nothing listens: the old cluster is gone
+    play = post_phase(json.dumps(gone), force_reset=True)
+    run = run_playbook(play, env={"VAULT_ADDR": bao.addr, "VAULT_TOKEN": bao.token})
+    assert run.rc != 0
+    assert "the record's copies are kept" in run.output
+    failed = run.task("Certificates — every kept one has a copy in the record")
+    assert "No copy of openshift-config/api-cert in the cluster's record" in failed["msg"], failed
+    assert "openshift-ingress/apps-cert" not in failed["msg"]
+
+
+def test_restore_refuses_bad_certificates_before_writing(run_module, cluster: KubeApi, pairs, secret_canaries):
+    """A Secret that exists nowhere, a key that is not the certificate's and a certificate that does not
+    cover its hostname: all named at once, nothing written."""
+    apps_crt, apps_key = pairs["apps"]
+    api_crt, _ = pairs["api"]
+    _, other_key = make_cert(["elsewhere.example.com"], 7)
+    backup = {
+        "openshift-config/api-wrong-key": secret("openshift-config", "api-wrong-key", api_crt, other_key),
+        "openshift-config/api-wrong-host": secret("openshift-config", "api-wrong-host", apps_crt, apps_key),
+    }
+    args = {
+        "kubeconfig": cluster.admin_cert_kubeconfig, "state": "restore", "certificates_backup": backup,
+        "certificates": [
+            {"namespace": "openshift-config", "name": "api-nowhere", "type": "api", "hostname": API_HOST},
+            {"namespace": "openshift-config", "name": "api-wrong-key", "type": "api", "hostname": "api2.lab.example.com"},
+            {"namespace": "openshift-config", "name": "api-wrong-host", "type": "api", "hostname": API_HOST},
+        ],
+    }
+    since = len(cluster.audit_events())
+    out, rc, stdout = run_module("cluster_config", args)
+    assert out["failed"] is True, out
+    msg = out["msg"]
+    assert msg.startswith("restore refused before anything was written: "), msg
+    assert ("Secret openshift-config/api-nowhere does not exist in the cluster and certificates_backup has no "
+            "copy of it") in msg
+    assert "Secret openshift-config/api-wrong-key (backup copy): does not cover api2.lab.example.com" in msg
+    assert "tls.key does not belong to the certificate (its public key differs)" in msg
+    assert f"Secret openshift-config/api-wrong-host (backup copy): does not cover {API_HOST} (SANs: {APPS_HOST})" in msg
+    assert [c["key_matches"] for c in out["certificates"]] == [None, False, True]
+    assert writes(cluster, since) == []
+    assert apps_key.splitlines()[5] not in stdout
+
+    # The report says the same without refusing, and warns.
+    out, rc, _ = run_module("cluster_config", {**args, "state": "report"})
+    assert rc == 0 and out["changed"] is False, out
+    assert any("api-wrong-host: does not cover" in w for w in out["warnings"]), out["warnings"]
