@@ -1,15 +1,20 @@
 //! API and Ingress VIPs: parsed early (no node may take them from the pool), checked once the
-//! platform is known (baremetal needs exactly one of each, in a machine network, on no node).
+//! platform is known, as the installer's `validateAPIAndIngressVIPs`
+//! (pkg/types/validation/installconfig.go) does for baremetal: one or two of each (two = an IPv4
+//! and an IPv6), a single one in the first machine network's family in dual stack, in a machine
+//! network unless the load balancer is user-managed, the API's not among the Ingress VIPs; and
+//! on no node or gateway.
 
 use std::net::IpAddr;
 
 use crate::model::Topology;
 
 use super::context::{Ctx, Findings, Staged};
+use super::networks::Stack;
 
 #[derive(Default)]
 pub(super) struct Vips {
-    /// As given, for the plan.
+    /// As given, in the canonical form when they parse (IPv6 as `getent` prints it), for the plan.
     pub api_strs: Vec<String>,
     pub ingress_strs: Vec<String>,
     pub api: Vec<Option<IpAddr>>,
@@ -28,6 +33,14 @@ pub(super) fn parse(cx: &Ctx) -> Staged<Vips> {
     };
     let api = ips("api_vips", &api_strs);
     let ingress = ips("ingress_vips", &ingress_strs);
+    let canonical = |strs: Vec<String>, ips: &[Option<IpAddr>]| -> Vec<String> {
+        strs.into_iter()
+            .zip(ips)
+            .map(|(s, ip)| ip.map(|x| x.to_string()).unwrap_or(s))
+            .collect()
+    };
+    let api_strs = canonical(api_strs, &api);
+    let ingress_strs = canonical(ingress_strs, &ingress);
     f.with(Vips {
         api_strs,
         ingress_strs,
@@ -78,13 +91,7 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
             format!("platform baremetal needs at least one VIP in {opt}"),
         );
     }
-    if list.len() > 1 {
-        f.err(
-            opt,
-            "vip-count",
-            "give one VIP (two only for dual stack, which this module does not render)",
-        );
-    }
+    families(f, cx, opt, list);
     for (i, vip) in list.iter().enumerate() {
         let Some(vip) = *vip else { continue };
         let path = format!("{opt}[{i}]");
@@ -105,9 +112,42 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
                 format!("{vip} is also the IP of nodes[{j}] ({})", o.nodes[j].name),
             );
         }
-        if Some(vip) == cx.infra.gateway {
-            f.err(&path, "vip-not-node-ip", format!("{vip} is the gateway"));
+        if [cx.infra.gateway, cx.infra.secondary_gateway].contains(&Some(vip)) {
+            f.err(&path, "vip-not-node-ip", format!("{vip} is a gateway"));
         }
+    }
+}
+
+/// validateAPIAndIngressVIPs: at most two; two are one IPv4 and one IPv6 address; a single VIP of a
+/// dual-stack cluster is in the machine networks' primary (first) family.
+fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
+    let parsed: Vec<IpAddr> = list.iter().flatten().copied().collect();
+    match list.len() {
+        0 => {}
+        1 if cx.net.stack == Stack::Dual => {
+            if let Some(vip) = parsed.first().filter(|v| v.is_ipv4() != cx.net.primary_v4) {
+                f.err(
+                    format!("{opt}[0]"),
+                    "vip-primary-family",
+                    format!("{vip}: a single VIP must be of the same IP family as the machine networks' primary (first) family for dual-stack IPv4/IPv6"),
+                );
+            }
+        }
+        1 => {}
+        2 => {
+            if parsed.len() == 2 && parsed[0].is_ipv4() == parsed[1].is_ipv4() {
+                f.err(
+                    opt,
+                    "vip-dual-stack-pair",
+                    "if two VIPs are given, one must be an IPv4 address, the other an IPv6",
+                );
+            }
+        }
+        n => f.err(
+            opt,
+            "vip-count",
+            format!("{n} VIPs: must have at most 2 items (one per address family)"),
+        ),
     }
 }
 
@@ -138,6 +178,8 @@ mod tests {
             "api_vips[0]",
             "vip-not-node-ip",
         );
+        // validateAPIAndIngressVIPs: "If two API VIPs are given, one must be an IPv4 address,
+        // the other an IPv6", and at most two.
         fails(
             with(
                 compact(),
@@ -145,7 +187,48 @@ mod tests {
                 json!(["192.168.50.5", "192.168.50.7"]),
             ),
             "api_vips",
+            "vip-dual-stack-pair",
+        );
+        fails(
+            with(
+                dual_stack(),
+                "api_vips",
+                json!(["192.168.50.5", "fd00:50::5", "192.168.50.7"]),
+            ),
+            "api_vips",
             "vip-count",
+        );
+        // "VIP for the API must be of the same IP family with machine network's primary IP
+        // Family for dual-stack IPv4/IPv6"; one VIP of the primary family is fine.
+        fails(
+            with(dual_stack(), "ingress_vips", json!(["fd00:50::6"])),
+            "ingress_vips[0]",
+            "vip-primary-family",
+        );
+        ok_plan(&with(dual_stack(), "api_vips", json!(["192.168.50.5"])));
+        // A dual-stack pair in either order, each in a machine network.
+        ok_plan(&with(
+            dual_stack(),
+            "api_vips",
+            json!(["fd00:50::5", "192.168.50.5"]),
+        ));
+        fails(
+            with(
+                dual_stack(),
+                "api_vips",
+                json!(["192.168.50.5", "fd00:99::5"]),
+            ),
+            "api_vips[1]",
+            "vip-in-machine-network",
+        );
+        assert_eq!(
+            ok_plan(&with(
+                dual_stack(),
+                "api_vips",
+                json!(["192.168.50.5", "FD00:50:0::5"])
+            ))
+            .api_vips,
+            ["192.168.50.5", "fd00:50::5"]
         );
         fails(
             with(compact(), "api_vips", json!(["192.168.50.300"])),
