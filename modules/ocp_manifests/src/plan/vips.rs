@@ -1,9 +1,9 @@
 //! API and Ingress VIPs: parsed early (no node may take them from the pool), checked once the
 //! platform is known, as the installer's `validateAPIAndIngressVIPs`
 //! (pkg/types/validation/installconfig.go) does for baremetal: one or two of each (two = an IPv4
-//! and an IPv6), a single one in the first machine network's family in dual stack, in a machine
-//! network unless the load balancer is user-managed, the API's not among the Ingress VIPs; and
-//! on no node or gateway.
+//! and an IPv6), the first one in the primary family of every network list in dual stack, in a
+//! machine network unless the load balancer is user-managed, the API's not among the Ingress VIPs;
+//! and on no node or gateway.
 
 use std::net::IpAddr;
 
@@ -118,22 +118,13 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
     }
 }
 
-/// validateAPIAndIngressVIPs: at most two; two are one IPv4 and one IPv6 address; a single VIP of a
-/// dual-stack cluster is in the machine networks' primary (first) family.
+/// validateAPIAndIngressVIPs: at most two, and two are one IPv4 and one IPv6 address. In dual stack
+/// the first VIP is the primary one: its family must be the primary (first) family of the machine,
+/// service and cluster networks alike (the installer names each list that differs).
 fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
     let parsed: Vec<IpAddr> = list.iter().flatten().copied().collect();
     match list.len() {
-        0 => {}
-        1 if cx.net.stack == Stack::Dual => {
-            if let Some(vip) = parsed.first().filter(|v| v.is_ipv4() != cx.net.primary_v4) {
-                f.err(
-                    format!("{opt}[0]"),
-                    "vip-primary-family",
-                    format!("{vip}: a single VIP must be of the same IP family as the machine networks' primary (first) family for dual-stack IPv4/IPv6"),
-                );
-            }
-        }
-        1 => {}
+        0 | 1 => {}
         2 => {
             if parsed.len() == 2 && parsed[0].is_ipv4() == parsed[1].is_ipv4() {
                 f.err(
@@ -148,6 +139,26 @@ fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
             "vip-count",
             format!("{n} VIPs: must have at most 2 items (one per address family)"),
         ),
+    }
+    let Some(Some(first)) = list.first() else {
+        return;
+    };
+    if cx.net.stack != Stack::Dual {
+        return;
+    }
+    let primaries = [
+        ("machine_networks", cx.net.machine_ok.first().copied()),
+        ("service_networks", cx.net.service.iter().flatten().next().copied()),
+        ("cluster_networks", cx.net.cluster.iter().flatten().next().copied()),
+    ];
+    for (list_opt, primary) in primaries {
+        if primary.is_some_and(|p| p.addr.is_ipv4() != first.is_ipv4()) {
+            f.err(
+                format!("{opt}[0]"),
+                "vip-primary-family",
+                format!("{first}: {list_opt} primary IP family and the primary (first) VIP's family should match"),
+            );
+        }
     }
 }
 
@@ -198,20 +209,27 @@ mod tests {
             "api_vips",
             "vip-count",
         );
-        // "VIP for the API must be of the same IP family with machine network's primary IP
-        // Family for dual-stack IPv4/IPv6"; one VIP of the primary family is fine.
+        // "clusterNetwork/machineNetwork/serviceNetwork primary IP Family and primary IP family
+        // for the API VIP should match" (TestValidateInstallConfig, "baremetal API VIP set to an
+        // incorrect IP Family"); one VIP of the primary family is fine.
+        let p = problems(&with(dual_stack(), "ingress_vips", json!(["fd00:50::6"])));
+        let at: Vec<&str> = p
+            .iter()
+            .filter(|x| x.rule == "vip-primary-family")
+            .map(|x| x.path.as_str())
+            .collect();
+        assert_eq!(at, ["ingress_vips[0]"; 3], "{p:#?}");
+        ok_plan(&with(dual_stack(), "api_vips", json!(["192.168.50.5"])));
+        // A pair leads with the primary family.
         fails(
-            with(dual_stack(), "ingress_vips", json!(["fd00:50::6"])),
-            "ingress_vips[0]",
+            with(
+                dual_stack(),
+                "api_vips",
+                json!(["fd00:50::5", "192.168.50.5"]),
+            ),
+            "api_vips[0]",
             "vip-primary-family",
         );
-        ok_plan(&with(dual_stack(), "api_vips", json!(["192.168.50.5"])));
-        // A dual-stack pair in either order, each in a machine network.
-        ok_plan(&with(
-            dual_stack(),
-            "api_vips",
-            json!(["fd00:50::5", "192.168.50.5"]),
-        ));
         fails(
             with(
                 dual_stack(),
