@@ -17,6 +17,8 @@ pub mod render;
 pub mod verify;
 
 #[cfg(test)]
+mod corpus;
+#[cfg(test)]
 mod schema;
 #[cfg(test)]
 mod tests;

@@ -311,8 +311,9 @@ mod tests {
         );
     }
 
+    /// The count per stack is `stack`'s rule.
     #[test]
-    fn rule_service_network_size_and_count() {
+    fn rule_service_network_size() {
         fails(
             with(compact(), "service_networks", json!(["172.0.0.0/11"])),
             "service_networks[0]",
@@ -320,12 +321,12 @@ mod tests {
         );
         fails(
             with(
-                compact(),
+                ipv6_only(compact()),
                 "service_networks",
-                json!(["172.30.0.0/16", "172.31.0.0/16"]),
+                json!(["fd02::/64"]),
             ),
-            "service_networks",
-            "service-network-count",
+            "service_networks[0]",
+            "service-network-size",
         );
     }
 }

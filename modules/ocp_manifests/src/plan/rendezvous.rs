@@ -7,22 +7,15 @@ use super::context::{Ctx, Findings, Staged};
 
 pub(super) fn check(cx: &Ctx) -> Staged<Option<IpAddr>> {
     let mut f = Findings::default();
-    let master_ips: Vec<IpAddr> = cx
-        .addresses
-        .ips
-        .iter()
-        .zip(&cx.topo.roles)
-        .filter(|(_, r)| *r == "master")
-        .filter_map(|(ip, _)| *ip)
-        .collect();
-    let master_secondary: Vec<IpAddr> = cx
-        .nodes
-        .secondary_ips
-        .iter()
-        .zip(&cx.topo.roles)
-        .filter(|(_, r)| *r == "master")
-        .filter_map(|(ip, _)| *ip)
-        .collect();
+    let masters = |ips: &[Option<IpAddr>]| -> Vec<IpAddr> {
+        ips.iter()
+            .zip(&cx.topo.roles)
+            .filter(|(_, r)| *r == "master")
+            .filter_map(|(ip, _)| *ip)
+            .collect()
+    };
+    let master_ips = masters(&cx.addresses.ips);
+    let master_secondary = masters(&cx.nodes.secondary_ips);
     let rendezvous = match &cx.o.rendezvous_ip {
         Some(s) => match f.ip(s, "rendezvous_ip") {
             Some(ip) if master_ips.contains(&ip) || master_secondary.contains(&ip) => Some(ip),

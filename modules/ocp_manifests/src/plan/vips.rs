@@ -148,8 +148,14 @@ fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
     }
     let primaries = [
         ("machine_networks", cx.net.machine_ok.first().copied()),
-        ("service_networks", cx.net.service.iter().flatten().next().copied()),
-        ("cluster_networks", cx.net.cluster.iter().flatten().next().copied()),
+        (
+            "service_networks",
+            cx.net.service.iter().flatten().next().copied(),
+        ),
+        (
+            "cluster_networks",
+            cx.net.cluster.iter().flatten().next().copied(),
+        ),
     ];
     for (list_opt, primary) in primaries {
         if primary.is_some_and(|p| p.addr.is_ipv4() != first.is_ipv4()) {
