@@ -17,6 +17,8 @@ pub mod render;
 pub mod verify;
 
 #[cfg(test)]
+mod corpus;
+#[cfg(test)]
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -48,6 +50,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("role").choices(&["master", "worker"]),
         Opt::str("mac").required(),
         Opt::str("ip"),
+        Opt::str("secondary_ip"),
         Opt::str("interface"),
         Opt::dict("root_device_hints").options(hints),
         Opt::dict("network_config"),
@@ -69,6 +72,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("network_type").default("OVNKubernetes"),
         Opt::str("ovn_internal_join_subnet"),
         Opt::str("gateway"),
+        Opt::str("secondary_gateway"),
         Opt::list("dns_servers", Type::Str),
         Opt::list("ntp_servers", Type::Str),
         Opt::str("interface_name").default("ens18"),
@@ -300,7 +304,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             Value::Array(
                 plan.hosts
                     .iter()
-                    .map(|h| json!({"name": h.name, "role": h.role, "ip": h.ip, "mac": h.mac, "interface": h.interface}))
+                    .map(|h| json!({"name": h.name, "role": h.role, "ip": h.ip, "secondary_ip": h.secondary_ip, "mac": h.mac, "interface": h.interface}))
                     .collect(),
             ),
         );

@@ -17,6 +17,8 @@ pub struct Options {
     pub network_type: String,
     pub ovn_internal_join_subnet: Option<String>,
     pub gateway: Option<String>,
+    /// Dual stack: the default gateway of the second address family.
+    pub secondary_gateway: Option<String>,
     pub dns_servers: Option<Vec<String>>,
     pub ntp_servers: Option<Vec<String>>,
     pub interface_name: String,
@@ -76,6 +78,8 @@ pub struct NodeOpt {
     pub role: Option<String>,
     pub mac: String,
     pub ip: Option<String>,
+    /// Dual stack: the node's address in the second address family.
+    pub secondary_ip: Option<String>,
     pub interface: Option<String>,
     pub root_device_hints: Option<RootDeviceHintsOpt>,
     pub network_config: Option<Value>,
@@ -209,6 +213,8 @@ pub struct PlanHost {
     pub name: String,
     pub role: String,
     pub ip: String,
+    /// Dual stack: the address in the second family.
+    pub secondary_ip: Option<String>,
     /// Lowercase `aa:bb:cc:dd:ee:ff`.
     pub mac: String,
     pub interface: String,

@@ -11,29 +11,39 @@ use crate::net::{parse_mac, Cidr};
 pub struct HostNet<'a> {
     pub interface: &'a str,
     pub mac: &'a str,
-    pub ip: IpAddr,
-    pub prefix_length: u8,
-    pub gateway: Option<IpAddr>,
+    /// The node's static addresses with their prefix lengths: one, or one per family (dual stack).
+    pub addresses: &'a [(IpAddr, u8)],
+    /// Default gateways; each becomes the default route of its family when the node has an
+    /// address in that family.
+    pub gateways: &'a [IpAddr],
     pub dns_servers: &'a [String],
 }
 
-/// One ethernet interface with a static address, DNS servers, and a default route (main table 254).
+/// One ethernet interface with static addresses (a family without one is disabled), DNS servers,
+/// and a default route per family (main table 254).
 pub fn generate(h: &HostNet) -> Value {
-    let addr = json!({"enabled": true, "dhcp": false, "address": [{"ip": h.ip.to_string(), "prefix-length": h.prefix_length}]});
+    let family = |v4: bool| -> Value {
+        let list: Vec<Value> = h
+            .addresses
+            .iter()
+            .filter(|(ip, _)| ip.is_ipv4() == v4)
+            .map(|(ip, p)| json!({"ip": ip.to_string(), "prefix-length": p}))
+            .collect();
+        match (list.is_empty(), v4) {
+            (true, _) => json!({"enabled": false}),
+            (false, true) => json!({"enabled": true, "dhcp": false, "address": list}),
+            (false, false) => {
+                json!({"enabled": true, "dhcp": false, "autoconf": false, "address": list})
+            }
+        }
+    };
     let mut iface = Map::new();
     iface.insert("name".into(), json!(h.interface));
     iface.insert("type".into(), json!("ethernet"));
     iface.insert("state".into(), json!("up"));
     iface.insert("mac-address".into(), json!(h.mac));
-    if h.ip.is_ipv4() {
-        iface.insert("ipv4".into(), addr);
-        iface.insert("ipv6".into(), json!({"enabled": false}));
-    } else {
-        iface.insert("ipv4".into(), json!({"enabled": false}));
-        let mut a = addr;
-        a["autoconf"] = json!(false);
-        iface.insert("ipv6".into(), a);
-    }
+    iface.insert("ipv4".into(), family(true));
+    iface.insert("ipv6".into(), family(false));
     let mut doc = Map::new();
     doc.insert("interfaces".into(), json!([Value::Object(iface)]));
     if !h.dns_servers.is_empty() {
@@ -42,13 +52,22 @@ pub fn generate(h: &HostNet) -> Value {
             json!({"config": {"server": h.dns_servers}}),
         );
     }
-    if let Some(gw) = h.gateway {
-        let dest = if gw.is_ipv4() { "0.0.0.0/0" } else { "::/0" };
-        doc.insert(
-            "routes".into(),
-            json!({"config": [{"destination": dest, "next-hop-address": gw.to_string(),
-                               "next-hop-interface": h.interface, "table-id": 254}]}),
-        );
+    let routes: Vec<Value> = h
+        .gateways
+        .iter()
+        .filter(|gw| {
+            h.addresses
+                .iter()
+                .any(|(ip, _)| ip.is_ipv4() == gw.is_ipv4())
+        })
+        .map(|gw| {
+            let dest = if gw.is_ipv4() { "0.0.0.0/0" } else { "::/0" };
+            json!({"destination": dest, "next-hop-address": gw.to_string(),
+                   "next-hop-interface": h.interface, "table-id": 254})
+        })
+        .collect();
+    if !routes.is_empty() {
+        doc.insert("routes".into(), json!({ "config": routes }));
     }
     Value::Object(doc)
 }
@@ -445,9 +464,8 @@ mod tests {
         generate(&HostNet {
             interface: "ens18",
             mac: "bc:24:11:00:00:01",
-            ip: "192.0.2.10".parse().unwrap(),
-            prefix_length: 24,
-            gateway: Some("192.0.2.1".parse().unwrap()),
+            addresses: &[("192.0.2.10".parse().unwrap(), 24)],
+            gateways: &["192.0.2.1".parse().unwrap()],
             dns_servers: &["192.0.2.53".to_string()],
         })
     }
@@ -473,14 +491,48 @@ mod tests {
         let d = generate(&HostNet {
             interface: "ens18",
             mac: "bc:24:11:00:00:01",
-            ip: "fd00::10".parse().unwrap(),
-            prefix_length: 64,
-            gateway: Some("fd00::1".parse().unwrap()),
+            addresses: &[("fd00::10".parse().unwrap(), 64)],
+            gateways: &["fd00::1".parse().unwrap()],
             dns_servers: &[],
         });
         assert_eq!(check(&d), vec![]);
         assert_eq!(d["routes"]["config"][0]["destination"], json!("::/0"));
+        assert_eq!(d["interfaces"][0]["ipv4"], json!({"enabled": false}));
         assert!(d.get("dns-resolver").is_none());
+        assert_eq!(gen_conf(&d).unwrap(), vec!["ens18.nmconnection"]);
+    }
+
+    #[test]
+    fn dual_stack_generation_has_both_families_and_default_routes() {
+        let d = generate(&HostNet {
+            interface: "ens18",
+            mac: "bc:24:11:00:00:01",
+            addresses: &[
+                ("192.0.2.10".parse().unwrap(), 24),
+                ("fd00::10".parse().unwrap(), 64),
+            ],
+            gateways: &["192.0.2.1".parse().unwrap(), "fd00::1".parse().unwrap()],
+            dns_servers: &["192.0.2.53".to_string(), "fd00::53".to_string()],
+        });
+        assert_eq!(check(&d), vec![]);
+        assert_eq!(
+            d["interfaces"][0]["ipv4"]["address"][0]["ip"],
+            json!("192.0.2.10")
+        );
+        assert_eq!(
+            d["interfaces"][0]["ipv6"]["address"][0]["prefix-length"],
+            json!(64)
+        );
+        assert_eq!(d["interfaces"][0]["ipv6"]["autoconf"], json!(false));
+        let dests: Vec<&Value> = d["routes"]["config"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["destination"])
+            .collect();
+        assert_eq!(dests, [&json!("0.0.0.0/0"), &json!("::/0")]);
+        assert_eq!(addresses(&d).len(), 2);
+        assert_eq!(gen_conf(&d).unwrap(), vec!["ens18.nmconnection"]);
     }
 
     #[test]

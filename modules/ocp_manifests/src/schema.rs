@@ -32,11 +32,22 @@ fn type_ok(ty: &str, v: &Value, int_or_string: bool) -> bool {
 /// the agent overlay drops the requirement.
 const AGENT_OVERRIDES: &[&str] = &["/platform/baremetal: required property 'hosts' is missing"];
 
-/// Every violation as `path: reason`, minus [`AGENT_OVERRIDES`].
+/// `serviceNetwork`'s `maxItems: 1` is a stale marker ("currently only one entry is supported"):
+/// the installer's own `validateNetworkingIPVersion` requires two service networks for dual stack
+/// (and openshift-install never applies the CRD), so two are allowed, never three.
+const SERVICE_NETWORK_MAX: &str = "/networking/serviceNetwork: more than 1 items";
+
+/// Every violation as `path: reason`, minus [`AGENT_OVERRIDES`] and a dual-stack service pair.
 pub fn validate(schema: &Value, v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(schema, v, "", &mut out);
-    out.retain(|e| !AGENT_OVERRIDES.contains(&e.as_str()));
+    let services = v
+        .pointer("/networking/serviceNetwork")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    out.retain(|e| {
+        !(AGENT_OVERRIDES.contains(&e.as_str()) || (e == SERVICE_NETWORK_MAX && services == 2))
+    });
     out
 }
 
@@ -174,7 +185,7 @@ mod tests {
             "fips": "no",
             "additionalTrustBundlePolicy": "Sometimes",
             "controlPlane": {"name": "master", "replicas": 3, "rootVolume": {"device": "/dev/sda"}},
-            "networking": {"serviceNetwork": ["172.30.0.0/16", "fd02::/112"]},
+            "networking": {"serviceNetwork": ["172.30.0.0/16", "fd02::/112", "fd03::/112"]},
         });
         let errs = validate(&s, &bad);
         for want in [

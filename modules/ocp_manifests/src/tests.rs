@@ -39,7 +39,15 @@ fn golden_cases() -> Vec<(&'static str, Value)> {
     ha["cluster_networks"] = json!([{"cidr": "10.128.0.0/14", "host_prefix": 23}]);
     // The inventory's spelling (`serial`) is an alias of serial_number.
     ha["nodes"][3]["root_device_hints"] = json!({"serial": "drive-scsi0"});
-    vec![("sno", sno), ("compact", compact), ("ha", ha)]
+    // Single-stack IPv6 and dual stack (IPv4 primary, VIP pairs) render end to end.
+    let ipv6_sno = ipv6_only(sno.clone());
+    vec![
+        ("sno", sno),
+        ("compact", compact),
+        ("ha", ha),
+        ("ipv6-sno", ipv6_sno),
+        ("dual-stack", dual_stack()),
+    ]
 }
 
 fn golden_dir() -> PathBuf {
@@ -204,7 +212,7 @@ mod module {
         assert_eq!(r["topology"], json!("compact"));
         assert_eq!(
             r["nodes"][0],
-            json!({"name": "master-0", "role": "master", "ip": "192.168.50.10", "mac": "bc:24:11:00:00:01", "interface": "ens18"})
+            json!({"name": "master-0", "role": "master", "ip": "192.168.50.10", "secondary_ip": null, "mac": "bc:24:11:00:00:01", "interface": "ens18"})
         );
         use std::os::unix::fs::PermissionsExt;
         let ic = dir.join("out/install-config.yaml");

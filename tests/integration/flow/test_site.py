@@ -1,8 +1,12 @@
 """playbooks/site.yaml end to end against pvesim and OpenBao, with the example inventories."""
 from __future__ import annotations
 
-import pytest
+import subprocess
 
+import pytest
+import yaml
+
+from services import nmstatectl_bin
 from testlib import REPO
 
 CLUSTERS = {"lab-sno": 1, "lab-compact": 3, "prod-ha": 6}
@@ -64,11 +68,11 @@ def test_preflight_lists_every_problem_at_once(run_flow, site):
 RESOLVER = REPO / "tests" / "fixtures" / "resolver" / "getent"
 
 
-def preflight_with_dns(run_flow, tmp_path, cluster: str, hosts: str, **extra):
+def preflight_with_dns(run_flow, tmp_path, cluster: str, hosts: str, tags: str = "preflight", **extra):
     """The preflight with its DNS check answered from `hosts` (the resolver double reads it as getent would)."""
     hosts_file = tmp_path / "hosts"
     hosts_file.write_text(hosts)
-    return run_flow("site.yaml", cluster, tags="preflight",
+    return run_flow("site.yaml", cluster, tags=tags,
                     extra={"preflight_check_dns": True, "preflight_dns_command": [str(RESOLVER), "ahosts"], **extra},
                     env_more={"PROXSHIFT_TEST_HOSTS": str(hosts_file)})
 
@@ -86,22 +90,46 @@ def test_preflight_dns_checks_api_int_too(run_flow, site, tmp_path):
 
 
 def test_preflight_dns_wants_every_address_of_a_dual_stack_vip(run_flow, site, tmp_path):
-    """A dual-stack VIP pair needs its A and its AAAA record. (ocp_manifests does not render dual stack yet
-    and says so among the problems; the DNS check does not depend on it.)"""
-    dual = {"machine_network": ["10.30.0.0/24", "fd00:30::/64"],
-            "cluster_network": [{"cidr": "10.128.0.0/14", "host_prefix": 23}, {"cidr": "fd01::/48", "host_prefix": 64}],
-            "service_network": ["172.30.0.0/16", "fd02::/112"],
-            "api_vip": ["10.30.0.5", "fd00:30::5"], "ingress_vip": ["10.30.0.6", "fd00:30::6"]}
-    hosts = ("10.30.0.5 api.lab-compact.lab.example.com api-int.lab-compact.lab.example.com\n"
-             "fd00:30::5 api-int.lab-compact.lab.example.com\n"
-             "10.30.0.6 console-openshift-console.apps.lab-compact.lab.example.com\n"
-             "fd00:30::6 console-openshift-console.apps.lab-compact.lab.example.com\n")
-    run = preflight_with_dns(run_flow, tmp_path, "lab-compact", hosts, **dual)
+    """A dual-stack VIP pair (inventory/dual-stack.yml) needs its A and its AAAA record."""
+    hosts = EXAMPLE_DNS["lab-dual"].replace("fd00:70::5 api.lab-dual.lab.example.com ", "fd00:70::5 ")
+    run = preflight_with_dns(run_flow, tmp_path, "lab-dual", hosts)
     assert run.rc != 0
     dns = [line for line in run.output.splitlines() if line.startswith("- DNS: ")]
     assert len(dns) == 1, dns
-    assert "DNS: api.lab-compact.lab.example.com resolves to 10.30.0.5" in dns[0], dns
-    assert "(missing fd00:30::5)" in dns[0], dns
+    assert "DNS: api.lab-dual.lab.example.com resolves to 10.70.0.5" in dns[0], dns
+    assert "(missing fd00:70::5)" in dns[0], dns
+
+
+# The records the IPv6 examples need: AAAA only for the single-stack SNO (its node's address), A and
+# AAAA for every name of the dual-stack cluster (its VIP pairs).
+EXAMPLE_DNS = {
+    "lab-sno6": "fd00:60::11 api.lab-sno6.lab.example.com api-int.lab-sno6.lab.example.com"
+                " console-openshift-console.apps.lab-sno6.lab.example.com\n",
+    "lab-dual": "10.70.0.5 api.lab-dual.lab.example.com api-int.lab-dual.lab.example.com\n"
+                "fd00:70::5 api.lab-dual.lab.example.com api-int.lab-dual.lab.example.com\n"
+                "10.70.0.6 console-openshift-console.apps.lab-dual.lab.example.com\n"
+                "fd00:70::6 console-openshift-console.apps.lab-dual.lab.example.com\n",
+}
+
+
+@pytest.mark.parametrize("cluster", sorted(EXAMPLE_DNS))
+def test_ipv6_examples_pass_the_preflight_render_and_satisfy_nmstatectl(cluster, run_flow, site, tmp_path):
+    """inventory/ipv6-sno.yml and inventory/dual-stack.yml: the preflight (manifests valid, VMs fit, the
+    AAAA records found) passes, the manifests phase renders them, and `nmstatectl gc` accepts every host's
+    networkConfig, as openshift-install runs it when it builds the ISO."""
+    run = preflight_with_dns(run_flow, tmp_path, cluster, EXAMPLE_DNS[cluster], tags="preflight,manifests")
+    assert run.rc == 0, run.output
+    install = yaml.safe_load((site.work / cluster / "install-config.yaml").read_text())
+    agent = yaml.safe_load((site.work / cluster / "agent-config.yaml").read_text())
+    services = install["networking"]["serviceNetwork"]
+    assert len(services) == (2 if cluster == "lab-dual" else 1), install["networking"]
+    assert agent["rendezvousIP"] == {"lab-sno6": "fd00:60::11", "lab-dual": "10.70.0.21"}[cluster]
+    for host in agent["hosts"]:
+        doc = tmp_path / f"{host['hostname']}.yml"
+        doc.write_text(yaml.safe_dump(host["networkConfig"]))
+        gc = subprocess.run([str(nmstatectl_bin()), "gc", str(doc)], capture_output=True, text=True, check=False)
+        assert gc.returncode == 0, gc.stderr
+        assert "fd00:" in gc.stdout, gc.stdout
 
 
 def test_preflight_wants_nmstatectl_where_the_installer_builds_the_iso(run_flow, site):

@@ -1,5 +1,7 @@
 //! Node IPs: fill the missing ones from `ip_pool` (never a reserved address), then check every
-//! IP is unique, inside a machine network, a host address and not the gateway.
+//! IP (and every dual-stack `secondary_ip`) is unique, inside a machine network, a host address,
+//! not a gateway, and in its family: `ip` in the first machine network's, `secondary_ip` in the
+//! other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -8,6 +10,7 @@ use crate::model::{IpPool, NodeOpt};
 use crate::net::{next_ip, to_u128, Cidr};
 
 use super::context::{Ctx, Findings, Staged};
+use super::networks::Stack;
 
 #[derive(Default)]
 pub(super) struct Addresses {
@@ -53,6 +56,8 @@ pub(super) fn check(cx: &Ctx) -> Staged<Addresses> {
 /// Addresses the pool must skip: static node IPs, VIPs, the gateway and DNS servers.
 fn reserved(cx: &Ctx) -> BTreeSet<IpAddr> {
     let mut reserved: BTreeSet<IpAddr> = cx.nodes.static_ips.iter().flatten().copied().collect();
+    reserved.extend(cx.nodes.secondary_ips.iter().flatten());
+    reserved.extend(cx.infra.secondary_gateway);
     reserved.extend(cx.vips.api.iter().flatten());
     reserved.extend(cx.vips.ingress.iter().flatten());
     reserved.extend(cx.infra.gateway);
@@ -67,14 +72,25 @@ fn reserved(cx: &Ctx) -> BTreeSet<IpAddr> {
 
 fn check_ips(f: &mut Findings, cx: &Ctx, ips: &[Option<IpAddr>]) {
     let mut seen_ips: BTreeMap<IpAddr, usize> = BTreeMap::new();
-    for (i, ip) in ips.iter().enumerate() {
-        let Some(ip) = *ip else { continue };
-        let path = format!("nodes[{i}].ip");
+    let gateways = [cx.infra.gateway, cx.infra.secondary_gateway];
+    let all = ips
+        .iter()
+        .enumerate()
+        .map(|(i, ip)| (i, format!("nodes[{i}].ip"), *ip))
+        .chain(
+            cx.nodes
+                .secondary_ips
+                .iter()
+                .enumerate()
+                .map(|(i, ip)| (i, format!("nodes[{i}].secondary_ip"), *ip)),
+        );
+    for (i, path, ip) in all {
+        let Some(ip) = ip else { continue };
         if let Some(j) = seen_ips.insert(ip, i) {
             f.err(
                 &path,
                 "node-ip-unique",
-                format!("{ip} is also the IP of nodes[{j}]"),
+                format!("{ip} is also an IP of nodes[{j}]"),
             );
         }
         match cx.net.in_machine(ip) {
@@ -94,9 +110,46 @@ fn check_ips(f: &mut Findings, cx: &Ctx, ips: &[Option<IpAddr>]) {
                 ),
             _ => {}
         }
-        if Some(ip) == cx.infra.gateway {
-            f.err(&path, "node-ip-not-gateway", format!("{ip} is the gateway"));
+        if gateways.contains(&Some(ip)) {
+            f.err(&path, "node-ip-not-gateway", format!("{ip} is a gateway"));
         }
+    }
+    for (i, ip) in ips.iter().enumerate() {
+        secondary(f, cx, i, *ip);
+    }
+}
+
+/// A node's `secondary_ip`: required in dual stack (unless the node brings its own networkConfig),
+/// of the other family than its `ip`, which is in the first machine network's family; refused
+/// outside dual stack.
+fn secondary(f: &mut Findings, cx: &Ctx, i: usize, ip: Option<IpAddr>) {
+    let dual = cx.net.stack == Stack::Dual;
+    let second = cx.nodes.secondary_ips[i];
+    let path = format!("nodes[{i}].secondary_ip");
+    match second {
+        None if dual && cx.o.nodes[i].secondary_ip.is_none() && cx.o.nodes[i].network_config.is_none() => f.err(
+            &path,
+            "node-secondary-ip-required",
+            "dual-stack networks need each node's address in the second family too",
+        ),
+        Some(s) if !dual => f.err(
+            &path,
+            "secondary-without-dual-stack",
+            format!("{s}: a secondary IP needs dual-stack networks (an IPv4 and an IPv6 service network)"),
+        ),
+        Some(s) if s.is_ipv4() == cx.net.primary_v4 => f.err(
+            &path,
+            "node-ip-family",
+            format!("{s} is in the first machine network's family; secondary_ip is the other family's"),
+        ),
+        _ => {}
+    }
+    if let Some(ip) = ip.filter(|ip| dual && ip.is_ipv4() != cx.net.primary_v4) {
+        f.err(
+            format!("nodes[{i}].ip"),
+            "node-ip-family",
+            format!("{ip}: in dual stack, ip is in the first machine network's family and secondary_ip in the other"),
+        );
     }
 }
 
@@ -252,6 +305,50 @@ mod tests {
             set(compact(), "/nodes/2/ip", json!("fe80::1")),
             "nodes[2].ip",
             "node-ip-in-machine-network",
+        );
+    }
+
+    #[test]
+    fn rule_secondary_ips() {
+        let mut v = dual_stack();
+        v["nodes"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("secondary_ip");
+        fails(v, "nodes[1].secondary_ip", "node-secondary-ip-required");
+        fails(
+            set(
+                dual_stack(),
+                "/nodes/1/secondary_ip",
+                json!("192.168.50.99"),
+            ),
+            "nodes[1].secondary_ip",
+            "node-ip-family",
+        );
+        fails(
+            set(dual_stack(), "/nodes/1/ip", json!("fd00:50::99")),
+            "nodes[1].ip",
+            "node-ip-family",
+        );
+        fails(
+            set(dual_stack(), "/nodes/2/secondary_ip", json!("fd00:50::10")),
+            "nodes[2].secondary_ip",
+            "node-ip-unique",
+        );
+        fails(
+            set(dual_stack(), "/nodes/2/secondary_ip", json!("fd00:51::10")),
+            "nodes[2].secondary_ip",
+            "node-ip-in-machine-network",
+        );
+        fails(
+            set(dual_stack(), "/nodes/2/secondary_ip", json!("fd00:50::1")),
+            "nodes[2].secondary_ip",
+            "node-ip-not-gateway",
+        );
+        fails(
+            set(compact(), "/nodes/0/secondary_ip", json!("fd00:50::10")),
+            "nodes[0].secondary_ip",
+            "secondary-without-dual-stack",
         );
     }
 }

@@ -104,3 +104,33 @@ pub(crate) fn with(mut v: Value, key: &str, x: Value) -> Value {
     v[key] = x;
     v
 }
+
+/// The compact cluster in dual stack, IPv4 primary: every network list, VIP and node holds both
+/// families.
+pub(crate) fn dual_stack() -> Value {
+    let mut v = compact();
+    v["machine_networks"] = json!(["192.168.50.0/24", "fd00:50::/64"]);
+    v["service_networks"] = json!(["172.30.0.0/16", "fd02::/112"]);
+    v["cluster_networks"] = json!([{"cidr": "10.128.0.0/14", "host_prefix": 23},
+                                   {"cidr": "fd01::/48", "host_prefix": 64}]);
+    v["secondary_gateway"] = json!("fd00:50::1");
+    v["dns_servers"] = json!(["192.168.50.2", "fd00:50::2"]);
+    v["api_vips"] = json!(["192.168.50.5", "fd00:50::5"]);
+    v["ingress_vips"] = json!(["192.168.50.6", "fd00:50::6"]);
+    for (i, n) in v["nodes"].as_array_mut().unwrap().iter_mut().enumerate() {
+        n["secondary_ip"] = json!(format!("fd00:50::{}", 10 + i));
+    }
+    v
+}
+
+/// `v` (the compact or SNO fixture) in single-stack IPv6: 192.168.50.x becomes fd00:50::x.
+pub(crate) fn ipv6_only(v: Value) -> Value {
+    let text = serde_json::to_string(&v)
+        .unwrap()
+        .replace("192.168.50.0/24", "fd00:50::/64")
+        .replace("192.168.50.", "fd00:50::");
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["service_networks"] = json!(["fd02::/112"]);
+    v["cluster_networks"] = json!([{"cidr": "fd01::/48", "host_prefix": 64}]);
+    v
+}

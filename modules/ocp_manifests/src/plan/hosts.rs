@@ -11,6 +11,7 @@ use crate::model::{NodeOpt, PlanHost, PlanInterface};
 use crate::nmstate;
 
 use super::context::{Ctx, Findings, Staged};
+use super::networks::Stack;
 use super::root_hints;
 
 /// What the hosts share while they are checked one after the other.
@@ -19,6 +20,7 @@ struct Seen {
     all_macs: BTreeMap<String, usize>,
     /// Missing gateway / DNS servers are reported once, not once per host.
     reported_gateway: bool,
+    reported_secondary_gateway: bool,
     reported_dns: bool,
 }
 
@@ -27,6 +29,8 @@ struct Host<'a> {
     i: usize,
     n: &'a NodeOpt,
     ip: Option<IpAddr>,
+    /// Dual stack: the address in the other family.
+    secondary: Option<IpAddr>,
     mac: String,
     interface: String,
     prefix_length: u8,
@@ -40,6 +44,7 @@ pub(super) fn check(cx: &Ctx) -> Staged<Vec<PlanHost>> {
     let mut seen = Seen {
         all_macs: cx.nodes.macs.clone(),
         reported_gateway: false,
+        reported_secondary_gateway: false,
         reported_dns: false,
     };
     let hosts =
@@ -57,10 +62,12 @@ fn check_host(f: &mut Findings, cx: &Ctx, seen: &mut Seen, i: usize, n: &NodeOpt
         .as_ref()
         .map(|h| root_hints::check(f, h, i));
     let ip = cx.addresses.ips[i];
+    let secondary = cx.nodes.secondary_ips[i];
     let h = Host {
         i,
         n,
         ip,
+        secondary,
         mac: cx.nodes.node_macs.get(i).cloned().unwrap_or_default(),
         interface: n
             .interface
@@ -82,6 +89,7 @@ fn check_host(f: &mut Findings, cx: &Ctx, seen: &mut Seen, i: usize, n: &NodeOpt
         name: n.name.clone(),
         role: cx.topo.roles[i].clone(),
         ip: ip.map(|x| x.to_string()).unwrap_or_default(),
+        secondary_ip: secondary.map(|x| x.to_string()),
         mac: h.mac,
         interface,
         interfaces,
@@ -118,8 +126,9 @@ fn user_config(f: &mut Findings, seen: &mut Seen, h: &Host, doc: &Value) -> Netw
             h.interface.clone()
         }
     };
-    if let Some(ip) = h.ip {
-        if !nmstate::addresses(doc).contains(&ip) {
+    let assigned = nmstate::addresses(doc);
+    for ip in [h.ip, h.secondary].into_iter().flatten() {
+        if !assigned.contains(&ip) {
             f.err(
                 format!("nodes[{i}].network_config"),
                 "network-config-ip",
@@ -134,10 +143,19 @@ fn user_config(f: &mut Findings, seen: &mut Seen, h: &Host, doc: &Value) -> Netw
     (doc.clone(), name, interfaces)
 }
 
-/// nmstate for the node's static IP on its one interface (null when the node has no IP).
+/// nmstate for the node's static IPs on its one interface (null when the node has no IP).
 fn generated_config(f: &mut Findings, cx: &Ctx, seen: &mut Seen, h: &Host) -> NetworkConfig {
     let gateway = cx.infra.gateway;
     let dns_servers = &cx.infra.dns_servers;
+    let dual = cx.net.stack == Stack::Dual;
+    if dual && cx.infra.secondary_gateway.is_none() && !seen.reported_secondary_gateway {
+        seen.reported_secondary_gateway = true;
+        f.err(
+            "secondary_gateway",
+            "gateway-required",
+            "static dual-stack node networking needs a gateway for each family's default route",
+        );
+    }
     if gateway.is_none() && !seen.reported_gateway {
         seen.reported_gateway = true;
         f.err(
@@ -154,15 +172,23 @@ fn generated_config(f: &mut Findings, cx: &Ctx, seen: &mut Seen, h: &Host) -> Ne
             "static node networking needs at least one DNS server",
         );
     }
+    let prefix = |ip: IpAddr| cx.net.in_machine(ip).map(|m| m.prefix).unwrap_or(0);
     let doc = match h.ip {
-        Some(ip) => nmstate::generate(&nmstate::HostNet {
-            interface: &h.interface,
-            mac: &h.mac,
-            ip,
-            prefix_length: h.prefix_length,
-            gateway: gateway.filter(|g| g.is_ipv4() == ip.is_ipv4()),
-            dns_servers,
-        }),
+        Some(ip) => {
+            let mut addresses = vec![(ip, h.prefix_length)];
+            addresses.extend(h.secondary.map(|s| (s, prefix(s))));
+            let gateways: Vec<IpAddr> = [gateway, cx.infra.secondary_gateway]
+                .into_iter()
+                .flatten()
+                .collect();
+            nmstate::generate(&nmstate::HostNet {
+                interface: &h.interface,
+                mac: &h.mac,
+                addresses: &addresses,
+                gateways: &gateways,
+                dns_servers,
+            })
+        }
         None => Value::Null,
     };
     let interfaces = vec![PlanInterface {
@@ -271,5 +297,33 @@ mod tests {
             "nodes[0].network_config",
             "network-config-ip",
         );
+    }
+
+    #[test]
+    fn dual_stack_hosts_carry_both_addresses() {
+        let p = ok_plan(&dual_stack());
+        let doc = &p.hosts[1].network_config;
+        assert_eq!(
+            doc["interfaces"][0]["ipv4"]["address"][0]["ip"],
+            "192.168.50.11"
+        );
+        assert_eq!(
+            doc["interfaces"][0]["ipv6"]["address"][0]["ip"],
+            "fd00:50::11"
+        );
+        assert_eq!(
+            doc["interfaces"][0]["ipv6"]["address"][0]["prefix-length"],
+            64
+        );
+        assert_eq!(doc["routes"]["config"][1]["next-hop-address"], "fd00:50::1");
+        let mut v = dual_stack();
+        v.as_object_mut().unwrap().remove("secondary_gateway");
+        fails(v, "secondary_gateway", "gateway-required");
+        // The user's own networkConfig must assign the secondary address too.
+        let own = p.hosts[0].network_config.clone();
+        let mut v = set(dual_stack(), "/nodes/0/network_config", own);
+        ok_plan(&v);
+        v = set(v, "/nodes/0/secondary_ip", json!("fd00:50::99"));
+        fails(v, "nodes[0].network_config", "network-config-ip");
     }
 }

@@ -1,4 +1,5 @@
-//! What every node's network relies on: the gateway, DNS and NTP servers, the interface name.
+//! What every node's network relies on: the gateways (one per address family in dual stack), DNS
+//! and NTP servers, the interface name.
 
 use std::net::IpAddr;
 
@@ -6,10 +7,13 @@ use crate::net::is_dns_subdomain;
 use crate::nmstate;
 
 use super::context::{Ctx, Findings, Staged};
+use super::networks::Stack;
 
 #[derive(Default)]
 pub(super) struct Infra {
     pub gateway: Option<IpAddr>,
+    /// Dual stack: the default gateway of the other family.
+    pub secondary_gateway: Option<IpAddr>,
     pub dns_servers: Vec<String>,
     pub ntp: Vec<String>,
 }
@@ -18,15 +22,24 @@ pub(super) fn check(cx: &Ctx) -> Staged<Infra> {
     let mut f = Findings::default();
     let o = cx.o;
     let gateway = o.gateway.as_deref().and_then(|g| f.ip(g, "gateway"));
-    if let Some(g) = gateway {
+    let secondary_gateway = o
+        .secondary_gateway
+        .as_deref()
+        .and_then(|g| f.ip(g, "secondary_gateway"));
+    for (opt, g) in [
+        ("gateway", gateway),
+        ("secondary_gateway", secondary_gateway),
+    ] {
+        let Some(g) = g else { continue };
         if cx.net.in_machine(g).is_none() && !cx.net.machine_ok.is_empty() {
             f.err(
-                "gateway",
+                opt,
                 "gateway-in-machine-network",
                 format!("{g} is not inside any machine network"),
             );
         }
     }
+    gateway_families(&mut f, cx, gateway, secondary_gateway);
     let dns_servers = o.dns_servers.clone().unwrap_or_default();
     for (i, d) in dns_servers.iter().enumerate() {
         f.ip(d, &format!("dns_servers[{i}]"));
@@ -50,9 +63,42 @@ pub(super) fn check(cx: &Ctx) -> Staged<Infra> {
     }
     f.with(Infra {
         gateway,
+        secondary_gateway,
         dns_servers,
         ntp,
     })
+}
+
+/// `gateway` is in the primary family (the first machine network's), `secondary_gateway` in the
+/// other one and only in dual stack.
+fn gateway_families(
+    f: &mut Findings,
+    cx: &Ctx,
+    gateway: Option<IpAddr>,
+    secondary: Option<IpAddr>,
+) {
+    let primary_v4 = cx.net.primary_v4;
+    let dual = cx.net.stack == Stack::Dual;
+    if let Some(g) = gateway.filter(|g| dual && g.is_ipv4() != primary_v4) {
+        f.err(
+            "gateway",
+            "gateway-family",
+            format!("{g}: in dual stack, gateway is in the first machine network's family and secondary_gateway in the other"),
+        );
+    }
+    match secondary {
+        Some(g) if !dual => f.err(
+            "secondary_gateway",
+            "secondary-without-dual-stack",
+            format!("{g}: a secondary gateway needs dual-stack networks (an IPv4 and an IPv6 service network)"),
+        ),
+        Some(g) if g.is_ipv4() == primary_v4 => f.err(
+            "secondary_gateway",
+            "gateway-family",
+            format!("{g} is in the same family as the first machine network; secondary_gateway is the other family's"),
+        ),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +143,30 @@ mod tests {
             ),
             "interface_name",
             "interface-name",
+        );
+    }
+
+    #[test]
+    fn rule_gateway_families() {
+        fails(
+            with(dual_stack(), "secondary_gateway", json!("192.168.50.254")),
+            "secondary_gateway",
+            "gateway-family",
+        );
+        fails(
+            with(dual_stack(), "gateway", json!("fd00:50::1")),
+            "gateway",
+            "gateway-family",
+        );
+        fails(
+            with(compact(), "secondary_gateway", json!("fd00:50::1")),
+            "secondary_gateway",
+            "secondary-without-dual-stack",
+        );
+        fails(
+            with(dual_stack(), "secondary_gateway", json!("fd09::1")),
+            "secondary_gateway",
+            "gateway-in-machine-network",
         );
     }
 }

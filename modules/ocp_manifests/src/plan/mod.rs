@@ -21,6 +21,7 @@ mod ovn;
 mod proxy;
 mod rendezvous;
 mod root_hints;
+mod stack;
 mod topology;
 mod version;
 mod vips;
@@ -60,6 +61,7 @@ pub fn plan(o: &Options) -> Planned {
     cx.vips = found.take(vips::parse(&cx));
     cx.addresses = found.take(addresses::check(&cx));
     cx.topo = found.take(topology::check(&cx));
+    found.take(stack::check(&cx));
     found.take(vips::check(&cx));
     cx.rendezvous = found.take(rendezvous::check(&cx));
     cx.proxy = found.take(proxy::check(&cx));

@@ -1,5 +1,5 @@
-//! Machine, service and cluster networks: network type, CIDR syntax, one address family, no
-//! overlaps, service network size and count.
+//! Machine, service and cluster networks: network type, CIDR syntax, no overlaps, service network
+//! size; which address families the cluster uses (the rules on them are in `stack`).
 
 use std::net::IpAddr;
 
@@ -17,6 +17,32 @@ pub(super) struct Networks {
     pub all: Vec<(String, Cidr)>,
     /// The machine networks that parsed.
     pub machine_ok: Vec<Cidr>,
+    /// IPv4 only, IPv6 only, or both, read from the service networks as the installer does.
+    pub stack: Stack,
+    /// The family of the first machine network (the installer's "primary" family): IPv4?
+    pub primary_v4: bool,
+}
+
+/// The cluster's address families. The installer's `inferIPVersionFromInstallConfig`
+/// (pkg/types/validation/installconfig.go) reads them from the service networks only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Stack {
+    #[default]
+    V4,
+    V6,
+    Dual,
+}
+
+impl Stack {
+    fn of(service: &[Option<Cidr>]) -> Stack {
+        let v4 = service.iter().flatten().any(|c| c.addr.is_ipv4());
+        let v6 = service.iter().flatten().any(|c| !c.addr.is_ipv4());
+        match (v4, v6) {
+            (true, true) => Stack::Dual,
+            (false, true) => Stack::V6,
+            _ => Stack::V4,
+        }
+    }
 }
 
 impl Networks {
@@ -63,23 +89,19 @@ pub(super) fn check(cx: &Ctx) -> Staged<Networks> {
     .iter()
     .flat_map(|(opt, list)| named(opt, list, list.len()))
     .collect();
-    single_family(&mut f, &all);
     overlaps(&mut f, &machine, &service, &cluster);
     service_size(&mut f, &service);
-    if o.service_networks.len() > 1 {
-        f.err(
-            "service_networks",
-            "service-network-count",
-            "a single-stack install allows only one service network",
-        );
-    }
-    let machine_ok = machine.iter().flatten().copied().collect();
+    let machine_ok: Vec<Cidr> = machine.iter().flatten().copied().collect();
+    let stack = Stack::of(&service);
+    let primary_v4 = machine_ok.first().is_none_or(|m| m.addr.is_ipv4());
     f.with(Networks {
         network_type,
         service,
         cluster,
         all,
         machine_ok,
+        stack,
+        primary_v4,
     })
 }
 
@@ -129,17 +151,6 @@ fn named(opt: &str, list: &[Option<Cidr>], upto: usize) -> Vec<(String, Cidr)> {
         .enumerate()
         .filter_map(|(i, x)| x.map(|x| (format!("{opt}[{i}]"), x)))
         .collect()
-}
-
-/// Dual stack needs two addresses per node, which the node model here does not carry.
-fn single_family(f: &mut Findings, all: &[(String, Cidr)]) {
-    let v4 = all.first().map(|(_, x)| x.addr.is_ipv4()).unwrap_or(true);
-    for (path, x) in all {
-        if x.addr.is_ipv4() != v4 {
-            f.err(path.clone(), "single-address-family",
-                  "all networks must be in one address family (dual stack is not supported by this module)");
-        }
-    }
 }
 
 /// Machine vs earlier machine; service vs machine and earlier service; cluster vs all earlier.
@@ -300,8 +311,9 @@ mod tests {
         );
     }
 
+    /// The count per stack is `stack`'s rule.
     #[test]
-    fn rule_service_network_size_and_count() {
+    fn rule_service_network_size() {
         fails(
             with(compact(), "service_networks", json!(["172.0.0.0/11"])),
             "service_networks[0]",
@@ -309,21 +321,12 @@ mod tests {
         );
         fails(
             with(
-                compact(),
+                ipv6_only(compact()),
                 "service_networks",
-                json!(["172.30.0.0/16", "172.31.0.0/16"]),
+                json!(["fd02::/64"]),
             ),
-            "service_networks",
-            "service-network-count",
-        );
-    }
-
-    #[test]
-    fn rule_single_address_family() {
-        fails(
-            with(compact(), "service_networks", json!(["fd02::/112"])),
             "service_networks[0]",
-            "single-address-family",
+            "service-network-size",
         );
     }
 }

@@ -17,6 +17,8 @@ pub(super) struct Nodes {
     pub node_macs: Vec<String>,
     /// Each node's own `ip`, when given and valid.
     pub static_ips: Vec<Option<IpAddr>>,
+    /// Each node's `secondary_ip` (dual stack), when given and valid.
+    pub secondary_ips: Vec<Option<IpAddr>>,
 }
 
 pub(super) fn check(cx: &Ctx) -> Staged<Nodes> {
@@ -51,6 +53,11 @@ pub(super) fn check(cx: &Ctx) -> Staged<Nodes> {
             n.ip.as_deref()
                 .and_then(|s| f.ip(s, &format!("nodes[{i}].ip")));
         nodes.static_ips.push(ip);
+        let secondary = n
+            .secondary_ip
+            .as_deref()
+            .and_then(|s| f.ip(s, &format!("nodes[{i}].secondary_ip")));
+        nodes.secondary_ips.push(secondary);
     }
     f.with(nodes)
 }

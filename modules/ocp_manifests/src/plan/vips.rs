@@ -1,15 +1,20 @@
 //! API and Ingress VIPs: parsed early (no node may take them from the pool), checked once the
-//! platform is known (baremetal needs exactly one of each, in a machine network, on no node).
+//! platform is known, as the installer's `validateAPIAndIngressVIPs`
+//! (pkg/types/validation/installconfig.go) does for baremetal: one or two of each (two = an IPv4
+//! and an IPv6), the first one in the primary family of every network list in dual stack, in a
+//! machine network unless the load balancer is user-managed, the API's not among the Ingress VIPs;
+//! and on no node or gateway.
 
 use std::net::IpAddr;
 
 use crate::model::Topology;
 
 use super::context::{Ctx, Findings, Staged};
+use super::networks::Stack;
 
 #[derive(Default)]
 pub(super) struct Vips {
-    /// As given, for the plan.
+    /// As given, in the canonical form when they parse (IPv6 as `getent` prints it), for the plan.
     pub api_strs: Vec<String>,
     pub ingress_strs: Vec<String>,
     pub api: Vec<Option<IpAddr>>,
@@ -28,6 +33,14 @@ pub(super) fn parse(cx: &Ctx) -> Staged<Vips> {
     };
     let api = ips("api_vips", &api_strs);
     let ingress = ips("ingress_vips", &ingress_strs);
+    let canonical = |strs: Vec<String>, ips: &[Option<IpAddr>]| -> Vec<String> {
+        strs.into_iter()
+            .zip(ips)
+            .map(|(s, ip)| ip.map(|x| x.to_string()).unwrap_or(s))
+            .collect()
+    };
+    let api_strs = canonical(api_strs, &api);
+    let ingress_strs = canonical(ingress_strs, &ingress);
     f.with(Vips {
         api_strs,
         ingress_strs,
@@ -78,13 +91,7 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
             format!("platform baremetal needs at least one VIP in {opt}"),
         );
     }
-    if list.len() > 1 {
-        f.err(
-            opt,
-            "vip-count",
-            "give one VIP (two only for dual stack, which this module does not render)",
-        );
-    }
+    families(f, cx, opt, list);
     for (i, vip) in list.iter().enumerate() {
         let Some(vip) = *vip else { continue };
         let path = format!("{opt}[{i}]");
@@ -105,8 +112,58 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
                 format!("{vip} is also the IP of nodes[{j}] ({})", o.nodes[j].name),
             );
         }
-        if Some(vip) == cx.infra.gateway {
-            f.err(&path, "vip-not-node-ip", format!("{vip} is the gateway"));
+        if [cx.infra.gateway, cx.infra.secondary_gateway].contains(&Some(vip)) {
+            f.err(&path, "vip-not-node-ip", format!("{vip} is a gateway"));
+        }
+    }
+}
+
+/// validateAPIAndIngressVIPs: at most two, and two are one IPv4 and one IPv6 address. In dual stack
+/// the first VIP is the primary one: its family must be the primary (first) family of the machine,
+/// service and cluster networks alike (the installer names each list that differs).
+fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
+    let parsed: Vec<IpAddr> = list.iter().flatten().copied().collect();
+    match list.len() {
+        0 | 1 => {}
+        2 => {
+            if parsed.len() == 2 && parsed[0].is_ipv4() == parsed[1].is_ipv4() {
+                f.err(
+                    opt,
+                    "vip-dual-stack-pair",
+                    "if two VIPs are given, one must be an IPv4 address, the other an IPv6",
+                );
+            }
+        }
+        n => f.err(
+            opt,
+            "vip-count",
+            format!("{n} VIPs: must have at most 2 items (one per address family)"),
+        ),
+    }
+    let Some(Some(first)) = list.first() else {
+        return;
+    };
+    if cx.net.stack != Stack::Dual {
+        return;
+    }
+    let primaries = [
+        ("machine_networks", cx.net.machine_ok.first().copied()),
+        (
+            "service_networks",
+            cx.net.service.iter().flatten().next().copied(),
+        ),
+        (
+            "cluster_networks",
+            cx.net.cluster.iter().flatten().next().copied(),
+        ),
+    ];
+    for (list_opt, primary) in primaries {
+        if primary.is_some_and(|p| p.addr.is_ipv4() != first.is_ipv4()) {
+            f.err(
+                format!("{opt}[0]"),
+                "vip-primary-family",
+                format!("{first}: {list_opt} primary IP family and the primary (first) VIP's family should match"),
+            );
         }
     }
 }
@@ -138,6 +195,8 @@ mod tests {
             "api_vips[0]",
             "vip-not-node-ip",
         );
+        // validateAPIAndIngressVIPs: "If two API VIPs are given, one must be an IPv4 address,
+        // the other an IPv6", and at most two.
         fails(
             with(
                 compact(),
@@ -145,7 +204,55 @@ mod tests {
                 json!(["192.168.50.5", "192.168.50.7"]),
             ),
             "api_vips",
+            "vip-dual-stack-pair",
+        );
+        fails(
+            with(
+                dual_stack(),
+                "api_vips",
+                json!(["192.168.50.5", "fd00:50::5", "192.168.50.7"]),
+            ),
+            "api_vips",
             "vip-count",
+        );
+        // "clusterNetwork/machineNetwork/serviceNetwork primary IP Family and primary IP family
+        // for the API VIP should match" (TestValidateInstallConfig, "baremetal API VIP set to an
+        // incorrect IP Family"); one VIP of the primary family is fine.
+        let p = problems(&with(dual_stack(), "ingress_vips", json!(["fd00:50::6"])));
+        let at: Vec<&str> = p
+            .iter()
+            .filter(|x| x.rule == "vip-primary-family")
+            .map(|x| x.path.as_str())
+            .collect();
+        assert_eq!(at, ["ingress_vips[0]"; 3], "{p:#?}");
+        ok_plan(&with(dual_stack(), "api_vips", json!(["192.168.50.5"])));
+        // A pair leads with the primary family.
+        fails(
+            with(
+                dual_stack(),
+                "api_vips",
+                json!(["fd00:50::5", "192.168.50.5"]),
+            ),
+            "api_vips[0]",
+            "vip-primary-family",
+        );
+        fails(
+            with(
+                dual_stack(),
+                "api_vips",
+                json!(["192.168.50.5", "fd00:99::5"]),
+            ),
+            "api_vips[1]",
+            "vip-in-machine-network",
+        );
+        assert_eq!(
+            ok_plan(&with(
+                dual_stack(),
+                "api_vips",
+                json!(["192.168.50.5", "FD00:50:0::5"])
+            ))
+            .api_vips,
+            ["192.168.50.5", "fd00:50::5"]
         );
         fails(
             with(compact(), "api_vips", json!(["192.168.50.300"])),
