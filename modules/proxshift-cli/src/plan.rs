@@ -7,7 +7,7 @@ use crate::command::Command;
 use crate::exit::CliError;
 
 /// The phases of `playbooks/site.yaml`, in the order it runs them (each is also its tag).
-pub const SITE_PHASES: [&str; 11] = [
+pub const SITE_PHASES: [&str; 13] = [
     "preflight",
     "secrets",
     "manifests",
@@ -18,6 +18,8 @@ pub const SITE_PHASES: [&str; 11] = [
     "credentials",
     "acm",
     "post",
+    "external_secrets",
+    "gitops",
     "upgrade",
 ];
 
