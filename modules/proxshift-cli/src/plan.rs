@@ -407,7 +407,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.skip_tags, vec!["install", "acm"]);
-        assert_eq!(p.phases.len(), 9);
+        assert_eq!(p.phases.len(), 11);
         assert!(!p.phases.contains(&"acm".to_string()));
         assert!(p.destructive.is_none());
     }
