@@ -8,10 +8,9 @@ once (the audit log shows the GET), so the role's wait is seen to wait. A Subscr
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
+from fake_controller import FakeController
 from kube_fixtures import KubeApi
 
 OPS = "/apis/operators.coreos.com/v1alpha1/namespaces"
@@ -29,7 +28,7 @@ HEALTHY = cond("CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "
 SUCCEEDED = {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed"}
 
 
-class FakeOlm:
+class FakeOlm(FakeController):
     """OLM's catalog and OLM operators, reduced to what a Subscription in `ns` leads to."""
 
     def __init__(self, api: KubeApi, ns: str, csv_outcome: str = "Succeeded"):
@@ -37,28 +36,7 @@ class FakeOlm:
         self.audit = Path(api.info["dir"]) / "audit.log"
         self._pos = self.audit.stat().st_size if self.audit.exists() else 0
         self._read_csvs: set[str] = set()
-        self._stop = threading.Event()
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=10)
-        if self.error and not exc[0]:
-            raise self.error
-
-    def _loop(self):
-        while not self._stop.is_set():
-            try:
-                self._tick()
-            except BaseException as e:  # reported by __exit__
-                self.error = e
-                return
-            time.sleep(0.1)
+        super().__init__()
 
     def _role_read(self, csv: str) -> bool:
         """Whether the role (user kc-admin, the kubeconfig token) has GET the CSV since we started."""
@@ -78,7 +56,7 @@ class FakeOlm:
     def sub_status(self, sub: dict, **status):
         self.api.patch_status(f"{OPS}/{self.ns}/subscriptions/{sub['metadata']['name']}", {"lastUpdated": NOW, **status})
 
-    def _tick(self):
+    def tick(self):
         api, ns = self.api, self.ns
         for sub in api.ok("GET", f"{OPS}/{ns}/subscriptions")["items"]:
             spec, st = sub["spec"], sub.get("status", {})

@@ -13,12 +13,11 @@ another cluster's.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from fake_controller import FakeController
 from fake_olm import FakeOlm
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
 from services import OpenBao, running_openbao
@@ -46,38 +45,20 @@ def vault_login(bao: OpenBao, api: KubeApi, store: dict) -> tuple[int, dict]:
     return bao.api("POST", f"auth/{k['mountPath']}/login", {"role": k["role"], "jwt": jwt}, token="")
 
 
-class FakeEso:
+class FakeEso(FakeController):
     """ESO's ClusterSecretStore validation for one store: a real login through Vault's Kubernetes auth."""
 
     def __init__(self, api: KubeApi, bao: OpenBao, store: str):
+        super().__init__()
         self.api, self.bao, self.store = api, bao, store
-        self._stop = threading.Event()
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=10)
-        if self.error and not exc[0]:
-            raise self.error
-
-    def _loop(self):
-        while not self._stop.is_set():
-            try:
-                store = self.api.get(f"{STORES}/{self.store}")
-                if store and not store.get("status", {}).get("conditions"):
-                    status, body = vault_login(self.bao, self.api, store)
-                    ready = (condition("Ready", "True", "store validated") if status == 200 else
-                             condition("Ready", "False", f"unable to validate store: vault login: HTTP {status}: {body}"))
-                    self.api.patch_status(f"{STORES}/{self.store}", {"conditions": [ready]})
-            except BaseException as e:  # reported by __exit__
-                self.error = e
-                return
-            time.sleep(0.1)
+    def tick(self):
+        store = self.api.get(f"{STORES}/{self.store}")
+        if store and not store.get("status", {}).get("conditions"):
+            status, body = vault_login(self.bao, self.api, store)
+            ready = (condition("Ready", "True", "store validated") if status == 200 else
+                     condition("Ready", "False", f"unable to validate store: vault login: HTTP {status}: {body}"))
+            self.api.patch_status(f"{STORES}/{self.store}", {"conditions": [ready]})
 
 
 def play(kubeconfig: Path, bao: OpenBao, token: str, **role_vars) -> str:

@@ -10,12 +10,11 @@ addon (the GitOpsCluster's status.phase). The same API server stands for the clu
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from fake_controller import FakeController
 from fake_olm import FakeOlm
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
 from services import OpenBao, running_openbao
@@ -32,35 +31,14 @@ def openbao(tmp_path_factory):
         yield server
 
 
-class FakeGitOps:
+class FakeGitOps(FakeController):
     """The GitOps operator, Argo CD's application controller and the hub's GitOps addon, for `ns`."""
 
     def __init__(self, api: KubeApi, ns: str, hub_ns: str, healthy: bool = True):
         self.api, self.ns, self.hub_ns, self.healthy = api, ns, hub_ns, healthy
-        self._stop = threading.Event()
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        super().__init__()
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=10)
-        if self.error and not exc[0]:
-            raise self.error
-
-    def _loop(self):
-        while not self._stop.is_set():
-            try:
-                self._tick()
-            except BaseException as e:  # reported by __exit__
-                self.error = e
-                return
-            time.sleep(0.1)
-
-    def _tick(self):
+    def tick(self):
         api, ns = self.api, self.ns
         if api.get(f"/api/v1/namespaces/{ns}") is None:
             api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
