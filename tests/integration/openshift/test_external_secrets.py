@@ -15,21 +15,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from fake_controller import FakeController
 from fake_olm import FakeOlm
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
-from services import OpenBao, running_openbao
+from services import OpenBao
 
 ROLE = "proxshift.openshift.external_secrets"
 STORES = "/apis/external-secrets.io/v1/clustersecretstores"
-
-
-@pytest.fixture(scope="module")
-def openbao(tmp_path_factory):
-    with running_openbao(tmp_path_factory.mktemp("bao")) as server:
-        yield server
 
 
 def sa_token(api: KubeApi, ns: str, sa: str) -> str:

@@ -17,18 +17,12 @@ import pytest
 from fake_controller import FakeController
 from fake_olm import FakeOlm
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
-from services import OpenBao, running_openbao
+from services import OpenBao
 
 ROLE = "proxshift.openshift.gitops"
 APPS = "/apis/argoproj.io/v1alpha1/namespaces"
 OCM = "/apis/cluster.open-cluster-management.io"
 REPO_CANARY_PASSWORD = "canary-repo-password-7"
-
-
-@pytest.fixture(scope="module")
-def openbao(tmp_path_factory):
-    with running_openbao(tmp_path_factory.mktemp("bao")) as server:
-        yield server
 
 
 class FakeGitOps(FakeController):
