@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
 from fake_controller import FakeController
 from fake_olm import FakeOlm
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
