@@ -106,15 +106,16 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     assert openbao.api("POST", f"secret/data/clusters/{cluster}/app", {"data": {"x": "y"}}, token=token)[0] == 403
 
 
-def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it(run_playbook, kube_api: KubeApi,
+def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_the_fix_converges(run_playbook, kube_api: KubeApi,
                                                                           openbao: OpenBao, tmp_path):
-    cluster, ns = unique("eso-weak"), unique("eso-weak")
+    cluster, ns, store = unique("eso-weak"), unique("eso-weak"), unique("vault")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     weak = openbao.token_with_policy(f"weak-{cluster}", 'path "sys/policies/acl/*" { capabilities = ["create", "read", "update"] }\n'
                                                         'path "sys/auth" { capabilities = ["read"] }')
-    pb = play(kubeconfig, openbao, weak, external_secrets_cluster=cluster, external_secrets_namespace=ns,
-              external_secrets_install_operator=False)
+    role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns,
+                 "external_secrets_install_operator": False, "external_secrets_store_name": store}
+    pb = play(kubeconfig, openbao, weak, **role_vars)
     run = run_playbook(pb)
     assert run.rc != 0
     failed = [r for r in run.results if r["status"] == "failed"]
@@ -122,3 +123,9 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it(run_pl
     msg = failed[0]["result"]["msg"]
     assert msg.startswith(f"enabling the kubernetes auth method at auth/kubernetes/{cluster}: "
                           f"POST sys/auth/kubernetes/{cluster}: Vault answered HTTP 403"), msg
+
+    # The fix, a token that may manage auth methods: the rerun converges.
+    with FakeEso(kube_api, openbao, store):
+        run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
+    assert run.rc == 0, run.output
+    assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200
