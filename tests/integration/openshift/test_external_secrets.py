@@ -106,8 +106,8 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     assert openbao.api("POST", f"secret/data/clusters/{cluster}/app", {"data": {"x": "y"}}, token=token)[0] == 403
 
 
-def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_the_fix_converges(run_playbook, kube_api: KubeApi,
-                                                                          openbao: OpenBao, tmp_path):
+def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_the_fix_converges(
+        run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
     cluster, ns, store = unique("eso-weak"), unique("eso-weak"), unique("vault")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
