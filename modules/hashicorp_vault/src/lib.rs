@@ -1,8 +1,11 @@
-//! `proxshift.hashi_vault.hashicorp_vault`: read, write and delete KV secrets in HashiCorp Vault or OpenBao.
+//! `proxshift.hashi_vault.hashicorp_vault`: read, write and delete KV secrets in HashiCorp Vault or OpenBao;
+//! manage ACL policies and a `kubernetes` auth mount with its config and roles (`admin`, `kube_auth`).
 //!
 //! The Vault protocol lives in the `vault-client` crate, the decisions (what to write, which keys
 //! change, what to mask) in [`plan`]; this file wires options to both and shapes the result.
 
+mod admin;
+pub mod kube_auth;
 pub mod plan;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
@@ -24,9 +27,17 @@ pub fn argument_spec() -> ArgSpec {
         Opt::raw("default"),
         Opt::str("engine_mount_point"),
     ]);
+    let role = ArgSpec::new(vec![
+        Opt::str("name").required(),
+        Opt::list("bound_service_account_names", Type::Str).required(),
+        Opt::list("bound_service_account_namespaces", Type::Str).required(),
+        Opt::list("token_policies", Type::Str).default(json!([])),
+        Opt::int("token_ttl").default(3600),
+        Opt::str("audience"),
+    ]);
     ArgSpec::new(vec![
         Opt::str("state")
-            .choices(&["read", "present", "absent"])
+            .choices(&["read", "present", "absent", "policy", "kubernetes_auth"])
             .default("present"),
         Opt::str("engine_mount_point").default("secret"),
         Opt::int("kv_version").choices(&[1, 2]),
@@ -36,11 +47,24 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("cas"),
         Opt::bool("destroy").default(false),
         Opt::list("secrets", Type::Dict).options(item),
+        Opt::str("name"),
+        Opt::str("rules"),
+        Opt::str("auth_mount"),
+        Opt::str("kubernetes_host"),
+        Opt::str("kubernetes_ca_cert"),
+        Opt::str("token_reviewer_jwt").no_log(),
+        Opt::list("roles", Type::Dict).options(role),
     ])
     .with(connection_options())
     .required_if("state", "read", &["secrets"])
     .required_if("state", "present", &["path", "data"])
     .required_if("state", "absent", &["path"])
+    .required_if("state", "policy", &["name", "rules"])
+    .required_if(
+        "state",
+        "kubernetes_auth",
+        &["auth_mount", "kubernetes_host"],
+    )
     .required_if("auth_method", "approle", &["role_id"])
     .required_if("auth_method", "kubernetes", &["role"])
     .required_if("auth_method", "jwt", &["jwt"])
@@ -58,7 +82,7 @@ struct ReadItem {
 }
 
 #[derive(Deserialize)]
-struct Options {
+pub(crate) struct Options {
     state: String,
     engine_mount_point: String,
     kv_version: Option<u64>,
@@ -68,6 +92,13 @@ struct Options {
     cas: Option<i64>,
     destroy: bool,
     secrets: Option<Vec<ReadItem>>,
+    pub(crate) name: Option<String>,
+    pub(crate) rules: Option<String>,
+    pub(crate) auth_mount: Option<String>,
+    pub(crate) kubernetes_host: Option<String>,
+    pub(crate) kubernetes_ca_cert: Option<String>,
+    pub(crate) token_reviewer_jwt: Option<String>,
+    pub(crate) roles: Option<Vec<kube_auth::RoleWant>>,
     #[serde(flatten)]
     conn: ConnectionOptions,
 }
@@ -96,7 +127,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             item.name
         )));
     }
-    if o.state != "read"
+    let kv_state = matches!(o.state.as_str(), "present" | "absent");
+    if kv_state
         && o.path
             .as_deref()
             .map(vault_client::clean_path)
@@ -105,10 +137,26 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     {
         return Err("path must name a secret inside the mount (it is empty)".into());
     }
+    let named = |v: &Option<String>| {
+        v.as_deref()
+            .map(vault_client::clean_path)
+            .unwrap_or_default()
+    };
+    if o.state == "policy" && named(&o.name).is_empty() {
+        return Err("name must name the policy (it is empty)".into());
+    }
+    if o.state == "kubernetes_auth" && named(&o.auth_mount).is_empty() {
+        return Err(
+            "auth_mount must name the auth mount path, e.g. kubernetes/cluster1 (it is empty)"
+                .into(),
+        );
+    }
     let vault = o.conn.connect(m)?;
     match o.state.as_str() {
         "read" => read(&vault, &mut kv, &o),
         "present" => present(m, &vault, &mut kv, &o, cas),
+        "policy" => admin::policy(m, &vault, &o),
+        "kubernetes_auth" => admin::kubernetes_auth(m, &vault, &o),
         _ => absent(m, &vault, &mut kv, &o),
     }
 }

@@ -98,7 +98,7 @@ pub enum Cmd {
         #[arg(long)]
         force: bool,
         /// Run only these phases (comma-separated or repeated): preflight, secrets, manifests, iso,
-        /// vms, start, install, credentials, acm, post, upgrade
+        /// vms, start, install, credentials, acm, post, external_secrets, gitops, upgrade
         #[arg(long, value_name = "PHASES")]
         only: Vec<String>,
         /// Skip these phases

@@ -7,7 +7,7 @@ use crate::command::Command;
 use crate::exit::CliError;
 
 /// The phases of `playbooks/site.yaml`, in the order it runs them (each is also its tag).
-pub const SITE_PHASES: [&str; 11] = [
+pub const SITE_PHASES: [&str; 13] = [
     "preflight",
     "secrets",
     "manifests",
@@ -18,6 +18,8 @@ pub const SITE_PHASES: [&str; 11] = [
     "credentials",
     "acm",
     "post",
+    "external_secrets",
+    "gitops",
     "upgrade",
 ];
 
@@ -419,7 +421,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.skip_tags, vec!["install", "acm"]);
-        assert_eq!(p.phases.len(), 9);
+        assert_eq!(p.phases.len(), 11);
         assert!(!p.phases.contains(&"acm".to_string()));
         assert!(p.destructive.is_none());
     }

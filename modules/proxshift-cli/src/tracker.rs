@@ -25,6 +25,8 @@ const ROLE_PHASES: &[(&str, &str)] = &[
     ("cluster_ready", "install"),
     ("acm", "acm"),
     ("post_install", "post"),
+    ("external_secrets", "external_secrets"),
+    ("gitops", "gitops"),
     ("cluster_upgrade", "upgrade"),
 ];
 

@@ -11,6 +11,7 @@
 //! `hashicorp_vault` module on this crate is 2.24 MB. vaultrs' `kv2::read` also drops the version that
 //! check-and-set needs, and it does not read `VAULT_NAMESPACE`.
 
+mod admin;
 mod auth;
 mod kv;
 #[cfg(feature = "module-options")]

@@ -29,7 +29,7 @@ FRESH = "lab-compact"
 FRESH_NEEDS = {
     "preflight": None, "secrets": None, "manifests": None, "iso": None,
     "vms": "iso", "start": "vms", "install": "iso", "credentials": "install", "acm": "install",
-    "post": "install",
+    "post": "install", "external_secrets": "install", "gitops": "install",
     "upgrade": "install",
 }
 PHASE_CHECK = "Phases — stop when an earlier phase has not run"

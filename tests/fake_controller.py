@@ -1,0 +1,35 @@
+"""A controller played by a test: a thread that calls `tick()` every 0.1 s while the `with` block runs,
+and re-raises in the test what went wrong in it. Subclasses write what the real controller would write."""
+from __future__ import annotations
+
+import threading
+import time
+
+
+class FakeController:
+    def __init__(self):
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=10)
+        if self.error and not exc[0]:
+            raise self.error
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except BaseException as e:  # reported by __exit__
+                self.error = e
+                return
+            time.sleep(0.1)

@@ -1,0 +1,131 @@
+"""External Secrets Operator wired to Vault (role proxshift.openshift.external_secrets) with real
+ansible-playbook, the real kube-apiserver (kube_fixtures.py, with ESO's upstream ClusterSecretStore CRD) and a
+real OpenBao.
+
+Two controllers are played by threads, and only their part: `FakeOlm` (tests/fake_olm.py) installs the
+operator's CSV as OLM would; `FakeEso` plays ESO's store validation — for the ClusterSecretStore the role
+applied it requests a token for the store's service account through the real TokenRequest API, logs in to
+OpenBao at the store's auth mount and role (OpenBao checks that token with a real TokenReview against the
+kube-apiserver, over TLS with the CA the role took from the kubeconfig), and sets `Ready` from the answer.
+The test itself then logs in the same way and shows the Vault token reads this cluster's path and not
+another cluster's.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fake_controller import FakeController
+from fake_olm import FakeOlm
+from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
+from services import OpenBao
+
+ROLE = "proxshift.openshift.external_secrets"
+STORES = "/apis/external-secrets.io/v1/clustersecretstores"
+
+
+def sa_token(api: KubeApi, ns: str, sa: str) -> str:
+    """A short-lived token of `sa`, as ESO requests one (TokenRequest API)."""
+    tr = api.ok("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token",
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}})
+    return tr["status"]["token"]
+
+
+def vault_login(bao: OpenBao, api: KubeApi, store: dict) -> tuple[int, dict]:
+    k = store["spec"]["provider"]["vault"]["auth"]["kubernetes"]
+    jwt = sa_token(api, k["serviceAccountRef"]["namespace"], k["serviceAccountRef"]["name"])
+    return bao.api("POST", f"auth/{k['mountPath']}/login", {"role": k["role"], "jwt": jwt}, token="")
+
+
+class FakeEso(FakeController):
+    """ESO's ClusterSecretStore validation for one store: a real login through Vault's Kubernetes auth."""
+
+    def __init__(self, api: KubeApi, bao: OpenBao, store: str):
+        super().__init__()
+        self.api, self.bao, self.store = api, bao, store
+
+    def tick(self):
+        store = self.api.get(f"{STORES}/{self.store}")
+        if store and not store.get("status", {}).get("conditions"):
+            status, body = vault_login(self.bao, self.api, store)
+            ready = (condition("Ready", "True", "store validated") if status == 200 else
+                     condition("Ready", "False", f"unable to validate store: vault login: HTTP {status}: {body}"))
+            self.api.patch_status(f"{STORES}/{self.store}", {"conditions": [ready]})
+
+
+def play(kubeconfig: Path, bao: OpenBao, token: str, **role_vars) -> str:
+    return json.dumps([{"hosts": "localhost", "gather_facts": False,
+                        "module_defaults": {"group/proxshift.hashi_vault.vault": {"url": bao.addr, "token": token}},
+                        "tasks": [{"name": "eso", "ansible.builtin.import_role": {"name": ROLE},
+                                   "vars": {"external_secrets_kubeconfig": str(kubeconfig),
+                                            "external_secrets_vault_url": bao.addr,
+                                            "external_secrets_operator_timeout": 30,
+                                            "external_secrets_operator_interval": 1,
+                                            "external_secrets_store_timeout": 30, **role_vars}}]}])
+
+
+def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
+    cluster, ns, store = unique("eso"), unique("eso-ns"), unique("vault")
+    sa = f"{ns}-reader"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    openbao.kv_put(f"clusters/{cluster}/app", {"password": "canary-own-cluster"})
+    openbao.kv_put("clusters/another/app", {"password": "canary-other-cluster"})
+    pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
+              external_secrets_service_account=sa, external_secrets_store_name=store)
+    with FakeOlm(kube_api, ns), FakeEso(kube_api, openbao, store):
+        run = run_playbook(pb, check=True, diff=True)
+        assert run.rc == 0, run.output
+        assert kube_api.get(f"/api/v1/namespaces/{ns}") is None, "check mode must not create"
+        assert kube_api.get(f"{STORES}/{store}") is None
+        assert openbao.api("GET", f"sys/policies/acl/external-secrets-{cluster}")[0] == 404
+        assert f"kubernetes/{cluster}/" not in openbao.api("GET", "sys/auth")[1]["data"]
+
+        run = run_playbook(pb)
+        assert run.rc == 0, run.output
+        live = kube_api.get(f"{STORES}/{store}")
+        assert [c["status"] for c in live["status"]["conditions"]] == ["True"], live["status"]
+        assert live["spec"]["provider"]["vault"]["auth"]["kubernetes"] == {
+            "mountPath": f"kubernetes/{cluster}", "role": "external-secrets",
+            "serviceAccountRef": {"name": sa, "namespace": ns}}
+        # Nothing on the cluster carries a Vault token: the store names an account, not a secret.
+        assert "tokenSecretRef" not in json.dumps(live["spec"])
+
+        run = run_playbook(pb)
+        assert run.rc == 0, run.output
+        assert run.changed_tasks() == [], run.changed_tasks()
+
+    # The whole path once more by the test: TokenRequest → login (TokenReview) → reads.
+    status, login = vault_login(openbao, kube_api, live)
+    assert status == 200, login
+    token = login["auth"]["client_token"]
+    assert login["auth"]["token_policies"] == ["default", f"external-secrets-{cluster}"]
+    status, own = openbao.api("GET", f"secret/data/clusters/{cluster}/app", token=token)
+    assert status == 200 and own["data"]["data"] == {"password": "canary-own-cluster"}, status
+    assert openbao.api("GET", "secret/data/clusters/another/app", token=token)[0] == 403
+    assert openbao.api("POST", f"secret/data/clusters/{cluster}/app", {"data": {"x": "y"}}, token=token)[0] == 403
+
+
+def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_the_fix_converges(
+        run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
+    cluster, ns, store = unique("eso-weak"), unique("eso-weak"), unique("vault")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    weak = openbao.token_with_policy(f"weak-{cluster}", 'path "sys/policies/acl/*" { capabilities = ["create", "read", "update"] }\n'
+                                                        'path "sys/auth" { capabilities = ["read"] }')
+    role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns,
+                 "external_secrets_install_operator": False, "external_secrets_store_name": store}
+    pb = play(kubeconfig, openbao, weak, **role_vars)
+    run = run_playbook(pb)
+    assert run.rc != 0
+    failed = [r for r in run.results if r["status"] == "failed"]
+    assert [r["task"] for r in failed] == [f"{ROLE} : Configure the Kubernetes auth mount auth/kubernetes/{cluster}"]
+    msg = failed[0]["result"]["msg"]
+    assert msg.startswith(f"enabling the kubernetes auth method at auth/kubernetes/{cluster}: "
+                          f"POST sys/auth/kubernetes/{cluster}: Vault answered HTTP 403"), msg
+
+    # The fix, a token that may manage auth methods: the rerun converges.
+    with FakeEso(kube_api, openbao, store):
+        run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
+    assert run.rc == 0, run.output
+    assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200
