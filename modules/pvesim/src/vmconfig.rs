@@ -1,4 +1,4 @@
-//! Pure VM-config logic: drive/NIC strings, normalisation, digest, hotplug rules.
+//! Pure VM-config logic: drive/NIC strings, normalisation, digest (hot-plug rules: `ops::hotplug`).
 
 use std::collections::BTreeMap;
 
@@ -196,51 +196,6 @@ pub fn sha1_hex(text: &str) -> String {
         .collect()
 }
 
-/// Options applied immediately even on a running VM (qemu-server "fast plug").
-const FAST_PLUG: &[&str] = &[
-    "name",
-    "description",
-    "tags",
-    "onboot",
-    "protection",
-    "startup",
-    "lock",
-    "hookscript",
-    "vmstatestorage",
-    "ciuser",
-    "cipassword",
-    "sshkeys",
-    "nameserver",
-    "searchdomain",
-    "citype",
-    "ciupgrade",
-    "cicustom",
-];
-
-/// Whether a change to `key` takes effect live on a running VM, given `hotplug`
-/// (default `network,disk,usb`).
-pub fn applies_live(key: &str, hotplug: Option<&str>) -> bool {
-    let hp = hotplug.unwrap_or("network,disk,usb");
-    let has = |f: &str| hp == "1" || hp.split(',').any(|x| x == f);
-    if FAST_PLUG.contains(&key) || key.starts_with("ipconfig") {
-        return true;
-    }
-    if is_net_key(key) {
-        return has("network");
-    }
-    if key.starts_with("unused") {
-        return true;
-    }
-    if is_drive_key(key) {
-        return has("disk") && key != "efidisk0" && key != "tpmstate0";
-    }
-    match key {
-        "memory" | "balloon" => has("memory"),
-        "vcpus" => has("cpu"),
-        _ => false,
-    }
-}
-
 /// The privilege qemu-server requires to change `key`.
 pub fn privilege_for(key: &str, value: Option<&str>) -> &'static str {
     let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -347,7 +302,7 @@ pub fn json_value(key: &str, value: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::{
-        alloc_request, applies_live, default_boot, is_drive_key, missing_boot_device,
+        alloc_request, default_boot, is_drive_key, missing_boot_device,
         normalize_tags, parse_drive, parse_net, print_net, random_mac, resize_target, schema,
         BTreeMap,
     };
@@ -383,16 +338,6 @@ mod tests {
         let mac = random_mac("BC:24:11");
         assert!(mac.starts_with("BC:24:11:") && mac.len() == 17);
         assert!(schema::check_format("mac-addr", &mac).is_ok());
-    }
-
-    #[test]
-    fn hotplug_rules() {
-        assert!(applies_live("net0", None));
-        assert!(applies_live("scsi1", None));
-        assert!(!applies_live("cores", None));
-        assert!(!applies_live("memory", None));
-        assert!(applies_live("memory", Some("network,disk,memory")));
-        assert!(applies_live("name", None));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod config;
 pub mod create;
 pub mod destroy;
 pub mod hibernate;
+pub mod hotplug;
 pub mod power;
 pub mod resize;
 pub mod storage;
