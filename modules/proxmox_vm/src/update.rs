@@ -181,11 +181,15 @@ impl VmRun<'_, '_> {
             self.res.changed = true;
             if ctx.check_mode {
                 let hotplug = config_str(&cfg, "hotplug");
-                if running
-                    && d.set
+                let hp = hotplug.as_deref();
+                let restart = d
+                    .set
+                    .iter()
+                    .any(|(k, v)| needs_restart(k, config_str(&cfg, k).as_deref(), Some(v), hp))
+                    || d.delete
                         .iter()
-                        .any(|(k, v)| needs_restart(k, Some(v), hotplug.as_deref()))
-                {
+                        .any(|k| needs_restart(k, config_str(&cfg, k).as_deref(), None, hp));
+                if running && restart {
                     self.res.reboot_required = true;
                 }
                 self.res.config = cfg;
@@ -204,6 +208,16 @@ impl VmRun<'_, '_> {
                     Err(e) if e.is_digest_mismatch() && attempt < CONFIG_UPDATE_ATTEMPTS => {
                         cfg = c.vm_config(node, vmid, false)?;
                         continue;
+                    }
+                    // qemu-server stages the whole change into [PENDING] before it hot-plugs
+                    // it; a failed hot-plug fails the task and leaves the values pending
+                    // (`vmconfig_hotplug_pending`). The change is then recorded: say so and
+                    // let the pending report below name what waits for a restart.
+                    Err(e) if running && e.is_task_failure() => {
+                        cfg = c.vm_config(node, vmid, false)?;
+                        if !self.recorded_despite(&e, vmid, &cfg, iso) {
+                            return Err(VmError::step(format!("updating VM {vmid}"), e));
+                        }
                     }
                     Err(e) => return Err(VmError::step(format!("updating VM {vmid}"), e)),
                 }
@@ -234,6 +248,33 @@ impl VmRun<'_, '_> {
             c.vm_config(node, vmid, false)?
         };
         Ok(())
+    }
+
+    /// After a failed config task on a running VM: is the change in the VM's config after all
+    /// (the pending-applied view now matches the spec)? Then it only failed to hot-plug, which
+    /// a warning names; the values wait in [PENDING] for the next start.
+    fn recorded_despite(
+        &mut self,
+        e: &pve_client::Error,
+        vmid: u32,
+        cfg: &Map<String, Value>,
+        iso: Option<&str>,
+    ) -> bool {
+        let spec = effective_spec(
+            self.args,
+            Some(&config_tags(cfg)),
+            config_str(cfg, "description").as_deref(),
+            iso,
+        );
+        if !diff(&spec, cfg).config_params().is_empty() {
+            return false;
+        }
+        self.res.warnings.push(format!(
+            "VM {vmid}: the change is saved but could not be hot-plugged into the running VM \
+             ({}); it stays pending until the VM restarts (apply_pending: reboot)",
+            e.server_text().trim()
+        ));
+        true
     }
 
     /// Report the VM's pending changes and, with `apply_pending: reboot`, reboot a running VM to

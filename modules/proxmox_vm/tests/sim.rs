@@ -1128,3 +1128,57 @@ fn qcow2_on_lvm_is_refused_up_front_on_both_releases() {
         assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
     }
 }
+
+/// qemu-server `vmconfig_hotplug_pending`: a hot-plug that fails on a running VM fails the
+/// config task, but the change is already saved in `[PENDING]`. The module reports it as
+/// changed and pending (with a warning saying why), not as a failure, and the rerun has nothing
+/// to send; a restart applies it.
+#[test]
+fn a_failed_hot_plug_is_reported_pending_and_the_rerun_converges() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        ok(&run(&sim, &sno()));
+        start_vm(&sim, "pve1", 4100);
+        sim.inject(Fault::HotplugError {
+            vmid: Some(4100),
+            key: "net1".into(),
+            message: "device_add failed".into(),
+            count: 1,
+        })
+        .unwrap();
+        let mut two_nics = sno();
+        two_nics["nics"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"slot": "net1", "bridge": "vmbr1"}));
+        let r = run(&sim, &two_nics);
+        ok(&r);
+        assert_eq!(r["changed"], json!(true), "PVE {v}: {r:#}");
+        assert_eq!(r["changed_keys"], json!(["net1"]), "PVE {v}");
+        assert_eq!(r["pending_keys"], json!(["net1"]), "PVE {v}");
+        assert_eq!(r["reboot_required"], json!(true), "PVE {v}");
+        let warnings = r["warnings"].to_string();
+        assert!(
+            warnings.contains("net1: hotplug problem - device_add failed"),
+            "PVE {v}: {warnings}"
+        );
+        // The rerun: nothing to send, still pending.
+        sim.clear_requests();
+        let r = run(&sim, &two_nics);
+        ok(&r);
+        assert_eq!(r["changed"], json!(false), "PVE {v}: {r:#}");
+        assert_eq!(r["pending_keys"], json!(["net1"]), "PVE {v}");
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+        // Check mode predicts what waits for a restart: an iothread change does, a tag does not.
+        let mut cold = two_nics.clone();
+        cold["disks"][0]["iothread"] = json!(false);
+        let r = run_mode(&sim, &cold, true);
+        assert_eq!(r["reboot_required"], json!(true), "PVE {v}");
+        // apply_pending: reboot applies it.
+        two_nics["apply_pending"] = json!("reboot");
+        let r = run(&sim, &two_nics);
+        ok(&r);
+        assert_eq!(r["pending_keys"], json!([]), "PVE {v}: {r:#}");
+        assert!(sim.vm_config(4100).unwrap().contains_key("net1"));
+    }
+}

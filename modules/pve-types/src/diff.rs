@@ -1,5 +1,6 @@
 //! Compare a [`VmSpec`] with a VM's current config, both normalised the way Proxmox normalises, and
 //! say exactly what to send: the keys to set, the `delete` list, the resizes, and what cannot be done.
+//! (What a running VM takes at once is [`crate::hotplug`].)
 
 use std::collections::BTreeSet;
 
@@ -364,27 +365,6 @@ fn special_drive(
     }
 }
 
-/// Would setting `key` (to `value`) on a running VM wait for a restart? `hotplug` is the VM's
-/// `hotplug` value (default `network,disk,usb`; `1` = all, `0` = none). CD-ROM media changes are live.
-pub fn needs_restart(key: &str, value: Option<&str>, hotplug: Option<&str>) -> bool {
-    if value.is_some_and(|v| v.contains("media=cdrom")) {
-        return false;
-    }
-    let hp = hotplug.unwrap_or("network,disk,usb");
-    let has = |what: &str| hp == "1" || hp.split(',').any(|x| x.trim() == what);
-    match key {
-        "name" | "description" | "tags" | "onboot" | "protection" | "balloon" => false,
-        "memory" => !has("memory"),
-        "cores" | "vcpus" => !has("cpu"),
-        k if k.starts_with("net") && k[3..].parse::<u32>().is_ok() => !has("network"),
-        k if k.starts_with("scsi") || k.starts_with("virtio") => {
-            crate::spec::disk_bus(k).is_none() || !has("disk")
-        }
-        // CD-ROM media changes and resizes apply live; other drives on ide/sata do not hotplug.
-        _ => true,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -674,23 +654,5 @@ mod tests {
         let mut cur2 = cur.clone();
         cur2.remove("bios");
         assert!(diff(&s, &cur2).is_empty());
-    }
-
-    #[test]
-    fn restart_prediction() {
-        assert!(needs_restart("cores", None, None));
-        assert!(!needs_restart("cores", None, Some("network,disk,cpu")));
-        assert!(needs_restart("memory", None, None));
-        assert!(!needs_restart("net0", None, None));
-        assert!(!needs_restart("scsi1", None, None));
-        assert!(needs_restart("sata1", None, None));
-        assert!(needs_restart("net0", None, Some("0")));
-        assert!(!needs_restart("tags", None, Some("0")));
-        assert!(needs_restart("machine", None, Some("1")));
-        assert!(!needs_restart(
-            "ide2",
-            Some("local:iso/a.iso,media=cdrom"),
-            None
-        ));
     }
 }

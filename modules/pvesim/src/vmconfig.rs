@@ -302,9 +302,8 @@ pub fn json_value(key: &str, value: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::{
-        alloc_request, default_boot, is_drive_key, missing_boot_device,
-        normalize_tags, parse_drive, parse_net, print_net, random_mac, resize_target, schema,
-        BTreeMap,
+        alloc_request, default_boot, is_drive_key, missing_boot_device, normalize_tags,
+        parse_drive, parse_net, print_net, random_mac, resize_target, schema, BTreeMap,
     };
 
     #[test]

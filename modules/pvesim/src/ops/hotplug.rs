@@ -103,8 +103,8 @@ pub fn plug(conf: &BTreeMap<String, String>, key: &str, value: &str, f: Features
         // `hotplug` itself: not while cpu or memory hot-plug is (or becomes) on.
         "hotplug" => {
             let old = conf.get("hotplug").map(String::as_str).unwrap_or("");
-            skip_unless(!(value.contains("memory") || old.contains("memory"))
-                && !(value.contains("cpu") || old.contains("cpu")))
+            let touches = |w: &str| value.contains(w) || old.contains(w);
+            skip_unless(!(touches("memory") || touches("cpu")))
         }
         "tablet" => skip_unless(f.usb),
         // `qemu_cpu_hotplug`: vcpus up to the *applied* sockets × cores.
@@ -267,7 +267,10 @@ mod tests {
         let all = Features::parse(Some("network,disk,cpu,memory,usb"));
         assert_eq!(plug(&c, "cores", "4", all), Plug::Skip);
         assert_eq!(plug(&c, "vcpus", "2", all), Plug::Apply);
-        assert_eq!(plug(&c, "vcpus", "2", Features::parse(Some("1"))), Plug::Skip);
+        assert_eq!(
+            plug(&c, "vcpus", "2", Features::parse(Some("1"))),
+            Plug::Skip
+        );
         assert!(matches!(plug(&c, "vcpus", "4", all), Plug::Fail(_)));
     }
 
@@ -279,8 +282,14 @@ mod tests {
         assert_eq!(plug(&c, "scsi0", iothread, f), Plug::Skip);
         let serial = "local-lvm:vm-1-disk-0,serial=x,size=4G";
         assert_eq!(plug(&c, "scsi0", serial, f), Plug::Apply);
-        assert_eq!(plug(&c, "scsi1", "local-lvm:vm-1-disk-1,size=1G", f), Plug::Apply);
-        assert_eq!(plug(&c, "sata1", "local-lvm:vm-1-disk-1,size=1G", f), Plug::Skip);
+        assert_eq!(
+            plug(&c, "scsi1", "local-lvm:vm-1-disk-1,size=1G", f),
+            Plug::Apply
+        );
+        assert_eq!(
+            plug(&c, "sata1", "local-lvm:vm-1-disk-1,size=1G", f),
+            Plug::Skip
+        );
         assert_eq!(unplug(&c, "scsi0", f), Plug::Apply);
         assert_eq!(unplug(&c, "scsi0", Features::parse(Some("0"))), Plug::Skip);
     }
