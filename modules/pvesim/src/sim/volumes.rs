@@ -61,10 +61,19 @@ impl Sim {
             }
             _ => default_fmt.to_string(),
         };
-        let import_size = drive.remove("import-from").and_then(|src| {
-            let (s, n) = split_volid(&src)?;
-            self.storage(node, s)?.volumes.get(n).map(|v| v.size)
-        });
+        // qemu-server `$import_from_volid`: the new disk is a copy of the source, its size the
+        // source's; a source that is not there fails the worker.
+        let import_size = match drive.remove("import-from") {
+            Some(src) => Some(
+                split_volid(&src)
+                    .and_then(|(s, n)| self.storage(node, s)?.volumes.get(n))
+                    .map(|v| v.size)
+                    .ok_or_else(|| {
+                        format!("cannot import from '{src}' - could not get size of {src}")
+                    })?,
+            ),
+            None => None,
+        };
         let size = match key {
             "efidisk0" => {
                 if drive.get("efitype") == Some("4m") {
