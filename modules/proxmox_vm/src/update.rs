@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::converge::{Intent, VmResult, VmRun};
 use crate::error::VmError;
-use crate::identity::{config_tags, without_marker};
+use crate::identity::{config_tags, owned_config, without_marker};
 use crate::options::VmArgs;
 
 /// How often a config update is sent when someone else keeps changing the VM between our read
@@ -166,7 +166,10 @@ impl VmRun<'_, '_> {
                 config_str(&cfg, "description").as_deref(),
                 iso,
             );
-            let d = diff(&spec, &cfg);
+            let mut d = diff(&spec, &cfg);
+            if args.purge_unlisted_disks {
+                self.purge(vmid, &spec, &cfg, &mut d)?;
+            }
             if !d.problems.is_empty() {
                 return Err(VmError::Refused(format!(
                     "VM {vmid} cannot be converged: {}",
@@ -247,6 +250,30 @@ impl VmRun<'_, '_> {
         } else {
             c.vm_config(node, vmid, false)?
         };
+        Ok(())
+    }
+
+    /// `purge_unlisted_disks`: the disks the spec does not list go, but only from a VM that
+    /// was this project's before the run (its ownership tag or clone marker), never from one
+    /// being adopted now.
+    fn purge(
+        &self,
+        vmid: u32,
+        spec: &VmSpec,
+        cfg: &Map<String, Value>,
+        d: &mut ConfigDiff,
+    ) -> Result<(), VmError> {
+        let before = d.delete.len();
+        pve_types::purge_unlisted_disks(spec, cfg, d);
+        if d.delete.len() > before && !owned_config(cfg, &self.args.owner_tag) {
+            return Err(VmError::Refused(format!(
+                "purge_unlisted_disks: VM {vmid} does not carry the ownership tag '{}' yet, so its \
+                 disks {} are not this project's to destroy; adopt it in a run without \
+                 purge_unlisted_disks first",
+                self.args.owner_tag,
+                d.delete[before..].join(", ")
+            )));
+        }
         Ok(())
     }
 

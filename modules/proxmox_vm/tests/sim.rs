@@ -1182,3 +1182,157 @@ fn a_failed_hot_plug_is_reported_pending_and_the_rerun_converges() {
         assert!(sim.vm_config(4100).unwrap().contains_key("net1"));
     }
 }
+
+/// The lab playing `version`, with a cloud image in `local`'s `import` content.
+fn sim_with_image(version: &str) -> SimHandle {
+    let mut seed = pvesim::Seed::lab();
+    seed.cluster.version = version.into();
+    seed.nodes[0].storages[0]
+        .files
+        .push(pvesim::model::FileSeed {
+            name: "import/rhcos.x86_64.qcow2".into(),
+            size: pvesim::model::ByteSize(16 << 30),
+        });
+    Simulator::start(Config::with_seed(seed)).expect("simulator starts")
+}
+
+/// What a `proxmox_kvm` user expects: a VM from a cloud image (`import_from`, grown to the
+/// disk's size) with cloud-init, vcpus, numa, vga, serial, rng0, startup, hostpci and
+/// `extra_config`; the rerun changes nothing (PVE's own spellings, `sshkeys` URL-encoded);
+/// check mode and diff show a change; bad input fails naming the option, sending nothing.
+#[test]
+fn proxmox_kvm_options_cloud_image_and_rerun() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_with_image(v);
+        let mut vm = json!({
+            "name": "cloud-0", "node": "pve1", "vmid": 4300, "cores": 2, "memory": 2048,
+            "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "20G",
+                       "import_from": "local:import/rhcos.x86_64.qcow2"}],
+            "nics": [{"slot": "net0", "bridge": "vmbr0"}],
+            "vcpus": 2, "numa": true, "hotplug": "network,disk,cpu", "vga": "serial0",
+            "serial": {"serial0": "socket"}, "rng0": "source=/dev/urandom,max_bytes=1024,period=1000",
+            "startup": "order=2,up=30", "hostpci": {"hostpci0": "0000:01:00.0,pcie=1"},
+            "ciuser": "core", "sshkeys": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 admin@example\n",
+            "ipconfig": {"ipconfig0": "ip=10.0.0.50/24,gw=10.0.0.1"},
+            "nameserver": "10.0.0.1", "searchdomain": "example.com",
+            "cicustom": "user=local:snippets/user.yaml",
+            "extra_config": {"tablet": false, "keyboard": "de"},
+        });
+        let r = run(&sim, &vm);
+        ok(&r);
+        let conf = sim.vm_config(4300).unwrap();
+        assert_eq!(
+            conf["scsi0"], "local-lvm:vm-4300-disk-0,size=20G",
+            "PVE {v}: {conf:?}"
+        );
+        assert_eq!(
+            conf["sshkeys"], "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20admin%40example",
+            "PVE {v}"
+        );
+        assert_eq!(conf["tablet"], "0", "PVE {v}");
+        assert_eq!(conf["ipconfig0"], "ip=10.0.0.50/24,gw=10.0.0.1", "PVE {v}");
+        assert_eq!(conf["serial0"], "socket", "PVE {v}");
+        // Rerun: nothing to send.
+        sim.clear_requests();
+        let r = run(&sim, &vm);
+        ok(&r);
+        assert_eq!(r["changed"], json!(false), "PVE {v}: {r:#}");
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+        // Check mode: reported with its diff, not written.
+        vm["ipconfig"] = json!({"ipconfig0": "ip=dhcp"});
+        vm["extra_config"] = json!({"tablet": false, "keyboard": ""});
+        let r = run_mode(&sim, &vm, true);
+        ok(&r);
+        assert_eq!(
+            r["changed_keys"],
+            json!(["ipconfig0", "keyboard"]),
+            "PVE {v}"
+        );
+        assert_eq!(r["diff"]["after"]["ipconfig0"], json!("ip=dhcp"));
+        assert_eq!(r["diff"]["after"]["keyboard"], json!(null));
+        assert!(writes(&sim).is_empty());
+        let r = run(&sim, &vm);
+        ok(&r);
+        let conf = sim.vm_config(4300).unwrap();
+        assert_eq!(conf["ipconfig0"], "ip=dhcp", "PVE {v}");
+        assert!(!conf.contains_key("keyboard"), "PVE {v}");
+    }
+}
+
+#[test]
+fn bad_proxmox_kvm_options_fail_naming_the_option() {
+    let sim = sim();
+    let r = run(
+        &sim,
+        &json!({"name": "bad-0", "node": "pve1", "vmid": 4310, "cores": 2,
+                "vga": "vga9", "rng0": "/dev/zero", "ipconfig": {"ipconfig0": "ip=10.0.0.5"},
+                "hotplug": "disk,gpu", "vcpus": 4, "sshkeys": "not a key",
+                "extra_config": {"cores": 4, "tabletz": 1}}),
+    );
+    failed(&r);
+    let msg = r["msg"].as_str().unwrap();
+    for want in [
+        "vga: unknown type 'vga9'",
+        "rng0: source '/dev/zero'",
+        "ipconfig0: ip '10.0.0.5'",
+        "hotplug: unknown feature 'gpu'",
+        "vcpus 4 must be from 1 to cores × sockets (2)",
+        "sshkeys: 'not a key'",
+        "extra_config: 'cores' is managed by the option cores",
+        "extra_config: 'tabletz' is not a Proxmox VM config key",
+    ] {
+        assert!(msg.contains(want), "missing {want:?} in {msg}");
+    }
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+}
+
+/// `purge_unlisted_disks`: a disk the spec no longer lists is destroyed (with its unused
+/// volumes) on the project's own VM; a VM being adopted keeps its disks and the run says why.
+#[test]
+fn purge_unlisted_disks_only_on_owned_vms() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        let mut two = sno();
+        two["disks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"slot": "scsi1", "storage": "local-lvm", "size": "10G"}));
+        ok(&run(&sim, &two));
+        assert!(sim.vm_config(4100).unwrap().contains_key("scsi1"));
+        let mut one = sno();
+        one["purge_unlisted_disks"] = json!(true);
+        let r = run_mode(&sim, &one, true);
+        assert_eq!(r["changed_keys"], json!(["scsi1"]), "PVE {v}: {r:#}");
+        assert_eq!(r["diff"]["after"]["scsi1"], json!(null));
+        let r = run(&sim, &one);
+        ok(&r);
+        let conf = sim.vm_config(4100).unwrap();
+        assert!(
+            !conf.contains_key("scsi1") && !conf.keys().any(|k| k.starts_with("unused")),
+            "PVE {v}: {conf:?}"
+        );
+        let vols: Vec<String> = client_for(&sim)
+            .storage_content("pve1", "local-lvm", Some("images"))
+            .unwrap()
+            .into_iter()
+            .map(|v| v.volid)
+            .filter(|v| v.contains("vm-4100-"))
+            .collect();
+        assert_eq!(vols.len(), 2, "PVE {v}: efidisk and scsi0 remain: {vols:?}");
+        // A VM not (yet) ours: adopt with purge is refused, its disks stay.
+        let r = run(
+            &sim,
+            &json!({"vmid": 100, "node": "pve1", "adopt": true, "purge_unlisted_disks": true,
+                    "disks": []}),
+        );
+        failed(&r);
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("purge_unlisted_disks: VM 100 does not carry"),
+            "PVE {v}: {r:#}"
+        );
+        assert!(sim.vm_config(100).unwrap().contains_key("scsi0"));
+    }
+}

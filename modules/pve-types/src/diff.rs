@@ -37,6 +37,9 @@ pub struct ConfigDiff {
     pub after: Map<String, Value>,
     /// Differences the module must not or cannot fix (shrinking, moving disks, EFI type …).
     pub problems: Vec<String>,
+    /// Deleted drives are destroyed, not kept as `unusedN` (`force=1`; see
+    /// [`purge_unlisted_disks`]).
+    pub force: bool,
 }
 
 impl ConfigDiff {
@@ -57,6 +60,9 @@ impl ConfigDiff {
         let mut p = self.set.clone();
         if !self.delete.is_empty() {
             p.push(("delete".into(), self.delete.join(",")));
+            if self.force {
+                p.push(("force".into(), "1".into()));
+            }
         }
         p
     }
@@ -81,6 +87,9 @@ pub fn config_str(cfg: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// The comparable form of a scalar key's value; `None` (unset) maps to Proxmox's default.
 pub fn canonical(key: &str, value: Option<&str>) -> String {
+    if let Some(c) = crate::extra::canonical(key, value) {
+        return c;
+    }
     let v = value.map(str::trim);
     match key {
         "cores" | "sockets" => v.unwrap_or("1").to_string(),
@@ -128,7 +137,8 @@ pub fn canonical(key: &str, value: Option<&str>) -> String {
 pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     let mut d = ConfigDiff::default();
     for (key, want) in spec.scalar_values() {
-        diff_scalar(&mut d, key, want, config_str(current, key));
+        let have = config_str(current, &key);
+        diff_scalar(&mut d, &key, want, have);
     }
     if let Some(want) = spec.efidisk_value() {
         special_drive(
@@ -154,12 +164,46 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     d
 }
 
+/// `purge_unlisted_disks`: delete (and destroy, `force=1`) every disk of the VM the spec's
+/// `disks` do not list — drives in a disk slot that are not CD-ROMs, not the spec's CD-ROM
+/// slot, and the `unusedN` volumes left by earlier changes. The caller decides whether the VM
+/// is the project's to purge. Nothing happens when the spec does not list `disks`.
+pub fn purge_unlisted_disks(spec: &VmSpec, current: &Map<String, Value>, d: &mut ConfigDiff) {
+    let Some(disks) = &spec.disks else { return };
+    let listed: BTreeSet<&str> = disks
+        .iter()
+        .map(|x| x.slot.as_str())
+        .chain(spec.cdrom.as_ref().map(Cdrom::slot))
+        .collect();
+    let mut keys: Vec<&String> = current
+        .keys()
+        .filter(|k| {
+            let unused = k
+                .strip_prefix("unused")
+                .is_some_and(|n| n.parse::<u32>().is_ok());
+            let disk = crate::spec::disk_bus(k).is_some()
+                && !listed.contains(k.as_str())
+                && config_str(current, k)
+                    .and_then(|v| CurrentDrive::parse(k, &v).ok())
+                    .is_some_and(|dr| !dr.cdrom);
+            unused || disk
+        })
+        .collect();
+    keys.sort();
+    for k in keys {
+        d.record(k, config_str(current, k).as_deref(), None);
+        d.delete.push(k.clone());
+        d.force = true;
+    }
+}
+
 /// One scalar key (`memory`, `tags`, `agent` …): set it, delete it (empty text), or leave it.
 fn diff_scalar(d: &mut ConfigDiff, key: &str, want: String, have: Option<String>) {
     if canonical(key, Some(&want)) == canonical(key, have.as_deref()) {
         return;
     }
-    if (key == "description" || key == "tags") && want.trim().is_empty() {
+    // An empty value removes the key (`description`, `tags`, an `extra_config` entry, …).
+    if want.trim().is_empty() {
         if have.is_some() {
             d.delete.push(key.to_string());
             d.record(key, have.as_deref(), None);
@@ -633,6 +677,93 @@ mod tests {
             iso: None,
         });
         assert!(diff(&s, &as_created()).problems[0].contains("holds a disk"));
+    }
+
+    #[test]
+    fn proxmox_kvm_options_diff_like_the_rest() {
+        let keys = "ssh-ed25519 AAAAC3Nz admin@example";
+        let s = VmSpec {
+            vcpus: Some(2),
+            numa: Some(true),
+            hotplug: Some("1".into()),
+            vga: Some("serial0".into()),
+            sshkeys: Some(format!("{keys}\n")),
+            ipconfig: Some(
+                [(
+                    "ipconfig0".to_string(),
+                    "ip=10.0.0.5/24,gw=10.0.0.1".to_string(),
+                )]
+                .into(),
+            ),
+            extra_config: Some([("tablet".to_string(), json!(false))].into()),
+            ..Default::default()
+        };
+        let d = diff(&s, &as_created());
+        let set: Vec<&str> = d.set.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            set,
+            ["vcpus", "numa", "vga", "sshkeys", "ipconfig0", "tablet"],
+            "hotplug 1 is the default: no change"
+        );
+        assert_eq!(d.set[3].1, "ssh-ed25519%20AAAAC3Nz%20admin%40example");
+        assert_eq!(d.set[5].1, "0");
+        // What PVE stores afterwards (its own order and types) is no change.
+        let mut cur = as_created();
+        for (k, v) in [
+            ("vcpus", json!(2)),
+            ("numa", json!(1)),
+            ("vga", json!("type=serial0")),
+            ("sshkeys", json!("ssh-ed25519%20AAAAC3Nz%20admin%40example")),
+            ("ipconfig0", json!("gw=10.0.0.1,ip=10.0.0.5/24")),
+            ("tablet", json!(0)),
+            ("hotplug", json!("network,disk,usb")),
+        ] {
+            cur.insert(k.into(), v);
+        }
+        assert!(diff(&s, &cur).is_empty(), "{:?}", diff(&s, &cur));
+        // An empty extra value removes the key.
+        let mut s2 = s.clone();
+        s2.extra_config = Some([("tablet".to_string(), json!(""))].into());
+        assert_eq!(diff(&s2, &cur).delete, vec!["tablet"]);
+    }
+
+    #[test]
+    fn purge_deletes_unlisted_disks_and_unused_volumes_only() {
+        let mut cur = as_created();
+        cur.insert("scsi1".into(), json!("local-lvm:vm-101-disk-2,size=10G"));
+        cur.insert("unused0".into(), json!("local-lvm:vm-101-disk-3"));
+        cur.insert("sata0".into(), json!("local:iso/x.iso,media=cdrom"));
+        let mut d = diff(&spec(), &cur);
+        purge_unlisted_disks(&spec(), &cur, &mut d);
+        assert_eq!(d.delete, vec!["scsi1", "unused0"]);
+        assert!(d.force);
+        assert_eq!(
+            d.config_params()[d.config_params().len() - 1],
+            ("force".to_string(), "1".to_string())
+        );
+        let mut none = VmSpec::default();
+        let mut d = diff(&none, &cur);
+        purge_unlisted_disks(&none, &cur, &mut d);
+        assert!(d.delete.is_empty(), "disks not managed: nothing purged");
+        none.disks = Some(vec![]);
+        let mut d = ConfigDiff::default();
+        purge_unlisted_disks(&none, &cur, &mut d);
+        assert_eq!(d.delete, vec!["scsi0", "scsi1", "unused0"]);
+    }
+
+    #[test]
+    fn import_from_allocates_from_the_image() {
+        let disk = Disk {
+            slot: "scsi0".into(),
+            storage: "local-lvm".into(),
+            size: "120G".into(),
+            import_from: Some("local:import/rhcos.qcow2".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            disk.allocation_string().unwrap(),
+            "local-lvm:0,import-from=local:import/rhcos.qcow2"
+        );
     }
 
     #[test]
