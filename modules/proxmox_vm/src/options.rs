@@ -116,6 +116,10 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
         Opt::str("rng0"),
         Opt::str("startup"),
         Opt::dict("hostpci"),
+        Opt::dict("cloudinit_drive").options(ArgSpec::new(vec![
+            Opt::str("storage").required(),
+            Opt::str("slot").default("ide0"),
+        ])),
         Opt::str("ciuser"),
         Opt::str("sshkeys"),
         Opt::dict("ipconfig"),

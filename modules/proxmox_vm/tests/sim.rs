@@ -1212,6 +1212,7 @@ fn proxmox_kvm_options_cloud_image_and_rerun() {
             "vcpus": 2, "numa": true, "hotplug": "network,disk,cpu", "vga": "serial0",
             "serial": {"serial0": "socket"}, "rng0": "source=/dev/urandom,max_bytes=1024,period=1000",
             "startup": "order=2,up=30", "hostpci": {"hostpci0": "0000:01:00.0,pcie=1"},
+            "cloudinit_drive": {"storage": "local-lvm"},
             "ciuser": "core", "sshkeys": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 admin@example\n",
             "ipconfig": {"ipconfig0": "ip=10.0.0.50/24,gw=10.0.0.1"},
             "nameserver": "10.0.0.1", "searchdomain": "example.com",
@@ -1232,6 +1233,10 @@ fn proxmox_kvm_options_cloud_image_and_rerun() {
         assert_eq!(conf["tablet"], "0", "PVE {v}");
         assert_eq!(conf["ipconfig0"], "ip=10.0.0.50/24,gw=10.0.0.1", "PVE {v}");
         assert_eq!(conf["serial0"], "socket", "PVE {v}");
+        assert_eq!(
+            conf["ide0"], "local-lvm:vm-4300-cloudinit,media=cdrom",
+            "PVE {v}"
+        );
         // Rerun: nothing to send.
         sim.clear_requests();
         let r = run(&sim, &vm);

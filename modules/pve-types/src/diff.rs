@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use crate::propstring::{bool01, format_size, normalize_tags, parse_bool, PropString};
-use crate::spec::{Cdrom, CurrentDrive, Disk, Nic, NicValue, VmSpec};
+use crate::spec::{Cdrom, CloudinitDrive, CurrentDrive, Disk, Nic, NicValue, VmSpec};
 
 /// A disk to grow (PVE cannot shrink).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +158,9 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     if let Some(c) = &spec.cdrom {
         diff_cdrom(&mut d, current, c);
     }
+    if let Some(ci) = &spec.cloudinit_drive {
+        diff_cloudinit(&mut d, current, ci);
+    }
     if let Some(nics) = &spec.nics {
         diff_nics(&mut d, current, nics);
     }
@@ -174,6 +177,7 @@ pub fn purge_unlisted_disks(spec: &VmSpec, current: &Map<String, Value>, d: &mut
         .iter()
         .map(|x| x.slot.as_str())
         .chain(spec.cdrom.as_ref().map(Cdrom::slot))
+        .chain(spec.cloudinit_drive.as_ref().map(CloudinitDrive::slot))
         .collect();
     let mut keys: Vec<&String> = current
         .keys()
@@ -330,6 +334,41 @@ fn diff_cdrom(d: &mut ConfigDiff, current: &Map<String, Value>, c: &Cdrom) {
             Err(e) => d.problems.push(e.to_string()),
         },
     }
+}
+
+/// The cloud-init drive: created when its slot is empty. Proxmox names the volume
+/// `vm-<vmid>-cloudinit` (qemu-server `create_disks`); another drive in the slot, or the
+/// drive on another storage, is a problem (the module does not move it).
+fn diff_cloudinit(d: &mut ConfigDiff, current: &Map<String, Value>, ci: &CloudinitDrive) {
+    let slot = ci.slot();
+    let Some(raw) = config_str(current, slot) else {
+        let want = ci.request();
+        d.record(slot, None, Some(&want));
+        d.set.push((slot.to_string(), want));
+        return;
+    };
+    match CurrentDrive::parse(slot, &raw) {
+        Ok(dr) if !is_cloudinit_volid(&dr.volid) => d.problems.push(format!(
+            "cloudinit_drive: {slot} holds {}, not a cloud-init drive; use another cloudinit_drive.slot",
+            dr.volid
+        )),
+        Ok(dr) if dr.storage.as_deref() != Some(ci.storage.as_str()) => d.problems.push(format!(
+            "cloudinit_drive is on storage '{}', the spec says '{}': the module does not move it",
+            dr.storage.as_deref().unwrap_or("?"),
+            ci.storage
+        )),
+        Ok(_) => {}
+        Err(e) => d.problems.push(e.to_string()),
+    }
+}
+
+/// `vm-<N>-cloudinit` (with a format suffix on file storages), Proxmox's cloud-init volume.
+fn is_cloudinit_volid(volid: &str) -> bool {
+    let name = volid.rsplit(['/', ':']).next().unwrap_or("");
+    let name = name.split('.').next().unwrap_or("");
+    name.strip_prefix("vm-")
+        .and_then(|r| r.strip_suffix("-cloudinit"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The spec's NICs (keeping each current MAC), then deleting the VM's `netN` the spec lacks.
@@ -749,6 +788,35 @@ mod tests {
         let mut d = ConfigDiff::default();
         purge_unlisted_disks(&none, &cur, &mut d);
         assert_eq!(d.delete, vec!["scsi0", "scsi1", "unused0"]);
+    }
+
+    #[test]
+    fn cloudinit_drive_is_created_once() {
+        let s = VmSpec {
+            cloudinit_drive: Some(CloudinitDrive {
+                storage: "local-lvm".into(),
+                slot: None,
+            }),
+            ..Default::default()
+        };
+        let d = diff(&s, &as_created());
+        assert_eq!(
+            d.set,
+            vec![("ide0".to_string(), "local-lvm:cloudinit".to_string())]
+        );
+        let mut cur = as_created();
+        cur.insert(
+            "ide0".into(),
+            json!("local-lvm:vm-101-cloudinit,media=cdrom"),
+        );
+        assert!(diff(&s, &cur).is_empty());
+        cur.insert(
+            "ide0".into(),
+            json!("local:101/vm-101-cloudinit.qcow2,media=cdrom"),
+        );
+        assert!(diff(&s, &cur).problems[0].contains("on storage 'local'"));
+        cur.insert("ide0".into(), json!("local:iso/x.iso,media=cdrom"));
+        assert!(diff(&s, &cur).problems[0].contains("not a cloud-init drive"));
     }
 
     #[test]

@@ -25,4 +25,4 @@ pub use error::{MacError, PropStringError, RangeError, SizeError, SpecError};
 pub use hotplug::{needs_restart, Hotplug};
 pub use placement::{commit, local_volumes, place, vmid_candidates, NodeLoad, PlacementError};
 pub use propstring::{format_size, normalize_mac, normalize_tags, parse_size, PropString};
-pub use spec::{Cdrom, CurrentDrive, Disk, EfiDisk, Nic, NicValue, Tpm, VmSpec};
+pub use spec::{Cdrom, CloudinitDrive, CurrentDrive, Disk, EfiDisk, Nic, NicValue, Tpm, VmSpec};

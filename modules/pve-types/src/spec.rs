@@ -100,6 +100,25 @@ pub struct Cdrom {
     pub iso: Option<String>,
 }
 
+/// The cloud-init drive Proxmox generates from the cloud-init options (`<storage>:cloudinit`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct CloudinitDrive {
+    pub storage: String,
+    /// A drive slot; `ide0` unless given (`ide2` is the CD-ROM's).
+    #[serde(default)]
+    pub slot: Option<String>,
+}
+
+impl CloudinitDrive {
+    pub fn slot(&self) -> &str {
+        self.slot.as_deref().unwrap_or("ide0")
+    }
+    /// What creates it: `local-lvm:cloudinit`.
+    pub fn request(&self) -> String {
+        format!("{}:cloudinit", self.storage)
+    }
+}
+
 impl Cdrom {
     pub fn slot(&self) -> &str {
         self.slot.as_deref().unwrap_or("ide2")
@@ -180,6 +199,8 @@ pub struct VmSpec {
     /// `hostpci0`…`hostpci15` → PVE's property string (`0000:01:00.0,pcie=1`); `""` removes one.
     #[serde(default)]
     pub hostpci: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub cloudinit_drive: Option<CloudinitDrive>,
     #[serde(default)]
     pub ciuser: Option<String>,
     /// OpenSSH public keys, one a line (sent URL-encoded, as PVE wants them).
@@ -568,6 +589,22 @@ impl VmSpec {
                 errs.push(format!("cdrom: slot '{}' is also used by a disk", c.slot()));
             }
         }
+        if let Some(ci) = &self.cloudinit_drive {
+            if disk_bus(ci.slot()).is_none() {
+                errs.push(format!(
+                    "cloudinit_drive: slot '{}' is not a drive slot",
+                    ci.slot()
+                ));
+            } else if !slots.insert(ci.slot().to_string()) {
+                errs.push(format!(
+                    "cloudinit_drive: slot '{}' is also used by a disk or the cdrom",
+                    ci.slot()
+                ));
+            }
+            if ci.storage.trim().is_empty() {
+                errs.push("cloudinit_drive: storage is empty".into());
+            }
+        }
         let mut nic_slots = std::collections::BTreeSet::new();
         for n in self.nics.iter().flatten() {
             if nic_index(&n.slot).is_none() {
@@ -819,6 +856,9 @@ impl VmSpec {
         }
         if let Some(c) = &self.cdrom {
             out.push((c.slot().to_string(), format!("{},media=cdrom", c.iso())));
+        }
+        if let Some(ci) = &self.cloudinit_drive {
+            out.push((ci.slot().to_string(), ci.request()));
         }
         for n in self.nics.iter().flatten() {
             out.push((n.slot.clone(), n.desired(None)?.render()));

@@ -60,6 +60,35 @@ pub fn alloc_request(file: &str) -> Option<(&str, f64)> {
     }
 }
 
+/// A cloud-init drive request `STORAGE:cloudinit` (qemu-server `create_disks`: a volname of
+/// `cloudinit`): the storage to allocate `vm-<vmid>-cloudinit` on.
+pub fn cloudinit_request(file: &str) -> Option<&str> {
+    split_volid(file).and_then(|(s, name)| (name == "cloudinit").then_some(s))
+}
+
+/// qemu-server `drive_is_cloudinit` (`PVE/QemuServer/Drive.pm`): a file ending in
+/// `[:/]cloudinit` or `[:/]vm-<N>-cloudinit`, optionally with a format suffix. Such a CD-ROM is
+/// the VM's own volume (freed with the VM, unlike an ISO).
+pub fn is_cloudinit_volume(file: &str) -> bool {
+    let base = ["raw", "qcow2", "vmdk"]
+        .iter()
+        .find_map(|f| file.strip_suffix(&format!(".{f}")))
+        .unwrap_or(file);
+    let Some(rest) = base.strip_suffix("cloudinit") else {
+        return false;
+    };
+    if rest.ends_with([':', '/']) {
+        return true;
+    }
+    let Some(vm) = rest.strip_suffix('-') else {
+        return false;
+    };
+    let digits = vm.trim_end_matches(|c: char| c.is_ascii_digit());
+    digits.len() < vm.len()
+        && digits.ends_with("vm-")
+        && digits[..digits.len() - 3].ends_with([':', '/'])
+}
+
 pub fn parse_net(value: &str) -> PropString {
     schema::config_format("net0")
         .and_then(|f| propstr::parse(f, value).ok())
@@ -346,6 +375,17 @@ mod tests {
         assert!(resize_target("x", 0).is_err());
         assert_eq!(crate::model::format_size(4 << 20), "4M");
         assert_eq!(crate::model::format_size(120 << 30), "120G");
+    }
+
+    #[test]
+    fn cloudinit_volumes() {
+        assert!(super::is_cloudinit_volume("local-lvm:vm-100-cloudinit"));
+        assert!(super::is_cloudinit_volume(
+            "local:100/vm-100-cloudinit.qcow2"
+        ));
+        assert!(super::is_cloudinit_volume("local-lvm:cloudinit"));
+        assert!(!super::is_cloudinit_volume("local:iso/cloudinit-seed.iso"));
+        assert!(!super::is_cloudinit_volume("local-lvm:vm-100-disk-0"));
     }
 
     #[test]

@@ -520,3 +520,50 @@ fn import_from_as_create_disks_does_it() {
         );
     }
 }
+
+/// qemu-server `create_disks` for `<storage>:cloudinit`: `vm-<vmid>-cloudinit` as a CD-ROM
+/// (qcow2 in the VM's folder on a file storage), 4 MiB; destroyed with the VM.
+#[test]
+fn cloudinit_drive_as_create_disks_makes_it() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let upid = create(
+            &api,
+            &[
+                ("vmid", "250"),
+                ("ide0", "local-lvm:cloudinit"),
+                ("ciuser", "core"),
+                ("sshkeys", "ssh-ed25519%20AAAAC3Nz%20a%40b"),
+            ],
+        );
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        let c = api.config("pve1", 250);
+        assert_eq!(
+            c["ide0"], "local-lvm:vm-250-cloudinit,media=cdrom",
+            "PVE {v}"
+        );
+        assert_eq!(c["sshkeys"], "ssh-ed25519%20AAAAC3Nz%20a%40b", "PVE {v}");
+        api.put(
+            "/nodes/pve1/qemu/250/config",
+            &[("ide1", "nfs-shared:cloudinit")],
+        )
+        .ok();
+        assert_eq!(
+            api.config("pve1", 250)["ide1"],
+            "nfs-shared:250/vm-250-cloudinit.qcow2,media=cdrom",
+            "PVE {v}"
+        );
+        let upid = api.delete("/nodes/pve1/qemu/250", &[]).upid();
+        assert_eq!(api.exit(&upid), "OK");
+        let left = api
+            .get("/nodes/pve1/storage/local-lvm/content", &[("vmid", "250")])
+            .ok()
+            .clone();
+        assert_eq!(
+            left,
+            json!([]),
+            "PVE {v}: the cloud-init volume goes with the VM"
+        );
+    }
+}

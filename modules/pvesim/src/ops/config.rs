@@ -13,7 +13,8 @@ use crate::schema::{lookup_prop, MethodDef};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action, ConfigChanges, TaskError, TaskResult};
 use crate::vmconfig::{
-    alloc_request, is_cdrom, is_drive_key, missing_boot_device, parse_drive, privilege_for,
+    alloc_request, cloudinit_request, is_cdrom, is_drive_key, missing_boot_device, parse_drive,
+    privilege_for,
 };
 
 use super::hotplug::{self, unplug, Features, Plug};
@@ -212,10 +213,16 @@ pub fn stage(
             continue;
         }
         let d = parse_drive(k, v);
-        if is_cdrom(&d) || alloc_request(d.get("file").unwrap_or_default()).is_none() {
+        let file = d.get("file").unwrap_or_default().to_string();
+        let cloudinit = cloudinit_request(&file).map(str::to_string);
+        if cloudinit.is_none() && (is_cdrom(&d) || alloc_request(&file).is_none()) {
             continue;
         }
-        match sim.allocate(&node, vmid, k, d, false) {
+        let made = match &cloudinit {
+            Some(sid) => sim.allocate_cloudinit(&node, vmid, sid),
+            None => sim.allocate(&node, vmid, k, d, false),
+        };
+        match made {
             Ok(value) => {
                 log.push(format!(
                     "{k}: successfully created disk '{}'",

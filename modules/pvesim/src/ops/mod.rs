@@ -24,7 +24,8 @@ use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
 use crate::sim::{PveVersion, Sim};
 use crate::vmconfig::{
-    alloc_request, is_cdrom, is_drive_key, is_net_key, normalize_tags, parse_drive, split_volid,
+    alloc_request, cloudinit_request, is_cdrom, is_drive_key, is_net_key, normalize_tags,
+    parse_drive, split_volid,
 };
 
 /// The ACL path of a VM.
@@ -115,7 +116,10 @@ fn check_drive(
             return Ok(Some(e));
         }
     }
-    if let Some((sid, _)) = alloc_request(&file) {
+    let request = alloc_request(&file)
+        .map(|(sid, _)| sid)
+        .or_else(|| cloudinit_request(&file));
+    if let Some(sid) = request {
         if sim.storage(node, sid).is_none() {
             return Err(ErrorReply::die(format!("storage '{sid}' does not exist")));
         }
