@@ -1187,12 +1187,7 @@ fn a_failed_hot_plug_is_reported_pending_and_the_rerun_converges() {
 fn sim_with_image(version: &str) -> SimHandle {
     let mut seed = pvesim::Seed::lab();
     seed.cluster.version = version.into();
-    seed.nodes[0].storages[0]
-        .files
-        .push(pvesim::model::FileSeed {
-            name: "import/rhcos.x86_64.qcow2".into(),
-            size: pvesim::model::ByteSize(16 << 30),
-        });
+    assert!(seed.add_file("pve1", "local", "import/rhcos.x86_64.qcow2", 16 << 30));
     Simulator::start(Config::with_seed(seed)).expect("simulator starts")
 }
 

@@ -444,12 +444,7 @@ fn privileges_are_the_releases_own() {
 fn with_cloud_image(version: &str) -> pvesim::SimHandle {
     let mut seed = pvesim::Seed::lab();
     seed.cluster.version = version.into();
-    seed.nodes[0].storages[0]
-        .files
-        .push(pvesim::model::FileSeed {
-            name: "import/rhcos.x86_64.qcow2".into(),
-            size: pvesim::model::ByteSize(16 << 30),
-        });
+    assert!(seed.add_file("pve1", "local", "import/rhcos.x86_64.qcow2", 16 << 30));
     common::start_seed(seed)
 }
 

@@ -33,6 +33,14 @@ fn current(api: &Api, node: &str, vmid: u32) -> Value {
     .clone()
 }
 
+/// `POST …/config` and the exit status of its `qmconfig` task.
+fn post_config(api: &Api, node: &str, vmid: u32, params: &[(&str, &str)]) -> String {
+    let upid = api
+        .post(&format!("/nodes/{node}/qemu/{vmid}/config"), params)
+        .upid();
+    api.exit(&upid)
+}
+
 /// VM 101 (stopped on pve2) with `hotplug` and `cores` set, then started.
 fn running_101(api: &Api, hotplug: &str) {
     api.put(
@@ -50,18 +58,21 @@ fn hotplug_one_means_network_disk_usb() {
         let sim = start_version(v);
         let api = Api::root(&sim);
         running_101(&api, "1");
-        let upid = api
-            .post(
-                "/nodes/pve2/qemu/101/config",
+        assert_eq!(
+            post_config(
+                &api,
+                "pve2",
+                101,
                 &[
                     ("net1", "virtio,bridge=vmbr1"),
                     ("scsi1", "local-lvm:1"),
                     ("vcpus", "1"),
                     ("memory", "2048"),
-                ],
-            )
-            .upid();
-        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+                ]
+            ),
+            "OK",
+            "PVE {v}"
+        );
         let c = current(&api, "pve2", 101);
         assert!(c["net1"].is_string(), "PVE {v}: network hot-plugs: {c}");
         assert!(c["scsi1"].is_string(), "PVE {v}: disk hot-plugs: {c}");
@@ -81,13 +92,11 @@ fn cores_is_not_hot_pluggable_vcpus_is_with_cpu() {
         let sim = start_version(v);
         let api = Api::root(&sim);
         running_101(&api, "network,disk,cpu");
-        let upid = api
-            .post(
-                "/nodes/pve2/qemu/101/config",
-                &[("cores", "4"), ("vcpus", "1")],
-            )
-            .upid();
-        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert_eq!(
+            post_config(&api, "pve2", 101, &[("cores", "4"), ("vcpus", "1")]),
+            "OK",
+            "PVE {v}"
+        );
         let c = current(&api, "pve2", 101);
         assert_eq!(c["cores"], 2, "PVE {v}: cores waits for a restart");
         assert_eq!(c["vcpus"], 1, "PVE {v}: vcpus hot-plugs with cpu");
@@ -101,13 +110,16 @@ fn drive_option_changes_on_a_running_vm_stay_pending() {
         let sim = start_version(v);
         let api = Api::root(&sim);
         let disk = "local-lvm:vm-100-disk-0,size=20G";
-        let upid = api
-            .post(
-                "/nodes/pve1/qemu/100/config",
-                &[("scsi0", "local-lvm:vm-100-disk-0,iothread=1,ssd=1,size=20G")],
-            )
-            .upid();
-        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert_eq!(
+            post_config(
+                &api,
+                "pve1",
+                100,
+                &[("scsi0", "local-lvm:vm-100-disk-0,iothread=1,ssd=1,size=20G")]
+            ),
+            "OK",
+            "PVE {v}"
+        );
         assert_eq!(current(&api, "pve1", 100)["scsi0"], disk, "PVE {v}");
         let (_, pending) = pending_of(&api, "pve1", 100, "scsi0");
         assert!(
@@ -115,13 +127,16 @@ fn drive_option_changes_on_a_running_vm_stay_pending() {
             "PVE {v}: {pending}"
         );
         // A serial number is not among the cold options: it is written at once.
-        let upid = api
-            .post(
-                "/nodes/pve1/qemu/100/config",
-                &[("scsi0", "local-lvm:vm-100-disk-0,serial=root,size=20G")],
-            )
-            .upid();
-        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert_eq!(
+            post_config(
+                &api,
+                "pve1",
+                100,
+                &[("scsi0", "local-lvm:vm-100-disk-0,serial=root,size=20G")]
+            ),
+            "OK",
+            "PVE {v}"
+        );
         assert_eq!(
             current(&api, "pve1", 100)["scsi0"],
             "local-lvm:vm-100-disk-0,serial=root,size=20G",
@@ -183,10 +198,11 @@ fn a_new_disk_on_a_running_vm_is_allocated_at_once() {
         let sim = start_version(v);
         let api = Api::root(&sim);
         // sata does not hot-plug: the disk waits in [PENDING], but as a real volume.
-        let upid = api
-            .post("/nodes/pve1/qemu/100/config", &[("sata1", "local-lvm:2")])
-            .upid();
-        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert_eq!(
+            post_config(&api, "pve1", 100, &[("sata1", "local-lvm:2")]),
+            "OK",
+            "PVE {v}"
+        );
         assert!(current(&api, "pve1", 100).get("sata1").is_none());
         assert_eq!(
             pending_of(&api, "pve1", 100, "sata1").1,
