@@ -143,6 +143,40 @@ pub const CONFIG_KEYS: &[&str] = &[
 /// Keys `extra_config` must not set: a module option manages each (named), or the module
 /// itself does (drives, NICs, `lock`, `template`).
 pub fn managed_by_option(key: &str) -> Option<&'static str> {
+    // Single keys by their own name (`numa`, not the topology's `numa0`), families by base.
+    let scalar = matches!(
+        key,
+        "name"
+            | "cpu"
+            | "cores"
+            | "sockets"
+            | "memory"
+            | "balloon"
+            | "bios"
+            | "machine"
+            | "scsihw"
+            | "boot"
+            | "onboot"
+            | "ostype"
+            | "agent"
+            | "tags"
+            | "description"
+            | "protection"
+            | "vcpus"
+            | "numa"
+            | "hotplug"
+            | "vga"
+            | "rng0"
+            | "startup"
+            | "ciuser"
+            | "sshkeys"
+            | "nameserver"
+            | "searchdomain"
+            | "cicustom"
+    );
+    if scalar {
+        return Some(base_option(key.trim_end_matches('0')));
+    }
     let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
     Some(match base {
         "ide" | "sata" | "scsi" | "virtio" | "unused" => "disks / cdrom",
@@ -153,10 +187,6 @@ pub fn managed_by_option(key: &str) -> Option<&'static str> {
         "hostpci" => "hostpci",
         "serial" => "serial",
         "lock" | "template" | "digest" => "(the module's own)",
-        "name" | "cpu" | "cores" | "sockets" | "memory" | "balloon" | "bios" | "machine"
-        | "scsihw" | "boot" | "onboot" | "ostype" | "agent" | "tags" | "description"
-        | "protection" | "vcpus" | "numa" | "hotplug" | "vga" | "rng" | "startup" | "ciuser"
-        | "sshkeys" | "nameserver" | "searchdomain" | "cicustom" => base_option(base),
         _ => return None,
     })
 }
@@ -580,6 +610,8 @@ mod tests {
         let m = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
         assert!(validate_extra(&m("tablet", "0")).is_empty());
         assert!(validate_extra(&m("usb0", "host=1-1")).is_empty());
+        assert!(validate_extra(&m("numa0", "cpus=0-1,memory=1024")).is_empty());
+        assert!(validate_extra(&m("rng0", "/dev/urandom"))[0].contains("option rng0"));
         assert_eq!(
             validate_extra(&m("cores", "2")),
             ["extra_config: 'cores' is managed by the option cores; set it there"]
