@@ -61,7 +61,13 @@ impl VmRun<'_, '_> {
         self.settle(node, vmid, outcome, || {
             format!("creating VM {vmid} on node '{node}'")
         })?;
-        self.res.config = c.vm_config(node, vmid, false)?;
+        let cfg = c.vm_config(node, vmid, false)?;
+        let imported = spec.disks.iter().flatten().any(|d| d.import_from.is_some());
+        if imported {
+            // An imported disk has the image's size: grow it to the spec's.
+            return self.converge(node, vmid, cfg, iso.as_deref(), false);
+        }
+        self.res.config = cfg;
         Ok(())
     }
 

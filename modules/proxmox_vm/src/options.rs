@@ -82,6 +82,7 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
             Opt::str("wwn"),
             Opt::str("serial"),
             Opt::bool("backup"),
+            Opt::str("import_from"),
         ])),
         Opt::list("nics", Type::Dict).options(ArgSpec::new(vec![
             Opt::str("slot").required(),
@@ -107,6 +108,26 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
         Opt::list("tags", Type::Str),
         Opt::str("description"),
         Opt::bool("protection"),
+        Opt::int("vcpus"),
+        Opt::bool("numa"),
+        Opt::str("hotplug"),
+        Opt::str("vga"),
+        Opt::dict("serial"),
+        Opt::str("rng0"),
+        Opt::str("startup"),
+        Opt::dict("hostpci"),
+        Opt::dict("cloudinit_drive").options(ArgSpec::new(vec![
+            Opt::str("storage").required(),
+            Opt::str("slot").default("ide0"),
+        ])),
+        Opt::str("ciuser"),
+        Opt::str("sshkeys"),
+        Opt::dict("ipconfig"),
+        Opt::str("nameserver"),
+        Opt::str("searchdomain"),
+        Opt::str("cicustom"),
+        Opt::dict("extra_config"),
+        d(Opt::bool("purge_unlisted_disks"), false.into()),
         Opt::dict("agent_iso").options(ArgSpec::new(vec![
             Opt::path("src").required(),
             Opt::str("storage").required(),
@@ -220,6 +241,8 @@ pub struct VmArgs {
     pub apply_pending: String,
     #[serde(default)]
     pub allow_overcommit: bool,
+    #[serde(default)]
+    pub purge_unlisted_disks: bool,
     #[serde(flatten)]
     pub spec: VmSpec,
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::converge::{Intent, VmResult, VmRun};
 use crate::error::VmError;
-use crate::identity::{config_tags, without_marker};
+use crate::identity::{config_tags, owned_config, without_marker};
 use crate::options::VmArgs;
 
 /// How often a config update is sent when someone else keeps changing the VM between our read
@@ -166,7 +166,10 @@ impl VmRun<'_, '_> {
                 config_str(&cfg, "description").as_deref(),
                 iso,
             );
-            let d = diff(&spec, &cfg);
+            let mut d = diff(&spec, &cfg);
+            if args.purge_unlisted_disks {
+                self.purge(vmid, &spec, &cfg, &mut d)?;
+            }
             if !d.problems.is_empty() {
                 return Err(VmError::Refused(format!(
                     "VM {vmid} cannot be converged: {}",
@@ -181,11 +184,15 @@ impl VmRun<'_, '_> {
             self.res.changed = true;
             if ctx.check_mode {
                 let hotplug = config_str(&cfg, "hotplug");
-                if running
-                    && d.set
+                let hp = hotplug.as_deref();
+                let restart = d
+                    .set
+                    .iter()
+                    .any(|(k, v)| needs_restart(k, config_str(&cfg, k).as_deref(), Some(v), hp))
+                    || d.delete
                         .iter()
-                        .any(|(k, v)| needs_restart(k, Some(v), hotplug.as_deref()))
-                {
+                        .any(|k| needs_restart(k, config_str(&cfg, k).as_deref(), None, hp));
+                if running && restart {
                     self.res.reboot_required = true;
                 }
                 self.res.config = cfg;
@@ -204,6 +211,16 @@ impl VmRun<'_, '_> {
                     Err(e) if e.is_digest_mismatch() && attempt < CONFIG_UPDATE_ATTEMPTS => {
                         cfg = c.vm_config(node, vmid, false)?;
                         continue;
+                    }
+                    // qemu-server stages the whole change into [PENDING] before it hot-plugs
+                    // it; a failed hot-plug fails the task and leaves the values pending
+                    // (`vmconfig_hotplug_pending`). The change is then recorded: say so and
+                    // let the pending report below name what waits for a restart.
+                    Err(e) if running && e.is_task_failure() => {
+                        cfg = c.vm_config(node, vmid, false)?;
+                        if !self.recorded_despite(&e, vmid, &cfg, iso) {
+                            return Err(VmError::step(format!("updating VM {vmid}"), e));
+                        }
                     }
                     Err(e) => return Err(VmError::step(format!("updating VM {vmid}"), e)),
                 }
@@ -234,6 +251,57 @@ impl VmRun<'_, '_> {
             c.vm_config(node, vmid, false)?
         };
         Ok(())
+    }
+
+    /// `purge_unlisted_disks`: the disks the spec does not list go, but only from a VM that
+    /// was this project's before the run (its ownership tag or clone marker), never from one
+    /// being adopted now.
+    fn purge(
+        &self,
+        vmid: u32,
+        spec: &VmSpec,
+        cfg: &Map<String, Value>,
+        d: &mut ConfigDiff,
+    ) -> Result<(), VmError> {
+        let before = d.delete.len();
+        pve_types::purge_unlisted_disks(spec, cfg, d);
+        if d.delete.len() > before && !owned_config(cfg, &self.args.owner_tag) {
+            return Err(VmError::Refused(format!(
+                "purge_unlisted_disks: VM {vmid} does not carry the ownership tag '{}' yet, so its \
+                 disks {} are not this project's to destroy; adopt it in a run without \
+                 purge_unlisted_disks first",
+                self.args.owner_tag,
+                d.delete[before..].join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// After a failed config task on a running VM: is the change in the VM's config after all
+    /// (the pending-applied view now matches the spec)? Then it only failed to hot-plug, which
+    /// a warning names; the values wait in [PENDING] for the next start.
+    fn recorded_despite(
+        &mut self,
+        e: &pve_client::Error,
+        vmid: u32,
+        cfg: &Map<String, Value>,
+        iso: Option<&str>,
+    ) -> bool {
+        let spec = effective_spec(
+            self.args,
+            Some(&config_tags(cfg)),
+            config_str(cfg, "description").as_deref(),
+            iso,
+        );
+        if !diff(&spec, cfg).config_params().is_empty() {
+            return false;
+        }
+        self.res.warnings.push(format!(
+            "VM {vmid}: the change is saved but could not be hot-plugged into the running VM \
+             ({}); it stays pending until the VM restarts (apply_pending: reboot)",
+            e.server_text().trim()
+        ));
+        true
     }
 
     /// Report the VM's pending changes and, with `apply_pending: reboot`, reboot a running VM to

@@ -1128,3 +1128,211 @@ fn qcow2_on_lvm_is_refused_up_front_on_both_releases() {
         assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
     }
 }
+
+/// qemu-server `vmconfig_hotplug_pending`: a hot-plug that fails on a running VM fails the
+/// config task, but the change is already saved in `[PENDING]`. The module reports it as
+/// changed and pending (with a warning saying why), not as a failure, and the rerun has nothing
+/// to send; a restart applies it.
+#[test]
+fn a_failed_hot_plug_is_reported_pending_and_the_rerun_converges() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        ok(&run(&sim, &sno()));
+        start_vm(&sim, "pve1", 4100);
+        sim.inject(Fault::HotplugError {
+            vmid: Some(4100),
+            key: "net1".into(),
+            message: "device_add failed".into(),
+            count: 1,
+        })
+        .unwrap();
+        let mut two_nics = sno();
+        two_nics["nics"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"slot": "net1", "bridge": "vmbr1"}));
+        let r = run(&sim, &two_nics);
+        ok(&r);
+        assert_eq!(r["changed"], json!(true), "PVE {v}: {r:#}");
+        assert_eq!(r["changed_keys"], json!(["net1"]), "PVE {v}");
+        assert_eq!(r["pending_keys"], json!(["net1"]), "PVE {v}");
+        assert_eq!(r["reboot_required"], json!(true), "PVE {v}");
+        let warnings = r["warnings"].to_string();
+        assert!(
+            warnings.contains("net1: hotplug problem - device_add failed"),
+            "PVE {v}: {warnings}"
+        );
+        // The rerun: nothing to send, still pending.
+        sim.clear_requests();
+        let r = run(&sim, &two_nics);
+        ok(&r);
+        assert_eq!(r["changed"], json!(false), "PVE {v}: {r:#}");
+        assert_eq!(r["pending_keys"], json!(["net1"]), "PVE {v}");
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+        // Check mode predicts what waits for a restart: an iothread change does, a tag does not.
+        let mut cold = two_nics.clone();
+        cold["disks"][0]["iothread"] = json!(false);
+        let r = run_mode(&sim, &cold, true);
+        assert_eq!(r["reboot_required"], json!(true), "PVE {v}");
+        // apply_pending: reboot applies it.
+        two_nics["apply_pending"] = json!("reboot");
+        let r = run(&sim, &two_nics);
+        ok(&r);
+        assert_eq!(r["pending_keys"], json!([]), "PVE {v}: {r:#}");
+        assert!(sim.vm_config(4100).unwrap().contains_key("net1"));
+    }
+}
+
+/// The lab playing `version`, with a cloud image in `local`'s `import` content.
+fn sim_with_image(version: &str) -> SimHandle {
+    let mut seed = pvesim::Seed::lab();
+    seed.cluster.version = version.into();
+    assert!(seed.add_file("pve1", "local", "import/rhcos.x86_64.qcow2", 16 << 30));
+    Simulator::start(Config::with_seed(seed)).expect("simulator starts")
+}
+
+/// What a `proxmox_kvm` user expects: a VM from a cloud image (`import_from`, grown to the
+/// disk's size) with cloud-init, vcpus, numa, vga, serial, rng0, startup, hostpci and
+/// `extra_config`; the rerun changes nothing (PVE's own spellings, `sshkeys` URL-encoded);
+/// check mode and diff show a change; bad input fails naming the option, sending nothing.
+#[test]
+fn proxmox_kvm_options_cloud_image_and_rerun() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_with_image(v);
+        let mut vm = json!({
+            "name": "cloud-0", "node": "pve1", "vmid": 4300, "cores": 2, "memory": 2048,
+            "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "20G",
+                       "import_from": "local:import/rhcos.x86_64.qcow2"}],
+            "nics": [{"slot": "net0", "bridge": "vmbr0"}],
+            "vcpus": 2, "numa": true, "hotplug": "network,disk,cpu", "vga": "serial0",
+            "serial": {"serial0": "socket"}, "rng0": "source=/dev/urandom,max_bytes=1024,period=1000",
+            "startup": "order=2,up=30", "hostpci": {"hostpci0": "0000:01:00.0,pcie=1"},
+            "cloudinit_drive": {"storage": "local-lvm"},
+            "ciuser": "core", "sshkeys": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 admin@example\n",
+            "ipconfig": {"ipconfig0": "ip=10.0.0.50/24,gw=10.0.0.1"},
+            "nameserver": "10.0.0.1", "searchdomain": "example.com",
+            "cicustom": "user=local:snippets/user.yaml",
+            "extra_config": {"tablet": false, "keyboard": "de"},
+        });
+        let r = run(&sim, &vm);
+        ok(&r);
+        let conf = sim.vm_config(4300).unwrap();
+        assert_eq!(
+            conf["scsi0"], "local-lvm:vm-4300-disk-0,size=20G",
+            "PVE {v}: {conf:?}"
+        );
+        assert_eq!(
+            conf["sshkeys"], "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20admin%40example",
+            "PVE {v}"
+        );
+        assert_eq!(conf["tablet"], "0", "PVE {v}");
+        assert_eq!(conf["ipconfig0"], "ip=10.0.0.50/24,gw=10.0.0.1", "PVE {v}");
+        assert_eq!(conf["serial0"], "socket", "PVE {v}");
+        assert_eq!(
+            conf["ide0"], "local-lvm:vm-4300-cloudinit,media=cdrom",
+            "PVE {v}"
+        );
+        // Rerun: nothing to send.
+        sim.clear_requests();
+        let r = run(&sim, &vm);
+        ok(&r);
+        assert_eq!(r["changed"], json!(false), "PVE {v}: {r:#}");
+        assert!(writes(&sim).is_empty(), "PVE {v}: {:?}", writes(&sim));
+        // Check mode: reported with its diff, not written.
+        vm["ipconfig"] = json!({"ipconfig0": "ip=dhcp"});
+        vm["extra_config"] = json!({"tablet": false, "keyboard": ""});
+        let r = run_mode(&sim, &vm, true);
+        ok(&r);
+        assert_eq!(
+            r["changed_keys"],
+            json!(["ipconfig0", "keyboard"]),
+            "PVE {v}"
+        );
+        assert_eq!(r["diff"]["after"]["ipconfig0"], json!("ip=dhcp"));
+        assert_eq!(r["diff"]["after"]["keyboard"], json!(null));
+        assert!(writes(&sim).is_empty());
+        let r = run(&sim, &vm);
+        ok(&r);
+        let conf = sim.vm_config(4300).unwrap();
+        assert_eq!(conf["ipconfig0"], "ip=dhcp", "PVE {v}");
+        assert!(!conf.contains_key("keyboard"), "PVE {v}");
+    }
+}
+
+#[test]
+fn bad_proxmox_kvm_options_fail_naming_the_option() {
+    let sim = sim();
+    let r = run(
+        &sim,
+        &json!({"name": "bad-0", "node": "pve1", "vmid": 4310, "cores": 2,
+                "vga": "vga9", "rng0": "/dev/zero", "ipconfig": {"ipconfig0": "ip=10.0.0.5"},
+                "hotplug": "disk,gpu", "vcpus": 4, "sshkeys": "not a key",
+                "extra_config": {"cores": 4, "tabletz": 1}}),
+    );
+    failed(&r);
+    let msg = r["msg"].as_str().unwrap();
+    for want in [
+        "vga: unknown type 'vga9'",
+        "rng0: source '/dev/zero'",
+        "ipconfig0: ip '10.0.0.5'",
+        "hotplug: unknown feature 'gpu'",
+        "vcpus 4 must be from 1 to cores × sockets (2)",
+        "sshkeys: 'not a key'",
+        "extra_config: 'cores' is managed by the option cores",
+        "extra_config: 'tabletz' is not a Proxmox VM config key",
+    ] {
+        assert!(msg.contains(want), "missing {want:?} in {msg}");
+    }
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+}
+
+/// `purge_unlisted_disks`: a disk the spec no longer lists is destroyed (with its unused
+/// volumes) on the project's own VM; a VM being adopted keeps its disks and the run says why.
+#[test]
+fn purge_unlisted_disks_only_on_owned_vms() {
+    for v in BOTH_VERSIONS {
+        let sim = sim_version(v);
+        let mut two = sno();
+        two["disks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"slot": "scsi1", "storage": "local-lvm", "size": "10G"}));
+        ok(&run(&sim, &two));
+        assert!(sim.vm_config(4100).unwrap().contains_key("scsi1"));
+        let mut one = sno();
+        one["purge_unlisted_disks"] = json!(true);
+        let r = run_mode(&sim, &one, true);
+        assert_eq!(r["changed_keys"], json!(["scsi1"]), "PVE {v}: {r:#}");
+        assert_eq!(r["diff"]["after"]["scsi1"], json!(null));
+        let r = run(&sim, &one);
+        ok(&r);
+        let conf = sim.vm_config(4100).unwrap();
+        assert!(
+            !conf.contains_key("scsi1") && !conf.keys().any(|k| k.starts_with("unused")),
+            "PVE {v}: {conf:?}"
+        );
+        let vols: Vec<String> = client_for(&sim)
+            .storage_content("pve1", "local-lvm", Some("images"))
+            .unwrap()
+            .into_iter()
+            .map(|v| v.volid)
+            .filter(|v| v.contains("vm-4100-"))
+            .collect();
+        assert_eq!(vols.len(), 2, "PVE {v}: efidisk and scsi0 remain: {vols:?}");
+        // A VM not (yet) ours: adopt with purge is refused, its disks stay.
+        let r = run(
+            &sim,
+            &json!({"vmid": 100, "node": "pve1", "adopt": true, "purge_unlisted_disks": true,
+                    "disks": []}),
+        );
+        failed(&r);
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("purge_unlisted_disks: VM 100 does not carry"),
+            "PVE {v}: {r:#}"
+        );
+        assert!(sim.vm_config(100).unwrap().contains_key("scsi0"));
+    }
+}

@@ -107,6 +107,11 @@ impl Error {
         }
     }
 
+    /// A worker task that ran and failed (the API call itself was accepted).
+    pub fn is_task_failure(&self) -> bool {
+        matches!(self, Error::Task(_))
+    }
+
     /// A missing VM, storage, volume or file (PVE says so with a 500 and one of these texts).
     pub fn is_not_found(&self) -> bool {
         match self {

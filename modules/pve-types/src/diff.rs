@@ -1,12 +1,13 @@
 //! Compare a [`VmSpec`] with a VM's current config, both normalised the way Proxmox normalises, and
 //! say exactly what to send: the keys to set, the `delete` list, the resizes, and what cannot be done.
+//! (What a running VM takes at once is [`crate::hotplug`].)
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
 use crate::propstring::{bool01, format_size, normalize_tags, parse_bool, PropString};
-use crate::spec::{Cdrom, CurrentDrive, Disk, Nic, NicValue, VmSpec};
+use crate::spec::{Cdrom, CloudinitDrive, CurrentDrive, Disk, Nic, NicValue, VmSpec};
 
 /// A disk to grow (PVE cannot shrink).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct ConfigDiff {
     pub after: Map<String, Value>,
     /// Differences the module must not or cannot fix (shrinking, moving disks, EFI type …).
     pub problems: Vec<String>,
+    /// Deleted drives are destroyed, not kept as `unusedN` (`force=1`; see
+    /// [`purge_unlisted_disks`]).
+    pub force: bool,
 }
 
 impl ConfigDiff {
@@ -56,6 +60,9 @@ impl ConfigDiff {
         let mut p = self.set.clone();
         if !self.delete.is_empty() {
             p.push(("delete".into(), self.delete.join(",")));
+            if self.force {
+                p.push(("force".into(), "1".into()));
+            }
         }
         p
     }
@@ -80,6 +87,9 @@ pub fn config_str(cfg: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// The comparable form of a scalar key's value; `None` (unset) maps to Proxmox's default.
 pub fn canonical(key: &str, value: Option<&str>) -> String {
+    if let Some(c) = crate::extra::canonical(key, value) {
+        return c;
+    }
     let v = value.map(str::trim);
     match key {
         "cores" | "sockets" => v.unwrap_or("1").to_string(),
@@ -127,7 +137,8 @@ pub fn canonical(key: &str, value: Option<&str>) -> String {
 pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     let mut d = ConfigDiff::default();
     for (key, want) in spec.scalar_values() {
-        diff_scalar(&mut d, key, want, config_str(current, key));
+        let have = config_str(current, &key);
+        diff_scalar(&mut d, &key, want, have);
     }
     if let Some(want) = spec.efidisk_value() {
         special_drive(
@@ -147,10 +158,47 @@ pub fn diff(spec: &VmSpec, current: &Map<String, Value>) -> ConfigDiff {
     if let Some(c) = &spec.cdrom {
         diff_cdrom(&mut d, current, c);
     }
+    if let Some(ci) = &spec.cloudinit_drive {
+        diff_cloudinit(&mut d, current, ci);
+    }
     if let Some(nics) = &spec.nics {
         diff_nics(&mut d, current, nics);
     }
     d
+}
+
+/// `purge_unlisted_disks`: delete (and destroy, `force=1`) every disk of the VM the spec's
+/// `disks` do not list — drives in a disk slot that are not CD-ROMs, not the spec's CD-ROM
+/// slot, and the `unusedN` volumes left by earlier changes. The caller decides whether the VM
+/// is the project's to purge. Nothing happens when the spec does not list `disks`.
+pub fn purge_unlisted_disks(spec: &VmSpec, current: &Map<String, Value>, d: &mut ConfigDiff) {
+    let Some(disks) = &spec.disks else { return };
+    let listed: BTreeSet<&str> = disks
+        .iter()
+        .map(|x| x.slot.as_str())
+        .chain(spec.cdrom.as_ref().map(Cdrom::slot))
+        .chain(spec.cloudinit_drive.as_ref().map(CloudinitDrive::slot))
+        .collect();
+    let mut keys: Vec<&String> = current
+        .keys()
+        .filter(|k| {
+            let unused = k
+                .strip_prefix("unused")
+                .is_some_and(|n| n.parse::<u32>().is_ok());
+            let disk = crate::spec::disk_bus(k).is_some()
+                && !listed.contains(k.as_str())
+                && config_str(current, k)
+                    .and_then(|v| CurrentDrive::parse(k, &v).ok())
+                    .is_some_and(|dr| !dr.cdrom);
+            unused || disk
+        })
+        .collect();
+    keys.sort();
+    for k in keys {
+        d.record(k, config_str(current, k).as_deref(), None);
+        d.delete.push(k.clone());
+        d.force = true;
+    }
 }
 
 /// One scalar key (`memory`, `tags`, `agent` …): set it, delete it (empty text), or leave it.
@@ -158,7 +206,8 @@ fn diff_scalar(d: &mut ConfigDiff, key: &str, want: String, have: Option<String>
     if canonical(key, Some(&want)) == canonical(key, have.as_deref()) {
         return;
     }
-    if (key == "description" || key == "tags") && want.trim().is_empty() {
+    // An empty value removes the key (`description`, `tags`, an `extra_config` entry, …).
+    if want.trim().is_empty() {
         if have.is_some() {
             d.delete.push(key.to_string());
             d.record(key, have.as_deref(), None);
@@ -287,6 +336,41 @@ fn diff_cdrom(d: &mut ConfigDiff, current: &Map<String, Value>, c: &Cdrom) {
     }
 }
 
+/// The cloud-init drive: created when its slot is empty. Proxmox names the volume
+/// `vm-<vmid>-cloudinit` (qemu-server `create_disks`); another drive in the slot, or the
+/// drive on another storage, is a problem (the module does not move it).
+fn diff_cloudinit(d: &mut ConfigDiff, current: &Map<String, Value>, ci: &CloudinitDrive) {
+    let slot = ci.slot();
+    let Some(raw) = config_str(current, slot) else {
+        let want = ci.request();
+        d.record(slot, None, Some(&want));
+        d.set.push((slot.to_string(), want));
+        return;
+    };
+    match CurrentDrive::parse(slot, &raw) {
+        Ok(dr) if !is_cloudinit_volid(&dr.volid) => d.problems.push(format!(
+            "cloudinit_drive: {slot} holds {}, not a cloud-init drive; use another cloudinit_drive.slot",
+            dr.volid
+        )),
+        Ok(dr) if dr.storage.as_deref() != Some(ci.storage.as_str()) => d.problems.push(format!(
+            "cloudinit_drive is on storage '{}', the spec says '{}': the module does not move it",
+            dr.storage.as_deref().unwrap_or("?"),
+            ci.storage
+        )),
+        Ok(_) => {}
+        Err(e) => d.problems.push(e.to_string()),
+    }
+}
+
+/// `vm-<N>-cloudinit` (with a format suffix on file storages), Proxmox's cloud-init volume.
+fn is_cloudinit_volid(volid: &str) -> bool {
+    let name = volid.rsplit(['/', ':']).next().unwrap_or("");
+    let name = name.split('.').next().unwrap_or("");
+    name.strip_prefix("vm-")
+        .and_then(|r| r.strip_suffix("-cloudinit"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The spec's NICs (keeping each current MAC), then deleting the VM's `netN` the spec lacks.
 fn diff_nics(d: &mut ConfigDiff, current: &Map<String, Value>, nics: &[Nic]) {
     for n in nics {
@@ -361,27 +445,6 @@ fn special_drive(
                 "{key} has {sub}={h} but the spec asks for {w}; Proxmox cannot change this in place (remove {key} while the VM is stopped to recreate it)"
             ));
         }
-    }
-}
-
-/// Would setting `key` (to `value`) on a running VM wait for a restart? `hotplug` is the VM's
-/// `hotplug` value (default `network,disk,usb`; `1` = all, `0` = none). CD-ROM media changes are live.
-pub fn needs_restart(key: &str, value: Option<&str>, hotplug: Option<&str>) -> bool {
-    if value.is_some_and(|v| v.contains("media=cdrom")) {
-        return false;
-    }
-    let hp = hotplug.unwrap_or("network,disk,usb");
-    let has = |what: &str| hp == "1" || hp.split(',').any(|x| x.trim() == what);
-    match key {
-        "name" | "description" | "tags" | "onboot" | "protection" | "balloon" => false,
-        "memory" => !has("memory"),
-        "cores" | "vcpus" => !has("cpu"),
-        k if k.starts_with("net") && k[3..].parse::<u32>().is_ok() => !has("network"),
-        k if k.starts_with("scsi") || k.starts_with("virtio") => {
-            crate::spec::disk_bus(k).is_none() || !has("disk")
-        }
-        // CD-ROM media changes and resizes apply live; other drives on ide/sata do not hotplug.
-        _ => true,
     }
 }
 
@@ -656,6 +719,122 @@ mod tests {
     }
 
     #[test]
+    fn proxmox_kvm_options_diff_like_the_rest() {
+        let keys = "ssh-ed25519 AAAAC3Nz admin@example";
+        let s = VmSpec {
+            vcpus: Some(2),
+            numa: Some(true),
+            hotplug: Some("1".into()),
+            vga: Some("serial0".into()),
+            sshkeys: Some(format!("{keys}\n")),
+            ipconfig: Some(
+                [(
+                    "ipconfig0".to_string(),
+                    "ip=10.0.0.5/24,gw=10.0.0.1".to_string(),
+                )]
+                .into(),
+            ),
+            extra_config: Some([("tablet".to_string(), json!(false))].into()),
+            ..Default::default()
+        };
+        let d = diff(&s, &as_created());
+        let set: Vec<&str> = d.set.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            set,
+            ["vcpus", "numa", "vga", "sshkeys", "ipconfig0", "tablet"],
+            "hotplug 1 is the default: no change"
+        );
+        assert_eq!(d.set[3].1, "ssh-ed25519%20AAAAC3Nz%20admin%40example");
+        assert_eq!(d.set[5].1, "0");
+        // What PVE stores afterwards (its own order and types) is no change.
+        let mut cur = as_created();
+        for (k, v) in [
+            ("vcpus", json!(2)),
+            ("numa", json!(1)),
+            ("vga", json!("type=serial0")),
+            ("sshkeys", json!("ssh-ed25519%20AAAAC3Nz%20admin%40example")),
+            ("ipconfig0", json!("gw=10.0.0.1,ip=10.0.0.5/24")),
+            ("tablet", json!(0)),
+            ("hotplug", json!("network,disk,usb")),
+        ] {
+            cur.insert(k.into(), v);
+        }
+        assert!(diff(&s, &cur).is_empty(), "{:?}", diff(&s, &cur));
+        // An empty extra value removes the key.
+        let mut s2 = s.clone();
+        s2.extra_config = Some([("tablet".to_string(), json!(""))].into());
+        assert_eq!(diff(&s2, &cur).delete, vec!["tablet"]);
+    }
+
+    #[test]
+    fn purge_deletes_unlisted_disks_and_unused_volumes_only() {
+        let mut cur = as_created();
+        cur.insert("scsi1".into(), json!("local-lvm:vm-101-disk-2,size=10G"));
+        cur.insert("unused0".into(), json!("local-lvm:vm-101-disk-3"));
+        cur.insert("sata0".into(), json!("local:iso/x.iso,media=cdrom"));
+        let mut d = diff(&spec(), &cur);
+        purge_unlisted_disks(&spec(), &cur, &mut d);
+        assert_eq!(d.delete, vec!["scsi1", "unused0"]);
+        assert!(d.force);
+        assert_eq!(
+            d.config_params()[d.config_params().len() - 1],
+            ("force".to_string(), "1".to_string())
+        );
+        let mut none = VmSpec::default();
+        let mut d = diff(&none, &cur);
+        purge_unlisted_disks(&none, &cur, &mut d);
+        assert!(d.delete.is_empty(), "disks not managed: nothing purged");
+        none.disks = Some(vec![]);
+        let mut d = ConfigDiff::default();
+        purge_unlisted_disks(&none, &cur, &mut d);
+        assert_eq!(d.delete, vec!["scsi0", "scsi1", "unused0"]);
+    }
+
+    #[test]
+    fn cloudinit_drive_is_created_once() {
+        let s = VmSpec {
+            cloudinit_drive: Some(CloudinitDrive {
+                storage: "local-lvm".into(),
+                slot: None,
+            }),
+            ..Default::default()
+        };
+        let d = diff(&s, &as_created());
+        assert_eq!(
+            d.set,
+            vec![("ide0".to_string(), "local-lvm:cloudinit".to_string())]
+        );
+        let mut cur = as_created();
+        cur.insert(
+            "ide0".into(),
+            json!("local-lvm:vm-101-cloudinit,media=cdrom"),
+        );
+        assert!(diff(&s, &cur).is_empty());
+        cur.insert(
+            "ide0".into(),
+            json!("local:101/vm-101-cloudinit.qcow2,media=cdrom"),
+        );
+        assert!(diff(&s, &cur).problems[0].contains("on storage 'local'"));
+        cur.insert("ide0".into(), json!("local:iso/x.iso,media=cdrom"));
+        assert!(diff(&s, &cur).problems[0].contains("not a cloud-init drive"));
+    }
+
+    #[test]
+    fn import_from_allocates_from_the_image() {
+        let disk = Disk {
+            slot: "scsi0".into(),
+            storage: "local-lvm".into(),
+            size: "120G".into(),
+            import_from: Some("local:import/rhcos.qcow2".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            disk.allocation_string().unwrap(),
+            "local-lvm:0,import-from=local:import/rhcos.qcow2"
+        );
+    }
+
+    #[test]
     fn unmanaged_keys_are_left_alone() {
         let s = VmSpec {
             memory: Some(16384),
@@ -674,23 +853,5 @@ mod tests {
         let mut cur2 = cur.clone();
         cur2.remove("bios");
         assert!(diff(&s, &cur2).is_empty());
-    }
-
-    #[test]
-    fn restart_prediction() {
-        assert!(needs_restart("cores", None, None));
-        assert!(!needs_restart("cores", None, Some("network,disk,cpu")));
-        assert!(needs_restart("memory", None, None));
-        assert!(!needs_restart("net0", None, None));
-        assert!(!needs_restart("scsi1", None, None));
-        assert!(needs_restart("sata1", None, None));
-        assert!(needs_restart("net0", None, Some("0")));
-        assert!(!needs_restart("tags", None, Some("0")));
-        assert!(needs_restart("machine", None, Some("1")));
-        assert!(!needs_restart(
-            "ide2",
-            Some("local:iso/a.iso,media=cdrom"),
-            None
-        ));
     }
 }

@@ -5,6 +5,8 @@
 //! does not set go back to Proxmox's defaults, except identity the module must keep (a NIC's MAC when
 //! none is given, a disk's volume).
 
+use std::collections::BTreeMap;
+
 use crate::error::SpecError;
 use serde::Deserialize;
 
@@ -40,6 +42,11 @@ pub struct Disk {
     pub serial: Option<String>,
     #[serde(default)]
     pub backup: Option<bool>,
+    /// A volume to copy into the new disk (`local:import/rhcos.qcow2`, another VM's disk):
+    /// PVE's `import-from`. Only used when the disk is allocated; `size` is then the size to
+    /// grow the copy to (at least the image's).
+    #[serde(default)]
+    pub import_from: Option<String>,
 }
 
 /// One network card.
@@ -91,6 +98,25 @@ pub struct Cdrom {
     /// An ISO volume (`local:iso/agent.x86_64.iso`) or `none` for an empty drive.
     #[serde(default)]
     pub iso: Option<String>,
+}
+
+/// The cloud-init drive Proxmox generates from the cloud-init options (`<storage>:cloudinit`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct CloudinitDrive {
+    pub storage: String,
+    /// A drive slot; `ide0` unless given (`ide2` is the CD-ROM's).
+    #[serde(default)]
+    pub slot: Option<String>,
+}
+
+impl CloudinitDrive {
+    pub fn slot(&self) -> &str {
+        self.slot.as_deref().unwrap_or("ide0")
+    }
+    /// What creates it: `local-lvm:cloudinit`.
+    pub fn request(&self) -> String {
+        format!("{}:cloudinit", self.storage)
+    }
 }
 
 impl Cdrom {
@@ -150,6 +176,50 @@ pub struct VmSpec {
     pub description: Option<String>,
     #[serde(default)]
     pub protection: Option<bool>,
+    /// Hot-plugged vCPUs (at most cores × sockets).
+    #[serde(default)]
+    pub vcpus: Option<u32>,
+    #[serde(default)]
+    pub numa: Option<bool>,
+    /// `network,disk,usb` (also `1`), `0`, or a list of network, disk, cpu, memory, usb, cloudinit.
+    #[serde(default)]
+    pub hotplug: Option<String>,
+    /// PVE's `vga` property string (`serial0`, `std,memory=32`).
+    #[serde(default)]
+    pub vga: Option<String>,
+    /// `serial0`…`serial3` → `socket` or a `/dev/` path; `""` removes one.
+    #[serde(default)]
+    pub serial: Option<BTreeMap<String, String>>,
+    /// PVE's `rng0` property string (`source=/dev/urandom,max_bytes=1024,period=1000`).
+    #[serde(default)]
+    pub rng0: Option<String>,
+    /// PVE's `startup` property string (`order=1,up=30,down=60`).
+    #[serde(default)]
+    pub startup: Option<String>,
+    /// `hostpci0`…`hostpci15` → PVE's property string (`0000:01:00.0,pcie=1`); `""` removes one.
+    #[serde(default)]
+    pub hostpci: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub cloudinit_drive: Option<CloudinitDrive>,
+    #[serde(default)]
+    pub ciuser: Option<String>,
+    /// OpenSSH public keys, one a line (sent URL-encoded, as PVE wants them).
+    #[serde(default)]
+    pub sshkeys: Option<String>,
+    /// `ipconfig0`…`ipconfig31` → `ip=10.0.0.5/24,gw=10.0.0.1` (or `ip=dhcp`); `""` removes one.
+    #[serde(default)]
+    pub ipconfig: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub nameserver: Option<String>,
+    #[serde(default)]
+    pub searchdomain: Option<String>,
+    /// PVE's `cicustom` (`user=local:snippets/user.yaml,network=…`).
+    #[serde(default)]
+    pub cicustom: Option<String>,
+    /// Any other VM config key PVE knows, as PVE spells its value (`tablet: 0`,
+    /// `usb0: host=1-1`); `""` (or null) removes it. Keys an option manages are refused.
+    #[serde(default)]
+    pub extra_config: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 /// The bus of a disk slot and its index range.
@@ -240,7 +310,15 @@ impl Disk {
     pub fn allocation_string(&self) -> Result<String, SpecError> {
         let size = exact_gib(self.size_bytes()? / KIB);
         let mut p = PropString::new();
-        p.set("file", format!("{}:{size}", self.storage));
+        match &self.import_from {
+            // PVE takes `import-from` only with a size of 0; the copy has the image's size
+            // and is grown to `size` afterwards.
+            Some(src) => {
+                p.set("file", format!("{}:0", self.storage));
+                p.set("import-from", src.clone());
+            }
+            None => p.set("file", format!("{}:{size}", self.storage)),
+        }
         if let Some(f) = &self.format {
             p.set("format", f.clone());
         }
@@ -511,6 +589,22 @@ impl VmSpec {
                 errs.push(format!("cdrom: slot '{}' is also used by a disk", c.slot()));
             }
         }
+        if let Some(ci) = &self.cloudinit_drive {
+            if disk_bus(ci.slot()).is_none() {
+                errs.push(format!(
+                    "cloudinit_drive: slot '{}' is not a drive slot",
+                    ci.slot()
+                ));
+            } else if !slots.insert(ci.slot().to_string()) {
+                errs.push(format!(
+                    "cloudinit_drive: slot '{}' is also used by a disk or the cdrom",
+                    ci.slot()
+                ));
+            }
+            if ci.storage.trim().is_empty() {
+                errs.push("cloudinit_drive: storage is empty".into());
+            }
+        }
         let mut nic_slots = std::collections::BTreeSet::new();
         for n in self.nics.iter().flatten() {
             if nic_index(&n.slot).is_none() {
@@ -572,6 +666,7 @@ impl VmSpec {
                 errs.push("tpm needs a storage: set tpm.storage (or list a disk)".into());
             }
         }
+        self.validate_extra(&mut errs);
         errs
     }
 
@@ -620,11 +715,11 @@ impl VmSpec {
     }
 
     /// Scalar keys and the value to send for each managed one.
-    pub fn scalar_values(&self) -> Vec<(&'static str, String)> {
-        let mut v: Vec<(&'static str, String)> = Vec::new();
-        let mut push = |k: &'static str, val: Option<String>| {
+    pub fn scalar_values(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = Vec::new();
+        let mut push = |k: &str, val: Option<String>| {
             if let Some(val) = val {
-                v.push((k, val));
+                v.push((k.to_string(), val));
             }
         };
         push("name", self.name.clone());
@@ -643,18 +738,112 @@ impl VmSpec {
         push("tags", self.tags_value());
         push("description", self.description.clone());
         push("protection", self.protection.map(|b| bool01(b).to_string()));
+        push("vcpus", self.vcpus.map(|x| x.to_string()));
+        push("numa", self.numa.map(|b| bool01(b).to_string()));
+        push("hotplug", self.hotplug.clone());
+        push("vga", self.vga.clone());
+        push("rng0", self.rng0.clone());
+        push("startup", self.startup.clone());
+        push("ciuser", self.ciuser.clone());
+        push(
+            "sshkeys",
+            self.sshkeys
+                .as_deref()
+                .map(|k| crate::extra::send_value("sshkeys", k)),
+        );
+        push("nameserver", self.nameserver.clone());
+        push("searchdomain", self.searchdomain.clone());
+        push("cicustom", self.cicustom.clone());
+        for map in [&self.serial, &self.hostpci, &self.ipconfig] {
+            for (k, val) in map.iter().flatten() {
+                push(k, Some(val.clone()));
+            }
+        }
+        for (k, val) in self.extra_config.iter().flatten() {
+            push(k, Some(extra_value(val)));
+        }
         v
+    }
+
+    /// Every problem with the proxmox_kvm-style options, each naming the option.
+    fn validate_extra(&self, errs: &mut Vec<String>) {
+        let single = [
+            ("hotplug", &self.hotplug),
+            ("vga", &self.vga),
+            ("rng0", &self.rng0),
+            ("startup", &self.startup),
+            ("nameserver", &self.nameserver),
+            ("cicustom", &self.cicustom),
+            ("sshkeys", &self.sshkeys),
+        ];
+        for (k, v) in single {
+            if let Some(Err(e)) = v.as_deref().map(|v| crate::extra::validate(k, v)) {
+                errs.push(e);
+            }
+        }
+        let indexed = [
+            ("serial", &self.serial, 3),
+            ("hostpci", &self.hostpci, 15),
+            ("ipconfig", &self.ipconfig, 31),
+        ];
+        for (base, map, max) in indexed {
+            for (k, v) in map.iter().flatten() {
+                // `serial0`…: digits without a leading zero, within the range.
+                let index = k
+                    .strip_prefix(base)
+                    .filter(|n| !(n.starts_with('0') && n.len() > 1))
+                    .and_then(|n| n.parse::<u32>().ok());
+                if index.is_none_or(|i| i > max) {
+                    errs.push(format!("{base}: '{k}' is not a key ({base}0-{base}{max})"));
+                } else if !v.is_empty() {
+                    if let Err(e) = crate::extra::validate(k, v) {
+                        errs.push(e);
+                    }
+                }
+            }
+        }
+        if let Some(n) = self.vcpus {
+            let max = self.cores.unwrap_or(1) * self.sockets.unwrap_or(1);
+            if n == 0 || (self.cores.is_some() && n > max) {
+                errs.push(format!(
+                    "vcpus {n} must be from 1 to cores × sockets ({max})"
+                ));
+            }
+        }
+        if let Some(extra) = &self.extra_config {
+            let text: BTreeMap<String, String> = extra
+                .iter()
+                .map(|(k, v)| (k.clone(), extra_value(v)))
+                .filter(|(_, v)| !v.is_empty())
+                .collect();
+            let mut keys_only = text.clone();
+            for k in extra.keys() {
+                keys_only.entry(k.clone()).or_default();
+            }
+            errs.extend(crate::extra::validate_extra(&keys_only));
+        }
+        for d in self.disks.iter().flatten() {
+            if let Some(src) = &d.import_from {
+                if !src.contains(':') || src.starts_with('/') {
+                    errs.push(format!(
+                        "disks: {}: import_from '{src}' is not a Proxmox volume (storage:import/image.qcow2)",
+                        d.slot
+                    ));
+                }
+            }
+        }
     }
 
     /// Parameters for `POST /nodes/{node}/qemu` (without `vmid` and `pool`).
     pub fn create_params(&self) -> Result<Vec<(String, String)>, SpecError> {
         let mut out: Vec<(String, String)> = Vec::new();
         for (k, v) in self.scalar_values() {
-            // An empty description or tag list is simply not set on a new VM.
-            if (k == "description" || k == "tags") && v.is_empty() {
+            // An empty value (description, tags, an extra key to remove) is simply not set on
+            // a new VM.
+            if v.is_empty() {
                 continue;
             }
-            out.push((k.to_string(), v));
+            out.push((k, v));
         }
         if let Some(e) = self.efidisk_value() {
             out.push(("efidisk0".into(), e));
@@ -667,6 +856,9 @@ impl VmSpec {
         }
         if let Some(c) = &self.cdrom {
             out.push((c.slot().to_string(), format!("{},media=cdrom", c.iso())));
+        }
+        if let Some(ci) = &self.cloudinit_drive {
+            out.push((ci.slot().to_string(), ci.request()));
         }
         for n in self.nics.iter().flatten() {
             out.push((n.slot.clone(), n.desired(None)?.render()));
@@ -681,6 +873,16 @@ impl VmSpec {
             *m.entry(d.storage.clone()).or_default() += d.size_bytes().unwrap_or(0);
         }
         m.into_iter().collect()
+    }
+}
+
+/// An `extra_config` value as PVE spells it: booleans `1`/`0`, numbers as written, null `""`.
+pub fn extra_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Bool(b) => bool01(*b).to_string(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 
@@ -751,6 +953,7 @@ mod tests {
             description: Some("control plane".into()),
             protection: None,
             tpm: None,
+            ..Default::default()
         }
     }
 

@@ -83,6 +83,18 @@ pub enum Fault {
         #[serde(default = "one")]
         count: u32,
     },
+    /// The next `count` hot-plugs of `key` (e.g. `scsi1`, `net1`) into a running VM (optionally
+    /// only `vmid`) fail with `message`, as a QMP `device_add` error would: qemu-server's
+    /// `vmconfig_hotplug_pending` reports `key: hotplug problem - <message>`, the value stays in
+    /// `[PENDING]` and the config task fails.
+    HotplugError {
+        #[serde(default)]
+        vmid: Option<u32>,
+        key: String,
+        message: String,
+        #[serde(default = "one")]
+        count: u32,
+    },
     /// Leaves only `free` bytes (default 0) on a storage.
     FillStorage {
         node: String,
@@ -265,6 +277,24 @@ impl Faults {
         out
     }
 
+    /// Consumes one armed hot-plug failure of `key` on `vmid`: its message.
+    pub fn take_hotplug_error(&mut self, vmid: u32, key: &str) -> Option<String> {
+        let out = self.armed.iter_mut().find_map(|f| match f {
+            Fault::HotplugError {
+                vmid: v,
+                key: k,
+                message,
+                count,
+            } if *count > 0 && k == key && v.is_none_or(|v| v == vmid) => {
+                *count -= 1;
+                Some(message.clone())
+            }
+            _ => None,
+        });
+        self.gc();
+        out
+    }
+
     /// Total latency to add for a request (consumes counted latency faults).
     pub fn take_latency(&mut self, path: &str) -> u64 {
         let mut total = 0;
@@ -301,6 +331,7 @@ impl Faults {
                     | Fault::HttpError { count: 0, .. }
                     | Fault::ProxyError { count: 0, .. }
                     | Fault::EditAfterRead { count: 0, .. }
+                    | Fault::HotplugError { count: 0, .. }
             )
         });
     }

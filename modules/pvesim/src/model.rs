@@ -299,6 +299,27 @@ impl Seed {
         // YAML is a superset of JSON, so one parser serves both.
         Seed::from_yaml(&text)
     }
+    /// Puts a file (`import/rhcos.qcow2`, `iso/x.iso`) of `size` bytes on `storage` of `node`;
+    /// false when the seed has no such storage.
+    pub fn add_file(&mut self, node: &str, storage: &str, name: &str, size: u64) -> bool {
+        let st = self
+            .nodes
+            .iter_mut()
+            .filter(|n| n.name == node)
+            .flat_map(|n| n.storages.iter_mut())
+            .find(|s| s.id == storage);
+        match st {
+            Some(st) => {
+                st.files.push(FileSeed {
+                    name: name.to_string(),
+                    size: ByteSize(size),
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The 3-node lab from `examples/lab.yaml`.
     pub fn lab() -> Seed {
         Seed::from_yaml(include_str!("../examples/lab.yaml")).expect("examples/lab.yaml is valid")

@@ -1,4 +1,4 @@
-//! Pure VM-config logic: drive/NIC strings, normalisation, digest, hotplug rules.
+//! Pure VM-config logic: drive/NIC strings, normalisation, digest (hot-plug rules: `ops::hotplug`).
 
 use std::collections::BTreeMap;
 
@@ -58,6 +58,35 @@ pub fn alloc_request(file: &str) -> Option<(&str, f64)> {
     } else {
         None
     }
+}
+
+/// A cloud-init drive request `STORAGE:cloudinit` (qemu-server `create_disks`: a volname of
+/// `cloudinit`): the storage to allocate `vm-<vmid>-cloudinit` on.
+pub fn cloudinit_request(file: &str) -> Option<&str> {
+    split_volid(file).and_then(|(s, name)| (name == "cloudinit").then_some(s))
+}
+
+/// qemu-server `drive_is_cloudinit` (`PVE/QemuServer/Drive.pm`): a file ending in
+/// `[:/]cloudinit` or `[:/]vm-<N>-cloudinit`, optionally with a format suffix. Such a CD-ROM is
+/// the VM's own volume (freed with the VM, unlike an ISO).
+pub fn is_cloudinit_volume(file: &str) -> bool {
+    let base = ["raw", "qcow2", "vmdk"]
+        .iter()
+        .find_map(|f| file.strip_suffix(&format!(".{f}")))
+        .unwrap_or(file);
+    let Some(rest) = base.strip_suffix("cloudinit") else {
+        return false;
+    };
+    if rest.ends_with([':', '/']) {
+        return true;
+    }
+    let Some(vm) = rest.strip_suffix('-') else {
+        return false;
+    };
+    let digits = vm.trim_end_matches(|c: char| c.is_ascii_digit());
+    digits.len() < vm.len()
+        && digits.ends_with("vm-")
+        && digits[..digits.len() - 3].ends_with([':', '/'])
 }
 
 pub fn parse_net(value: &str) -> PropString {
@@ -196,51 +225,6 @@ pub fn sha1_hex(text: &str) -> String {
         .collect()
 }
 
-/// Options applied immediately even on a running VM (qemu-server "fast plug").
-const FAST_PLUG: &[&str] = &[
-    "name",
-    "description",
-    "tags",
-    "onboot",
-    "protection",
-    "startup",
-    "lock",
-    "hookscript",
-    "vmstatestorage",
-    "ciuser",
-    "cipassword",
-    "sshkeys",
-    "nameserver",
-    "searchdomain",
-    "citype",
-    "ciupgrade",
-    "cicustom",
-];
-
-/// Whether a change to `key` takes effect live on a running VM, given `hotplug`
-/// (default `network,disk,usb`).
-pub fn applies_live(key: &str, hotplug: Option<&str>) -> bool {
-    let hp = hotplug.unwrap_or("network,disk,usb");
-    let has = |f: &str| hp == "1" || hp.split(',').any(|x| x == f);
-    if FAST_PLUG.contains(&key) || key.starts_with("ipconfig") {
-        return true;
-    }
-    if is_net_key(key) {
-        return has("network");
-    }
-    if key.starts_with("unused") {
-        return true;
-    }
-    if is_drive_key(key) {
-        return has("disk") && key != "efidisk0" && key != "tpmstate0";
-    }
-    match key {
-        "memory" | "balloon" => has("memory"),
-        "vcpus" => has("cpu"),
-        _ => false,
-    }
-}
-
 /// The privilege qemu-server requires to change `key`.
 pub fn privilege_for(key: &str, value: Option<&str>) -> &'static str {
     let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -347,9 +331,8 @@ pub fn json_value(key: &str, value: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::{
-        alloc_request, applies_live, default_boot, is_drive_key, missing_boot_device,
-        normalize_tags, parse_drive, parse_net, print_net, random_mac, resize_target, schema,
-        BTreeMap,
+        alloc_request, default_boot, is_drive_key, missing_boot_device, normalize_tags,
+        parse_drive, parse_net, print_net, random_mac, resize_target, schema, BTreeMap,
     };
 
     #[test]
@@ -386,22 +369,23 @@ mod tests {
     }
 
     #[test]
-    fn hotplug_rules() {
-        assert!(applies_live("net0", None));
-        assert!(applies_live("scsi1", None));
-        assert!(!applies_live("cores", None));
-        assert!(!applies_live("memory", None));
-        assert!(applies_live("memory", Some("network,disk,memory")));
-        assert!(applies_live("name", None));
-    }
-
-    #[test]
     fn resize_and_sizes() {
         assert_eq!(resize_target("+10G", 32 << 30).unwrap(), 42 << 30);
         assert_eq!(resize_target("130G", 32 << 30).unwrap(), 130 << 30);
         assert!(resize_target("x", 0).is_err());
         assert_eq!(crate::model::format_size(4 << 20), "4M");
         assert_eq!(crate::model::format_size(120 << 30), "120G");
+    }
+
+    #[test]
+    fn cloudinit_volumes() {
+        assert!(super::is_cloudinit_volume("local-lvm:vm-100-cloudinit"));
+        assert!(super::is_cloudinit_volume(
+            "local:100/vm-100-cloudinit.qcow2"
+        ));
+        assert!(super::is_cloudinit_volume("local-lvm:cloudinit"));
+        assert!(!super::is_cloudinit_volume("local:iso/cloudinit-seed.iso"));
+        assert!(!super::is_cloudinit_volume("local-lvm:vm-100-disk-0"));
     }
 
     #[test]

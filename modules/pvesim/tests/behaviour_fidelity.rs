@@ -439,3 +439,126 @@ fn privileges_are_the_releases_own() {
         assert_eq!(ping(), 200, "PVE {v}");
     }
 }
+
+/// The lab playing `version`, with a qcow2 cloud image in `local`'s `import` content.
+fn with_cloud_image(version: &str) -> pvesim::SimHandle {
+    let mut seed = pvesim::Seed::lab();
+    seed.cluster.version = version.into();
+    assert!(seed.add_file("pve1", "local", "import/rhcos.x86_64.qcow2", 16 << 30));
+    common::start_seed(seed)
+}
+
+/// qemu-server `create_disks` with `import-from`: `<storage>:0` only, from an `images` or
+/// `import` volume, the new disk the source's size; a missing source fails the worker.
+#[test]
+fn import_from_as_create_disks_does_it() {
+    for v in BOTH_VERSIONS {
+        let sim = with_cloud_image(v);
+        let api = Api::root(&sim);
+        let upid = create(
+            &api,
+            &[
+                ("vmid", "240"),
+                (
+                    "scsi0",
+                    "local-lvm:0,import-from=local:import/rhcos.x86_64.qcow2",
+                ),
+            ],
+        );
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        assert_eq!(
+            api.config("pve1", 240)["scsi0"],
+            "local-lvm:vm-240-disk-0,size=16G",
+            "PVE {v}"
+        );
+        let r = api.post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "241"),
+                (
+                    "scsi0",
+                    "local-lvm:32,import-from=local:import/rhcos.x86_64.qcow2",
+                ),
+            ],
+        );
+        assert_eq!(r.status, 400, "PVE {v}");
+        assert!(
+            r.error("scsi0").contains("requires special syntax"),
+            "PVE {v}"
+        );
+        let r = api.post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "241"),
+                (
+                    "scsi0",
+                    "local-lvm:0,import-from=local:iso/agent.x86_64.iso",
+                ),
+            ],
+        );
+        assert_eq!(
+            r.error("scsi0"),
+            "local:iso/agent.x86_64.iso has wrong type 'iso' - needs to be 'images' or 'import'",
+            "PVE {v}"
+        );
+        let upid = create(
+            &api,
+            &[
+                ("vmid", "242"),
+                ("scsi0", "local-lvm:0,import-from=local:import/gone.qcow2"),
+            ],
+        );
+        assert_eq!(
+            api.exit(&upid),
+            "unable to create VM 242 - cannot import from 'local:import/gone.qcow2' - could not get size of local:import/gone.qcow2",
+            "PVE {v}"
+        );
+    }
+}
+
+/// qemu-server `create_disks` for `<storage>:cloudinit`: `vm-<vmid>-cloudinit` as a CD-ROM
+/// (qcow2 in the VM's folder on a file storage), 4 MiB; destroyed with the VM.
+#[test]
+fn cloudinit_drive_as_create_disks_makes_it() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        let upid = create(
+            &api,
+            &[
+                ("vmid", "250"),
+                ("ide0", "local-lvm:cloudinit"),
+                ("ciuser", "core"),
+                ("sshkeys", "ssh-ed25519%20AAAAC3Nz%20a%40b"),
+            ],
+        );
+        assert_eq!(api.exit(&upid), "OK", "PVE {v}");
+        let c = api.config("pve1", 250);
+        assert_eq!(
+            c["ide0"], "local-lvm:vm-250-cloudinit,media=cdrom",
+            "PVE {v}"
+        );
+        assert_eq!(c["sshkeys"], "ssh-ed25519%20AAAAC3Nz%20a%40b", "PVE {v}");
+        api.put(
+            "/nodes/pve1/qemu/250/config",
+            &[("ide1", "nfs-shared:cloudinit")],
+        )
+        .ok();
+        assert_eq!(
+            api.config("pve1", 250)["ide1"],
+            "nfs-shared:250/vm-250-cloudinit.qcow2,media=cdrom",
+            "PVE {v}"
+        );
+        let upid = api.delete("/nodes/pve1/qemu/250", &[]).upid();
+        assert_eq!(api.exit(&upid), "OK");
+        let left = api
+            .get("/nodes/pve1/storage/local-lvm/content", &[("vmid", "250")])
+            .ok()
+            .clone();
+        assert_eq!(
+            left,
+            json!([]),
+            "PVE {v}: the cloud-init volume goes with the VM"
+        );
+    }
+}

@@ -706,14 +706,16 @@ fn resize_grows_and_refuses_shrink_and_cdrom() {
         &[("disk", "scsi0"), ("size", "10G")],
     );
     assert_eq!(r.message(), "shrinking disks is not supported\n");
+    // VM 100 runs: a new IDE drive would wait in [PENDING] for a restart
+    // (`vmconfig_update_disk`), a SCSI one hot-plugs.
     api.put(
         "/nodes/pve1/qemu/100/config",
-        &[("ide2", "local:iso/agent.x86_64.iso,media=cdrom")],
+        &[("scsi3", "local:iso/agent.x86_64.iso,media=cdrom")],
     )
     .ok();
     let r = api.put(
         "/nodes/pve1/qemu/100/resize",
-        &[("disk", "ide2"), ("size", "+1G")],
+        &[("disk", "scsi3"), ("size", "+1G")],
     );
     assert_eq!(r.message(), "you can't resize a cdrom\n");
     let r = api.put(

@@ -28,7 +28,7 @@ fn readme_examples_are_valid() {
     assert_eq!(seed.nodes[0].storages.len(), 3);
     let faults =
         Scenario::from_yaml(&format!("faults:\n{}", blocks[1])).expect("README faults parse");
-    assert_eq!(faults.faults.len(), 9);
+    assert_eq!(faults.faults.len(), 10);
     assert!(matches!(faults.faults[0], Fault::FailTasks { .. }));
     // The seed example starts (fault targets refer to the lab, so use that for them).
     Simulator::start(Config::with_seed(seed))

@@ -77,6 +77,17 @@ def test_least_privilege_token_runs_the_flow_and_nothing_else(bare, run_playbook
     assert again.changed_tasks() == [], again.changed_tasks()
     assert bao.kv_get("proxmox/api-token")["secret"] == secret
 
+    # Pools in use: the role gains Pool.Allocate (pool membership needs it), and only then.
+    pools = run_playbook(
+        REPO / "playbooks" / "proxmox_access.yaml",
+        inventory=inventory,
+        extra_vars={**base_vars(sim, bao, tmp_path), "proxmox_access_pools": ["ocp"]},
+        env={"PROXMOX_ADMIN_PASSWORD": ROOT_PASSWORD, "VAULT_TOKEN": bao.token},
+    )
+    assert pools.rc == 0, pools.output
+    role = next(r for r in sim.state()["roles"] if r["roleid"] == "ProxShiftProvisioner")
+    assert "Pool.Allocate" in role["privs"], role
+
     # The whole flow with the new token only (the secret as the playbooks get it, from the environment).
     seq = sim.last_seq()
     flow = run_playbook(

@@ -320,3 +320,29 @@ def test_pool_is_set_at_create_and_converged_later(pvesim, run_playbook):
     assert run.status("Missing pool") == "failed"
     msg = run.task("Missing pool")["msg"]
     assert "adding VM 4300 to pool 'nope'" in msg and "does not exist" in msg, msg
+
+
+def test_proxmox_kvm_style_options_through_ansible(pvesim, run_playbook):
+    """Cloud-init, vcpus, hotplug, serial and extra_config as YAML gives them (a bool in
+    extra_config, a multi-line sshkeys): sent as Proxmox spells them, and the rerun changes
+    nothing."""
+    extra = """
+cloudinit_drive: {storage: local-lvm}
+ciuser: core
+sshkeys: |
+  ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 admin@example
+ipconfig: {ipconfig0: "ip=10.0.0.50/24,gw=10.0.0.1"}
+vcpus: 4
+hotplug: "network,disk,cpu"
+serial: {serial0: socket}
+vga: serial0
+extra_config: {tablet: false}
+"""
+    run = run_playbook(pvesim.play(sno_task("Cloud-init", extra=extra) + sno_task("Again", extra=extra)))
+    assert run.rc == 0, run.output
+    assert run.task("Cloud-init")["changed"] is True
+    assert run.task("Again")["changed"] is False, run.task("Again")
+    cfg = pvesim.vm(4100)
+    assert cfg["sshkeys"] == "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5%20admin%40example"
+    assert cfg["tablet"] == "0" and cfg["serial0"] == "socket" and cfg["vcpus"] == "4"
+    assert cfg["ide0"] == "local-lvm:vm-4100-cloudinit,media=cdrom"

@@ -13,9 +13,11 @@ use crate::schema::{lookup_prop, MethodDef};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action, ConfigChanges, TaskError, TaskResult};
 use crate::vmconfig::{
-    alloc_request, applies_live, is_cdrom, is_drive_key, missing_boot_device, parse_drive,
+    alloc_request, cloudinit_request, is_cdrom, is_drive_key, missing_boot_device, parse_drive,
     privilege_for,
 };
+
+use super::hotplug::{self, unplug, Features, Plug};
 
 use super::{check_balloon, check_digest, normalise, skiplock_allowed, vm_path};
 
@@ -80,10 +82,15 @@ pub fn apply(
         return spawn_worker(sim, who, node, vmid, changes, req.background_delay);
     }
     sim.check_flock(vmid, req.arrived)?;
-    sim.vm_mut(&node, vmid)?.stage(&changes);
     let mut log = Vec::new();
-    apply_pending(sim, vmid, false, &mut log).map_err(|e| ErrorReply::die(e.0))?;
-    Ok(Value::Null)
+    stage(sim, vmid, &changes, &mut log).map_err(|e| ErrorReply::die(e.0))?;
+    let errors = apply_pending(sim, vmid, false, &mut log).map_err(|e| ErrorReply::die(e.0))?;
+    if errors.is_empty() {
+        Ok(Value::Null)
+    } else {
+        // `raise_param_exc($errors)`: a 400 naming each key that did not hot-plug.
+        Err(ErrorReply::params(errors))
+    }
 }
 
 /// `delete` may not name a key that is also set, nor one the schema does not know.
@@ -162,38 +169,128 @@ fn spawn_worker(
 }
 
 /// The `qmconfig` worker holds the config lock: stage the update, then apply what can be.
+/// A hot-plug failure fails the task, its values staying in `[PENDING]`.
 pub fn finish(
     sim: &mut Sim,
     vmid: u32,
     changes: &ConfigChanges,
     log: &mut Vec<String>,
 ) -> TaskResult {
-    sim.vms
-        .get_mut(&vmid)
-        .ok_or_else(|| format!("Configuration file 'qemu-server/{vmid}.conf' does not exist"))?
-        .stage(changes);
-    apply_pending(sim, vmid, false, log)?;
-    Ok(0)
+    stage(sim, vmid, changes, log)?;
+    let errors = apply_pending(sim, vmid, false, log)?;
+    if errors.is_empty() {
+        return Ok(0);
+    }
+    // `raise_param_exc($errors)` in the worker: `fork_worker` writes the exception's text with
+    // its newlines made spaces as `TASK ERROR: …`.
+    let mut text = "400 Parameter verification failed.".to_string();
+    for (k, e) in &errors {
+        text.push_str(&format!(" {k}: {e}"));
+    }
+    Err(text.into())
 }
 
-/// Applies staged `pending` changes: everything when `all` (VM stopped or starting),
-/// otherwise only what applies live on a running VM.
+/// `$updatefn` of `$update_vm_api` (`PVE/API2/Qemu.pm`): a new-disk request is allocated at
+/// once by `create_disks`, whatever the VM's state, so `[PENDING]` holds the real volume (a
+/// volume that was only pending before becomes `unusedN`); then the change is staged. An
+/// allocation failure fails the update with nothing staged.
+pub fn stage(
+    sim: &mut Sim,
+    vmid: u32,
+    changes: &ConfigChanges,
+    log: &mut Vec<String>,
+) -> Result<(), TaskError> {
+    let vm = sim
+        .vms
+        .get(&vmid)
+        .ok_or_else(|| format!("Configuration file 'qemu-server/{vmid}.conf' does not exist"))?
+        .clone();
+    let node = vm.node.clone();
+    let mut changes = changes.clone();
+    let mut allocated: Vec<(String, String)> = Vec::new();
+    for (k, v) in changes.set.iter_mut() {
+        if !is_drive_key(k) {
+            continue;
+        }
+        let d = parse_drive(k, v);
+        let file = d.get("file").unwrap_or_default().to_string();
+        let cloudinit = cloudinit_request(&file).map(str::to_string);
+        if cloudinit.is_none() && (is_cdrom(&d) || alloc_request(&file).is_none()) {
+            continue;
+        }
+        let made = match &cloudinit {
+            Some(sid) => sim.allocate_cloudinit(&node, vmid, sid),
+            None => sim.allocate(&node, vmid, k, d, false),
+        };
+        match made {
+            Ok(value) => {
+                log.push(format!(
+                    "{k}: successfully created disk '{}'",
+                    value.split(',').next().unwrap_or_default()
+                ));
+                allocated.push((k.clone(), value.clone()));
+                *v = value;
+            }
+            Err(e) => {
+                for (k, value) in allocated {
+                    sim.free_volume(&node, &value, &k);
+                }
+                return Err(e);
+            }
+        }
+    }
+    let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
+    for (k, _) in &allocated {
+        if let Some(old) = vm.pending.get(k).cloned() {
+            let od = parse_drive(k, &old);
+            if !is_cdrom(&od) {
+                keep_as_unused(&mut vm.conf, od.get("file").unwrap_or_default());
+            }
+        }
+    }
+    vm.stage(&changes);
+    Ok(())
+}
+
+/// Applies staged `pending` changes: everything when `all` (the VM is starting) or when it is
+/// stopped (`vmconfig_apply_pending`), otherwise what hot-plugs into the running VM
+/// (`vmconfig_hotplug_pending`, see [`super::hotplug`]). Returns the hot-plug errors per key
+/// (`hotplug problem - …`); those keys stay pending.
 pub fn apply_pending(
     sim: &mut Sim,
     vmid: u32,
     all: bool,
     log: &mut Vec<String>,
-) -> Result<(), TaskError> {
+) -> Result<BTreeMap<String, String>, TaskError> {
     let vm = sim.vms.get(&vmid).ok_or("VM vanished")?.clone();
     let node = vm.node.clone();
     let live_all = all || !vm.running();
-    let hotplug = vm.effective_conf().get("hotplug").cloned();
+    let features = Features::parse(vm.conf.get("hotplug").map(String::as_str));
+    let mut errors = BTreeMap::new();
     let mut conf = vm.conf.clone();
     let mut pending = vm.pending.clone();
     let mut pdel = vm.pending_delete.clone();
+    let mut decide = |sim: &mut Sim, key: &str, plug: Plug| -> bool {
+        if live_all {
+            return true;
+        }
+        let plug = match (plug, sim.faults.take_hotplug_error(vmid, key)) {
+            (Plug::Apply, Some(msg)) => Plug::Fail(msg),
+            (plug, _) => plug,
+        };
+        match plug {
+            Plug::Apply => true,
+            Plug::Skip => false,
+            Plug::Fail(msg) => {
+                errors.insert(key.to_string(), format!("hotplug problem - {msg}"));
+                false
+            }
+        }
+    };
     // Deletions first.
     for (k, force) in vm.pending_delete.iter() {
-        if !(live_all || applies_live(k, hotplug.as_deref())) {
+        let plug = unplug(&conf, k, features);
+        if !decide(sim, k, plug) {
             continue;
         }
         pdel.remove(k);
@@ -209,24 +306,26 @@ pub fn apply_pending(
         }
     }
     for (k, v) in vm.pending.iter() {
-        if !(live_all || applies_live(k, hotplug.as_deref())) {
+        let plug = hotplug::plug(&conf, k, v, features);
+        if !decide(sim, k, plug) {
             continue;
         }
         let mut value = v.clone();
         if is_drive_key(k) {
             let d = parse_drive(k, v);
+            // A seed may still hold a new-disk request in [PENDING].
             if !is_cdrom(&d) && alloc_request(d.get("file").unwrap_or_default()).is_some() {
                 value = sim.allocate(&node, vmid, k, d, false)?;
                 log.push(format!(
                     "{k}: allocated {}",
                     value.split(',').next().unwrap_or_default()
                 ));
-                // Replacing a disk moves the old volume to unusedN.
-                if let Some(old) = conf.get(k) {
-                    let od = parse_drive(k, old);
-                    if !is_cdrom(&od) {
-                        keep_as_unused(&mut conf, od.get("file").unwrap_or_default());
-                    }
+            }
+            // Another volume in the slot: the old one stays with the VM as unusedN.
+            if let Some(old) = conf.get(k) {
+                let (od, nd) = (parse_drive(k, old), parse_drive(k, &value));
+                if !is_cdrom(&od) && od.get("file") != nd.get("file") {
+                    keep_as_unused(&mut conf, od.get("file").unwrap_or_default());
                 }
             }
         }
@@ -237,7 +336,7 @@ pub fn apply_pending(
     vm.conf = conf;
     vm.pending = pending;
     vm.pending_delete = pdel;
-    Ok(())
+    Ok(errors)
 }
 
 /// A detached or replaced disk's volume stays with the VM as the first free `unusedN`.

@@ -8,8 +8,8 @@ use crate::error::{ErrorReply, ReplyResult};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action, TaskError, TaskResult};
 use crate::vmconfig::{
-    alloc_request, default_boot, is_cdrom, is_drive_key, normalize_tags, parse_drive, print_drive,
-    uuid_v4,
+    alloc_request, cloudinit_request, default_boot, is_cdrom, is_drive_key, normalize_tags,
+    parse_drive, print_drive, uuid_v4,
 };
 
 use super::{check_balloon, existing_pool, normalise, placeholder_vm, vm_path};
@@ -137,6 +137,20 @@ fn allocate_disks(
             continue;
         }
         let d = parse_drive(k, v);
+        if let Some(sid) = cloudinit_request(d.get("file").unwrap_or_default()) {
+            match sim.allocate_cloudinit(node, vmid, sid) {
+                Ok(s) => {
+                    log.push(format!("{k}: successfully created disk '{s}'"));
+                    allocated.push((k.clone(), s.clone()));
+                    conf.insert(k.clone(), s);
+                    continue;
+                }
+                Err(e) => {
+                    fail = Some(e);
+                    break;
+                }
+            }
+        }
         if is_cdrom(&d) {
             let f = d.get("file").unwrap_or("none");
             if f != "none" && f != "cdrom" && !sim.volume_exists(node, f) {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod create;
 pub mod destroy;
 pub mod hibernate;
+pub mod hotplug;
 pub mod power;
 pub mod resize;
 pub mod storage;
@@ -23,7 +24,8 @@ use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
 use crate::sim::{PveVersion, Sim};
 use crate::vmconfig::{
-    alloc_request, is_cdrom, is_drive_key, is_net_key, normalize_tags, parse_drive, split_volid,
+    alloc_request, cloudinit_request, is_cdrom, is_drive_key, is_net_key, normalize_tags,
+    parse_drive, split_volid,
 };
 
 /// The ACL path of a VM.
@@ -109,7 +111,15 @@ fn check_drive(
 ) -> ReplyResult<Option<String>> {
     let d = parse_drive(key, value);
     let file = d.get("file").unwrap_or_default().to_string();
-    if let Some((sid, _)) = alloc_request(&file) {
+    if let Some(src) = d.get("import-from") {
+        if let Some(e) = check_import_from(sim, node, &file, src) {
+            return Ok(Some(e));
+        }
+    }
+    let request = alloc_request(&file)
+        .map(|(sid, _)| sid)
+        .or_else(|| cloudinit_request(&file));
+    if let Some(sid) = request {
         if sim.storage(node, sid).is_none() {
             return Err(ErrorReply::die(format!("storage '{sid}' does not exist")));
         }
@@ -136,6 +146,34 @@ fn check_drive(
         }
     }
     Ok(None)
+}
+
+/// `import-from` (qemu-server `PVE/API2/Qemu.pm`, `$check_drive_param` and
+/// `$check_storage_access`): only with the `<storage>:0` form, and from a volume of type
+/// `images` or `import`. A missing source is found by the worker (`$import_from_volid`: "could
+/// not get size of …", see `Sim::allocate`). The same in PVE 8 and PVE 9.
+fn check_import_from(sim: &Sim, node: &str, file: &str, src: &str) -> Option<String> {
+    if alloc_request(file).map(|(_, size)| size) != Some(0.0) {
+        return Some(
+            "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>"
+                .into(),
+        );
+    }
+    let (sid, name) = split_volid(src)?;
+    let vtype = sim
+        .storage(node, sid)
+        .and_then(|s| s.volumes.get(name))
+        .map(|v| v.content.clone())
+        .unwrap_or_else(|| {
+            // Not there (yet): the type is what the name says, as `parse_volname` reads it.
+            match name.split('/').next() {
+                Some("iso") => "iso".into(),
+                Some("import") => "import".into(),
+                _ => "images".into(),
+            }
+        });
+    (vtype != "images" && vtype != "import")
+        .then(|| format!("{src} has wrong type '{vtype}' - needs to be 'images' or 'import'"))
 }
 
 pub fn check_balloon(conf: &BTreeMap<String, String>) -> ReplyResult<()> {

@@ -198,6 +198,7 @@ pub fn start_vm(sim: &mut Sim, vmid: u32, log: &mut Vec<String>) -> TaskResult {
             return Err("start failed: QEMU exited with code 1".into());
         }
     }
+    // Starting applies everything; no hot-plug is involved, so no key can fail.
     super::config::apply_pending(sim, vmid, true, log)?;
     let delay = agent_delay_of(sim, vmid);
     let pid = sim.alloc_pid();

@@ -3,7 +3,8 @@
 use crate::model::{format_size, Volume};
 use crate::propstr::PropString;
 use crate::vmconfig::{
-    alloc_request, is_cdrom, parse_drive, print_drive, split_volid, storage_formats,
+    alloc_request, is_cdrom, is_cloudinit_volume, parse_drive, print_drive, split_volid,
+    storage_formats,
 };
 
 use super::Sim;
@@ -61,10 +62,19 @@ impl Sim {
             }
             _ => default_fmt.to_string(),
         };
-        let import_size = drive.remove("import-from").and_then(|src| {
-            let (s, n) = split_volid(&src)?;
-            self.storage(node, s)?.volumes.get(n).map(|v| v.size)
-        });
+        // qemu-server `$import_from_volid`: the new disk is a copy of the source, its size the
+        // source's; a source that is not there fails the worker.
+        let import_size = match drive.remove("import-from") {
+            Some(src) => Some(
+                split_volid(&src)
+                    .and_then(|(s, n)| self.storage(node, s)?.volumes.get(n))
+                    .map(|v| v.size)
+                    .ok_or_else(|| {
+                        format!("cannot import from '{src}' - could not get size of {src}")
+                    })?,
+            ),
+            None => None,
+        };
         let size = match key {
             "efidisk0" => {
                 if drive.get("efitype") == Some("4m") {
@@ -127,9 +137,50 @@ impl Sim {
     }
 
     /// Frees the volume a drive string references (not CD-ROM media).
+    /// A cloud-init drive for `STORAGE:cloudinit` (qemu-server `PVE/API2/Qemu.pm`,
+    /// `create_disks`): `vm-<vmid>-cloudinit` (`.qcow2` on a file storage, raw elsewhere) of
+    /// `CLOUDINIT_DISK_SIZE` (4 MiB), attached as a CD-ROM. The same in PVE 8 and PVE 9.
+    pub fn allocate_cloudinit(
+        &mut self,
+        node: &str,
+        vmid: u32,
+        sid: &str,
+    ) -> Result<String, TaskError> {
+        let st = self
+            .storage(node, sid)
+            .ok_or_else(|| format!("storage '{sid}' does not exist"))?;
+        if !st.content.contains("images") {
+            return Err(format!("storage '{sid}' does not support content-type 'images'").into());
+        }
+        let (name, format) = if st.is_file_based() {
+            (format!("{vmid}/vm-{vmid}-cloudinit.qcow2"), "qcow2")
+        } else {
+            (format!("vm-{vmid}-cloudinit"), "raw")
+        };
+        if st.volumes.contains_key(&name) {
+            return Err(format!("volume '{sid}:{name}' already exists").into());
+        }
+        let now = self.unix_now();
+        let st = self.storage_mut(node, sid).ok_or("storage vanished")?;
+        st.volumes.insert(
+            name.clone(),
+            Volume {
+                name: name.clone(),
+                size: 4 << 20,
+                format: format.into(),
+                content: "images".into(),
+                vmid: Some(vmid),
+                ctime: now,
+                parent: None,
+            },
+        );
+        Ok(format!("{sid}:{name},media=cdrom"))
+    }
+
     pub fn free_volume(&mut self, node: &str, value: &str, key: &str) {
         let d = parse_drive(key, value);
-        if is_cdrom(&d) {
+        // An ISO stays; a cloud-init drive is the VM's own (`drive_is_cdrom($drive, 1)`).
+        if is_cdrom(&d) && !d.get("file").is_some_and(is_cloudinit_volume) {
             return;
         }
         if let Some((sid, name)) = d.get("file").and_then(split_volid) {
