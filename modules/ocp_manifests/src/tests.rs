@@ -595,3 +595,19 @@ fn sidecar_matches_spec() {
         problems.join("\n")
     );
 }
+
+#[test]
+fn nodes_config_host_is_the_agent_config_host_without_its_role() {
+    // One source for both: the day-2 nodes-config.yaml entry of a host is its rendered agent-config
+    // entry (interfaces, networkConfig, rootDeviceHints), so an added node gets the day-1 network.
+    let (_, ha) = golden_cases().pop().unwrap();
+    let plan = ok_plan(&ha);
+    let (_, ac) = crate::render::render(&plan, None).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&ac).unwrap();
+    for (h, rendered) in plan.hosts.iter().zip(doc["hosts"].as_array().unwrap()) {
+        let mut want = rendered.clone();
+        want.as_object_mut().unwrap().remove("role");
+        assert_eq!(crate::nodes_config_host(h), want, "{}", h.name);
+    }
+    assert!(crate::nodes_config_host(&plan.hosts[3])["rootDeviceHints"].is_object());
+}
