@@ -199,8 +199,11 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
         h.reset_ago = ago.get(&h.name).copied();
     }
     let p = plan(&health, timeout, max);
-    let names = |a: remediation::Action| -> Vec<&str> {
-        p.actions().filter(|(_, x)| *x == a).map(|(n, _)| n).collect()
+    let names = |a: remediation::Action| {
+        p.actions()
+            .filter(|(_, x)| *x == a)
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<String>>()
     };
     let (reset, replace) = (names(remediation::Action::Reset), names(remediation::Action::Replace));
     let msg = if p.unhealthy.is_empty() {
