@@ -8,10 +8,13 @@ bootstrap identity, serving from the node) and the Node it registers, Ready; plu
 sent with the bootstrap identity for a name that is not joining, which must stay pending."""
 from __future__ import annotations
 
+import shutil
+
 import yaml
 
 from csr_fixtures import allow_csr_creation, approved, client_csr, serving_csr
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixture)
+from testlib import REPO
 
 CLUSTER = "prod-ha"
 INSTALLED = [f"{CLUSTER}-master-{i}" for i in range(3)] + [f"{CLUSTER}-worker-{i}" for i in range(2)]
@@ -33,6 +36,21 @@ def test_scale_out_joins_the_new_host_and_a_rerun_changes_nothing(run_flow, site
     calls = tmp_path / "oc-calls"
     env = {"PROXSHIFT_TEST_OC_CALLS": str(calls)}
     try:
+        # Bad input first: the new host with another host's MAC is refused by the day-1 rules, before
+        # anything is created or any oc call.
+        bad = tmp_path / "inventory"
+        shutil.copytree(REPO / "inventory", bad)
+        ha = yaml.safe_load((bad / "ha.yml").read_text())
+        ha["all"]["children"]["clusters"]["children"][CLUSTER]["hosts"][NEW]["mac"] = "BC:24:11:40:00:21"
+        (bad / "ha.yml").write_text(yaml.safe_dump(ha))
+        seq = site.sim.last_seq()
+        refused = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env, inventory=bad)
+        assert refused.rc != 0, refused.output
+        assert "bc:24:11:40:00:21" in refused.output.lower() and NEW in refused.output, refused.output
+        assert not [w for w in site.sim.writes_since(seq) if "qemu" in w and NEW in w]
+        assert site.sim.vm_by_name(NEW) is None and not calls.exists()
+        assert not any(approved(kube_api, n) for n in good)
+
         seq = site.sim.last_seq()
         run = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env, extra={"scale_poll_interval": 1})
         assert run.rc == 0, run.output
