@@ -31,9 +31,13 @@ use serde_json::{json, Value};
 /// The module's options; the sidecar `plugins/modules/cluster_nodes.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
-        Opt::str("state")
-            .required()
-            .choices(&["approved", "ready", "drained", "absent", "remediation_plan"]),
+        Opt::str("state").required().choices(&[
+            "approved",
+            "ready",
+            "drained",
+            "absent",
+            "remediation_plan",
+        ]),
         Opt::list("nodes", Type::Str).required(),
         Opt::dict("addresses").default(json!({})),
         Opt::bool("approve_csrs").default(false),
@@ -205,7 +209,10 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
             .map(|(n, _)| n.to_string())
             .collect::<Vec<String>>()
     };
-    let (reset, replace) = (names(remediation::Action::Reset), names(remediation::Action::Replace));
+    let (reset, replace) = (
+        names(remediation::Action::Reset),
+        names(remediation::Action::Replace),
+    );
     let msg = if p.unhealthy.is_empty() {
         format!("all {} nodes healthy", o.nodes.len())
     } else {

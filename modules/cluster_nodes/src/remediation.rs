@@ -232,7 +232,14 @@ pub struct TimeError(pub String);
 pub fn parse_time(s: &str) -> Result<i64, TimeError> {
     let bad = || TimeError(s.to_string());
     let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z' {
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
         return Err(bad());
     }
     let num = |r: std::ops::Range<usize>| s[r].parse::<i64>().map_err(|_| bad());
@@ -276,7 +283,9 @@ mod tests {
     }
 
     fn cluster() -> Vec<NodeHealth> {
-        let mut v: Vec<NodeHealth> = (0..3).map(|i| node(&format!("m{i}"), true, Ready::True, 9999)).collect();
+        let mut v: Vec<NodeHealth> = (0..3)
+            .map(|i| node(&format!("m{i}"), true, Ready::True, 9999))
+            .collect();
         v.extend((0..3).map(|i| node(&format!("w{i}"), false, Ready::True, 9999)));
         v
     }
@@ -307,7 +316,11 @@ mod tests {
         let p = plan(&c, 300, MaxUnhealthy::Percent(40));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("w0", Action::Reset)]);
         assert!(by_name(&p, "w0").reason.contains("Ready=False for 301s"));
-        assert_eq!(p.pending, ["w1"], "within the timeout: not counted, not touched");
+        assert_eq!(
+            p.pending,
+            ["w1"],
+            "within the timeout: not counted, not touched"
+        );
         assert_eq!(p.short_circuit, None);
     }
 
@@ -331,7 +344,11 @@ mod tests {
         c[4].reset_ago = Some(600);
         let p = plan(&c, 300, MaxUnhealthy::Count(2));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("w1", Action::Replace)]);
-        assert!(by_name(&p, "w0").held.as_deref().unwrap().contains("reset 120s ago"));
+        assert!(by_name(&p, "w0")
+            .held
+            .as_deref()
+            .unwrap()
+            .contains("reset 120s ago"));
     }
 
     #[test]
@@ -343,7 +360,11 @@ mod tests {
         }
         let p = plan(&c, 300, MaxUnhealthy::Percent(40));
         assert_eq!(p.actions().count(), 0);
-        assert!(p.short_circuit.as_deref().unwrap().contains("3 of 6 nodes are unhealthy, more than max_unhealthy 40% (2)"));
+        assert!(p
+            .short_circuit
+            .as_deref()
+            .unwrap()
+            .contains("3 of 6 nodes are unhealthy, more than max_unhealthy 40% (2)"));
         assert!(p.unhealthy.iter().all(|v| v.held.is_some()));
         // Exactly at the limit is allowed (CAPI: remediation stops only above it).
         assert_eq!(plan(&c, 300, MaxUnhealthy::Count(3)).actions().count(), 3);
@@ -355,25 +376,42 @@ mod tests {
         c[0].ready = Ready::False;
         c[0].ready_for = Some(1000);
         let p = plan(&c, 300, MaxUnhealthy::Count(6));
-        assert_eq!(p.actions().collect::<Vec<_>>(), [("m0", Action::Reset)], "2 of 3 healthy keep the quorum");
+        assert_eq!(
+            p.actions().collect::<Vec<_>>(),
+            [("m0", Action::Reset)],
+            "2 of 3 healthy keep the quorum"
+        );
 
         c[1].ready = Ready::False;
         c[1].ready_for = Some(1000);
         let p = plan(&c, 300, MaxUnhealthy::Count(6));
         assert_eq!(p.actions().count(), 0);
         for n in ["m0", "m1"] {
-            assert!(by_name(&p, n).held.as_deref().unwrap().contains("etcd quorum: 1 of 3"), "{n}");
+            assert!(
+                by_name(&p, n)
+                    .held
+                    .as_deref()
+                    .unwrap()
+                    .contains("etcd quorum: 1 of 3"),
+                "{n}"
+            );
         }
 
         // Five masters, two unhealthy: quorum (3) holds, but only one is remediated per run.
-        let mut five: Vec<NodeHealth> = (0..5).map(|i| node(&format!("m{i}"), true, Ready::True, 1)).collect();
+        let mut five: Vec<NodeHealth> = (0..5)
+            .map(|i| node(&format!("m{i}"), true, Ready::True, 1))
+            .collect();
         for n in &mut five[..2] {
             n.ready = Ready::Unknown;
             n.ready_for = Some(1000);
         }
         let p = plan(&five, 300, MaxUnhealthy::Count(5));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("m0", Action::Reset)]);
-        assert!(by_name(&p, "m1").held.as_deref().unwrap().contains("one at a time"));
+        assert!(by_name(&p, "m1")
+            .held
+            .as_deref()
+            .unwrap()
+            .contains("one at a time"));
     }
 
     #[test]
@@ -384,7 +422,11 @@ mod tests {
         c[2].reset_ago = Some(1000);
         let p = plan(&c, 300, MaxUnhealthy::Count(6));
         assert_eq!(p.actions().count(), 0);
-        assert!(by_name(&p, "m2").held.as_deref().unwrap().contains("never replaced automatically"));
+        assert!(by_name(&p, "m2")
+            .held
+            .as_deref()
+            .unwrap()
+            .contains("never replaced automatically"));
     }
 
     #[test]
@@ -398,7 +440,12 @@ mod tests {
         assert_eq!(parse_time("1970-01-01T00:00:00Z"), Ok(0));
         assert_eq!(parse_time("2000-03-01T00:00:00Z"), Ok(951_868_800));
         assert_eq!(parse_time("2026-12-04T12:40:03Z"), Ok(1_796_388_003));
-        for bad in ["2026-12-04 12:40:03Z", "2026-13-04T12:40:03Z", "2026-12-04T12:40:03+01:00", ""] {
+        for bad in [
+            "2026-12-04 12:40:03Z",
+            "2026-13-04T12:40:03Z",
+            "2026-12-04T12:40:03+01:00",
+            "",
+        ] {
             assert!(parse_time(bad).is_err(), "{bad}");
         }
         let rec = BTreeMap::from([("w0".to_string(), 100)]);

@@ -207,7 +207,12 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
             if !remove.is_empty() || !replace.is_empty() {
                 p.destructive = Some(format!(
                     "scale drains and deletes node(s) {} of cluster {name} and their VMs",
-                    remove.iter().chain(replace).cloned().collect::<Vec<_>>().join(", ")
+                    remove
+                        .iter()
+                        .chain(replace)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
         }
