@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 
 import yaml
 
+from csr_fixtures import allow_csr_creation
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixture)
 from testlib import REPO
 
@@ -34,6 +35,7 @@ def test_reset_then_replace_an_unhealthy_worker(run_flow, site, kube_api: KubeAp
         "phase": "installed", "kubeconfig": kube_api.kubeconfig(kube_api.kubeconfig_token),
         "agent_config": yaml.safe_dump({"hosts": [{"hostname": n, "role": "master" if n in MASTERS else "worker"}
                                                   for n in MASTERS + WORKERS]})})
+    allow_csr_creation(kube_api)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     for n in MASTERS + WORKERS:
         role = "master" if n in MASTERS else "worker"
@@ -57,7 +59,7 @@ def test_reset_then_replace_an_unhealthy_worker(run_flow, site, kube_api: KubeAp
         seq = site.sim.last_seq()
         reset = run_flow("remediate.yaml", CLUSTER, extra=TIMEOUT)
         assert reset.rc == 0, reset.output
-        assert site.sim.writes_since(seq) == [f"POST /api2/json/nodes/{site.sim.vm_by_name(SICK)[1]}/qemu/{sick_vmid}/status/reset"]
+        assert site.sim.writes_since(seq) == [f"POST /nodes/{site.sim.vm_by_name(SICK)[1]}/qemu/{sick_vmid}/status/reset"]
         assert SICK in site.record(CLUSTER)["remediation_resets"]
 
         # Still unhealthy long after the reset: replaced. The rejoining kubelet is played by the oc double's hook.
