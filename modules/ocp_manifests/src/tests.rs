@@ -202,8 +202,12 @@ mod module {
         let r = run(&args, false, false);
         assert_eq!(r["changed"], json!(true), "{r}");
         assert_eq!(r["topology"], json!("compact"));
+        let mut node = r["nodes"][0].clone();
+        // Its nodes-config.yaml entry is checked against agent-config by nodes_config_host_is_…
+        assert_eq!(node["nodes_config"]["hostname"], json!("master-0"));
+        node.as_object_mut().unwrap().remove("nodes_config");
         assert_eq!(
-            r["nodes"][0],
+            node,
             json!({"name": "master-0", "role": "master", "ip": "192.168.50.10", "mac": "bc:24:11:00:00:01", "interface": "ens18"})
         );
         use std::os::unix::fs::PermissionsExt;
