@@ -9,10 +9,14 @@
 //!   subresource, retrying while a PodDisruptionBudget refuses (429) until `drain_timeout`; then the
 //!   node is uncordoned again and the result names the blocked pods and their budgets.
 //! - `absent`: `drained`, then delete the Node object.
+//! - `remediation_plan`: read only; which of the named nodes are unhealthy and what to do with each
+//!   (reset, replace, or held back by `max_unhealthy`, etcd quorum, one control-plane node at a time),
+//!   MachineHealthCheck semantics ([`remediation::plan`]). `playbooks/remediate.yaml` acts on it.
 
 pub mod csr;
 pub mod nodes;
 pub mod pods;
+pub mod remediation;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,9 +31,13 @@ use serde_json::{json, Value};
 /// The module's options; the sidecar `plugins/modules/cluster_nodes.yml` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
-        Opt::str("state")
-            .required()
-            .choices(&["approved", "ready", "drained", "absent"]),
+        Opt::str("state").required().choices(&[
+            "approved",
+            "ready",
+            "drained",
+            "absent",
+            "remediation_plan",
+        ]),
         Opt::list("nodes", Type::Str).required(),
         Opt::dict("addresses").default(json!({})),
         Opt::bool("approve_csrs").default(false),
@@ -39,6 +47,11 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("drain_timeout").default(300),
         Opt::int("poll_interval").default(5),
         Opt::bool("allow_control_plane").default(false),
+        Opt::int("unhealthy_timeout").default(300),
+        Opt::str("max_unhealthy").default("40%"),
+        Opt::dict("vm_states").default(json!({})),
+        Opt::dict("resets").default(json!({})),
+        Opt::list("control_plane", Type::Str).default(json!([])),
     ])
     .with(cluster_opts())
     .required_one_of(&["kubeconfig", "api_url"])
@@ -56,6 +69,11 @@ struct Options {
     drain_timeout: i64,
     poll_interval: i64,
     allow_control_plane: bool,
+    unhealthy_timeout: i64,
+    max_unhealthy: String,
+    vm_states: BTreeMap<String, Value>,
+    resets: BTreeMap<String, Value>,
+    control_plane: Vec<String>,
     #[serde(flatten)]
     cluster: ClusterOptions,
 }
@@ -125,6 +143,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
     let mut r = Run::new(conn.client, m.check_mode, interval, exp);
     r.allow_control_plane = o.allow_control_plane;
+    if o.state == "remediation_plan" {
+        return remediation_plan(&r, &o);
+    }
     let result = match o.state.as_str() {
         "approved" => r.approve_pass().map(|_| Vec::new()),
         "ready" => r.wait_ready(&o.nodes, timeout, o.approve_csrs),
@@ -149,6 +170,78 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         }
         Err(e) => Err(failure(e, approved, unexpected)),
     }
+}
+
+/// `remediation_plan`: the nodes' health from the API, the VMs' power states and earlier resets from
+/// the options, then [`remediation::plan`]. Reads only, so never `changed`.
+fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
+    use remediation::{plan, resets_ago, MaxUnhealthy};
+    let max = MaxUnhealthy::parse(&o.max_unhealthy).map_err(|e| Failure::new(e.to_string()))?;
+    let timeout = seconds("unhealthy_timeout", o.unhealthy_timeout, 0)?.as_secs();
+    let mut resets = BTreeMap::new();
+    for (name, v) in &o.resets {
+        let t = v.as_i64().ok_or_else(|| {
+            Failure::new(format!(
+                "resets.{name} must be the Unix time (seconds) of the node's last reset"
+            ))
+        })?;
+        resets.insert(name.clone(), t);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let ago = resets_ago(&resets, now);
+    let mut health = r
+        .health(&o.nodes, &o.control_plane, now)
+        .map_err(|e| failure(e, Vec::new(), Vec::new()))?;
+    for h in &mut health {
+        h.vm_running = o
+            .vm_states
+            .get(&h.name)
+            .and_then(Value::as_str)
+            .map(|s| s == "running");
+        h.reset_ago = ago.get(&h.name).copied();
+    }
+    let p = plan(&health, timeout, max);
+    let names = |a: remediation::Action| {
+        p.actions()
+            .filter(|(_, x)| *x == a)
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<String>>()
+    };
+    let (reset, replace) = (
+        names(remediation::Action::Reset),
+        names(remediation::Action::Replace),
+    );
+    let msg = if p.unhealthy.is_empty() {
+        format!("all {} nodes healthy", o.nodes.len())
+    } else {
+        let mut s = format!("{} unhealthy", p.unhealthy.len());
+        if !reset.is_empty() {
+            s.push_str(&format!("; reset: {}", reset.join(", ")));
+        }
+        if !replace.is_empty() {
+            s.push_str(&format!("; replace: {}", replace.join(", ")));
+        }
+        let held: Vec<String> = p
+            .unhealthy
+            .iter()
+            .filter_map(|v| v.held.as_ref().map(|h| format!("{} held: {h}", v.name)))
+            .collect();
+        if let Some(sc) = &p.short_circuit {
+            s.push_str(&format!("; {sc}"));
+        } else if !held.is_empty() {
+            s.push_str(&format!("; {}", held.join("; ")));
+        }
+        s
+    };
+    Ok(Outcome::new(false)
+        .msg(msg)
+        .with("reset", json!(reset))
+        .with("replace", json!(replace))
+        .with("unhealthy", json!(p.unhealthy))
+        .with("pending", json!(p.pending))
+        .with("short_circuit", json!(p.short_circuit)))
 }
 
 /// Drain (and with `absent` delete) each node in turn; stop at the first that fails.
@@ -292,6 +385,7 @@ mod tests {
         json!({"state": "approved", "nodes": ["w1", "w2"], "addresses": {}, "approve_csrs": false,
             "bootstrap_username": csr::DEFAULT_BOOTSTRAP_USER, "bootstrap_groups": [],
             "timeout": 1, "drain_timeout": 1, "poll_interval": 1, "allow_control_plane": false,
+            "unhealthy_timeout": 300, "max_unhealthy": "40%", "vm_states": {}, "resets": {}, "control_plane": [],
             "kubeconfig": null, "context": null, "api_url": "https://x", "api_key": null,
             "ca_cert": null, "validate_certs": true})
     }

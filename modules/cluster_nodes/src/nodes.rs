@@ -452,3 +452,43 @@ fn ready_text(node: &Value) -> String {
         }
     }
 }
+
+impl Run {
+    /// Each named node's health as the remediation plan needs it: its Ready condition and for how long
+    /// (from `lastTransitionTime`, against `now`), and whether it is a control-plane node (its labels,
+    /// or `control_plane` for a Node that is gone).
+    pub fn health(
+        &self,
+        names: &[String],
+        control_plane: &[String],
+        now: i64,
+    ) -> Result<Vec<crate::remediation::NodeHealth>, NodesError> {
+        use crate::remediation::{parse_time, NodeHealth, Ready};
+        let mut out = Vec::new();
+        for n in names {
+            let node = self
+                .client
+                .get(&known::nodes(), None, n)
+                .map_err(kube(format!("reading Node {n}")))?;
+            let ready_cond = node.as_ref().and_then(|obj| {
+                let c = obj.pointer("/status/conditions")?.as_array()?;
+                c.iter().find(|c| c["type"] == "Ready").cloned()
+            });
+            let ready_for = ready_cond
+                .as_ref()
+                .and_then(|c| c["lastTransitionTime"].as_str())
+                .and_then(|t| parse_time(t).ok())
+                .map(|t| now.saturating_sub(t).max(0) as u64);
+            out.push(NodeHealth {
+                name: n.clone(),
+                control_plane: control_plane.contains(n)
+                    || node.as_ref().is_some_and(is_control_plane),
+                ready: Ready::parse(ready_cond.as_ref().and_then(|c| c["status"].as_str())),
+                ready_for,
+                vm_running: None,
+                reset_ago: None,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -137,6 +137,20 @@ fn problems_failure(what: &str, problems: &[Problem]) -> Failure {
     )
 }
 
+/// The host's entry of `oc adm node-image create`'s nodes-config.yaml (the installer's day-2 flow):
+/// agent-config's host fields without `role` (added nodes are workers).
+fn nodes_config_host(h: &model::PlanHost) -> Value {
+    let mut v = json!({
+        "hostname": h.name,
+        "interfaces": h.interfaces.iter().map(|i| json!({"name": i.name, "macAddress": i.mac})).collect::<Vec<_>>(),
+        "networkConfig": h.network_config,
+    });
+    if let Some(r) = &h.root_device_hints {
+        v["rootDeviceHints"] = r.clone();
+    }
+    v
+}
+
 /// `nmstatectl gc` on each host's networkConfig, when nmstatectl is installed (the installer runs
 /// the same conversion on the build host). Returns whether the check ran.
 pub(crate) fn nmstatectl_check(
@@ -304,7 +318,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             Value::Array(
                 plan.hosts
                     .iter()
-                    .map(|h| json!({"name": h.name, "role": h.role, "ip": h.ip, "secondary_ip": h.secondary_ip, "mac": h.mac, "interface": h.interface}))
+                    .map(|h| json!({"name": h.name, "role": h.role, "ip": h.ip, "secondary_ip": h.secondary_ip, "mac": h.mac, "interface": h.interface,
+                        "nodes_config": nodes_config_host(h)}))
                     .collect(),
             ),
         );

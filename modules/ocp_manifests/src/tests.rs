@@ -210,8 +210,12 @@ mod module {
         let r = run(&args, false, false);
         assert_eq!(r["changed"], json!(true), "{r}");
         assert_eq!(r["topology"], json!("compact"));
+        let mut node = r["nodes"][0].clone();
+        // Its nodes-config.yaml entry is checked against agent-config by nodes_config_host_is_…
+        assert_eq!(node["nodes_config"]["hostname"], json!("master-0"));
+        node.as_object_mut().unwrap().remove("nodes_config");
         assert_eq!(
-            r["nodes"][0],
+            node,
             json!({"name": "master-0", "role": "master", "ip": "192.168.50.10", "secondary_ip": null, "mac": "bc:24:11:00:00:01", "interface": "ens18"})
         );
         use std::os::unix::fs::PermissionsExt;
@@ -602,4 +606,20 @@ fn sidecar_matches_spec() {
         "sidecar drift:\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn nodes_config_host_is_the_agent_config_host_without_its_role() {
+    // One source for both: the day-2 nodes-config.yaml entry of a host is its rendered agent-config
+    // entry (interfaces, networkConfig, rootDeviceHints), so an added node gets the day-1 network.
+    let (_, ha) = golden_cases().pop().unwrap();
+    let plan = ok_plan(&ha);
+    let (_, ac) = crate::render::render(&plan, None).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&ac).unwrap();
+    for (h, rendered) in plan.hosts.iter().zip(doc["hosts"].as_array().unwrap()) {
+        let mut want = rendered.clone();
+        want.as_object_mut().unwrap().remove("role");
+        assert_eq!(crate::nodes_config_host(h), want, "{}", h.name);
+    }
+    assert!(crate::nodes_config_host(&plan.hosts[3])["rootDeviceHints"].is_object());
 }

@@ -139,10 +139,30 @@ pub enum Cmd {
         #[arg(short = 'y', long)]
         yes: bool,
     },
-    /// Add the inventory's new workers to the running cluster
+    /// Join the inventory's new hosts to the running cluster; remove or replace nodes
     Scale {
         #[command(flatten)]
         args: ClusterArgs,
+        /// Drain and delete these workers and their VMs (comma-separated or repeated)
+        #[arg(long, value_name = "NODES")]
+        remove: Vec<String>,
+        /// Replace these workers: removed, then joined again with the same name, MAC and IP
+        #[arg(long, value_name = "NODES")]
+        replace: Vec<String>,
+        /// Confirm a removal or replacement without a prompt
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Reset, then replace, nodes that stay unhealthy (MachineHealthCheck semantics; --check to preview)
+    Remediate {
+        #[command(flatten)]
+        args: ClusterArgs,
+        /// Do nothing when more nodes than this are unhealthy: a count or a percentage (40%)
+        #[arg(long, value_name = "N|P%")]
+        max_unhealthy: Option<String>,
+        /// Seconds a node may be not Ready before it is remediated
+        #[arg(long, value_name = "SECONDS")]
+        unhealthy_timeout: Option<u64>,
     },
     /// Report the cluster's kept certificates (inventory kept_certificates): subjects, SANs, serial,
     /// expiry, and a warning for one expiring soon or not covering its hostname (playbooks/certs.yaml)
@@ -245,7 +265,31 @@ impl Cmd {
             Cmd::Deprovision { args, vault, yes } => {
                 call(Action::Deprovision { vault: *vault }, args, *yes)
             }
-            Cmd::Scale { args } => call(Action::Scale, args, false),
+            Cmd::Scale {
+                args,
+                remove,
+                replace,
+                yes,
+            } => call(
+                Action::Scale {
+                    remove: remove.clone(),
+                    replace: replace.clone(),
+                },
+                args,
+                *yes,
+            ),
+            Cmd::Remediate {
+                args,
+                max_unhealthy,
+                unhealthy_timeout,
+            } => call(
+                Action::Remediate {
+                    max_unhealthy: max_unhealthy.clone(),
+                    unhealthy_timeout: *unhealthy_timeout,
+                },
+                args,
+                false,
+            ),
             Cmd::AcmImport { args } => call(Action::AcmImport, args, false),
             Cmd::Certs { args, warn_days } => call(
                 Action::Certs {

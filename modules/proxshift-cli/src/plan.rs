@@ -41,7 +41,16 @@ pub enum Action {
     Deprovision {
         vault: bool,
     },
-    Scale,
+    /// `scale.yaml`: join new hosts; `remove` and `replace` name nodes to remove or replace.
+    Scale {
+        remove: Vec<String>,
+        replace: Vec<String>,
+    },
+    /// `remediate.yaml`: MachineHealthCheck-style remediation of unhealthy nodes.
+    Remediate {
+        max_unhealthy: Option<String>,
+        unhealthy_timeout: Option<u64>,
+    },
     /// `site.yaml --tags acm`.
     AcmImport,
     /// `certs.yaml`: the kept certificates' report, warning `warn_days` before expiry.
@@ -79,7 +88,8 @@ impl Action {
             Action::Stop => "stop",
             Action::Status => "status",
             Action::Deprovision { .. } => "deprovision",
-            Action::Scale => "scale",
+            Action::Scale { .. } => "scale",
+            Action::Remediate { .. } => "remediate",
             Action::AcmImport => "acm-import",
             Action::Certs { .. } => "certs",
             Action::ProxmoxAccess => "proxmox-access",
@@ -193,7 +203,40 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
         Action::Start => single(&mut p, "start.yaml", "start"),
         Action::Stop => single(&mut p, "stop.yaml", "stop"),
         Action::Status => single(&mut p, "status.yaml", "status"),
-        Action::Scale => single(&mut p, "scale.yaml", "scale"),
+        Action::Scale { remove, replace } => {
+            single(&mut p, "scale.yaml", "scale");
+            for (var, names) in [("remove_nodes", remove), ("replace_nodes", replace)] {
+                let names = node_names(names, var)?;
+                if !names.is_empty() {
+                    p.extra_vars.push((var.into(), names.join(",")));
+                }
+            }
+            if !remove.is_empty() || !replace.is_empty() {
+                p.destructive = Some(format!(
+                    "scale drains and deletes node(s) {} of cluster {name} and their VMs",
+                    remove
+                        .iter()
+                        .chain(replace)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        Action::Remediate {
+            max_unhealthy,
+            unhealthy_timeout,
+        } => {
+            single(&mut p, "remediate.yaml", "remediate");
+            if let Some(m) = max_unhealthy {
+                p.extra_vars
+                    .push(("remediate_max_unhealthy".into(), m.clone()));
+            }
+            if let Some(t) = unhealthy_timeout {
+                p.extra_vars
+                    .push(("remediate_unhealthy_timeout".into(), t.to_string()));
+            }
+        }
         Action::Certs { warn_days } => {
             single(&mut p, "certs.yaml", "certs");
             p.extra_vars
@@ -212,6 +255,22 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
         Action::ProxmoxAccess => single(&mut p, "proxmox_access.yaml", "proxmox-access"),
     }
     Ok(p)
+}
+
+/// Node names for `-e var=a,b`: no empty name, no comma or space inside one.
+fn node_names(values: &[String], var: &str) -> Result<Vec<String>, CliError> {
+    let mut out = Vec::new();
+    for v in values.iter().flat_map(|v| v.split(',')) {
+        let v = v.trim();
+        if v.is_empty() {
+            continue;
+        }
+        if v.contains(char::is_whitespace) || v.contains('=') {
+            return Err(CliError::usage(format!("{var}: '{v}' is not a node name")));
+        }
+        out.push(v.to_string());
+    }
+    Ok(out)
 }
 
 fn single(p: &mut Plan, playbook: &'static str, phase: &str) {
@@ -368,8 +427,29 @@ mod tests {
                 ),
             ),
             (
-                Action::Scale,
+                Action::Scale {
+                    remove: vec![],
+                    replace: vec![],
+                },
                 format!("{base}/scale.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Scale {
+                    remove: vec!["w1,w2".into()],
+                    replace: vec!["w3".into()],
+                },
+                format!(
+                    "{base}/scale.yaml -e cluster_name=lab-sno -e remove_nodes=w1,w2 -e replace_nodes=w3"
+                ),
+            ),
+            (
+                Action::Remediate {
+                    max_unhealthy: Some("40%".into()),
+                    unhealthy_timeout: Some(600),
+                },
+                format!(
+                    "{base}/remediate.yaml -e cluster_name=lab-sno -e remediate_max_unhealthy=40% -e remediate_unhealthy_timeout=600"
+                ),
             ),
             (
                 Action::AcmImport,
@@ -387,6 +467,38 @@ mod tests {
             shell(Action::ProxmoxAccess, None, &o),
             format!("{base}/proxmox_access.yaml")
         );
+    }
+
+    #[test]
+    fn scale_removals_need_confirmation_and_plain_names() {
+        let p = plan(
+            &Action::Scale {
+                remove: vec!["w1".into()],
+                replace: vec![],
+            },
+            Some("c"),
+        )
+        .unwrap();
+        assert!(p.destructive.unwrap().contains("w1"));
+        let e = plan(
+            &Action::Scale {
+                remove: vec!["w 1".into()],
+                replace: vec![],
+            },
+            Some("c"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("remove_nodes: 'w 1'"), "{e}");
+        assert!(plan(
+            &Action::Remediate {
+                max_unhealthy: None,
+                unhealthy_timeout: None
+            },
+            Some("c")
+        )
+        .unwrap()
+        .destructive
+        .is_none());
     }
 
     #[test]

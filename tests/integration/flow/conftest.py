@@ -89,7 +89,7 @@ def run_flow(run_playbook, site):
         extra = site.extra_vars(cluster, **kwargs.pop("extra", {}))
         return run_playbook(
             REPO / "playbooks" / playbook,
-            inventory=REPO / "inventory",
+            inventory=kwargs.pop("inventory", REPO / "inventory"),
             extra_vars=extra,
             env={**site.env(with_installer), **(env_more or {})},
             **kwargs,

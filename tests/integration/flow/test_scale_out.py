@@ -1,0 +1,91 @@
+"""playbooks/scale.yaml joining a host added to the cluster's inventory group, end to end: pvesim for the VMs,
+OpenBao for the record, the real kube-apiserver playing the installed prod-ha cluster, and the test double
+of `oc adm node-image create|monitor` (tests/fixtures/bin/oc) for the installer's day-2 flow.
+
+The record says the cluster was installed with its masters and two workers; prod-ha-worker-2 of the example
+inventory is therefore new. The test plays its kubelet: the CSRs a joining kubelet sends (client from the
+bootstrap identity, serving from the node) and the Node it registers, Ready; plus a CSR another machine
+sent with the bootstrap identity for a name that is not joining, which must stay pending."""
+from __future__ import annotations
+
+import shutil
+
+import yaml
+
+from csr_fixtures import allow_csr_creation, approved, client_csr, serving_csr
+from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixture)
+from testlib import REPO
+
+CLUSTER = "prod-ha"
+INSTALLED = [f"{CLUSTER}-master-{i}" for i in range(3)] + [f"{CLUSTER}-worker-{i}" for i in range(2)]
+NEW = f"{CLUSTER}-worker-2"
+NEW_IP = "10.40.0.23"
+
+
+def test_scale_out_joins_the_new_host_and_a_rerun_changes_nothing(run_flow, site, kube_api: KubeApi, tmp_path):
+    site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {
+        "phase": "installed", "kubeconfig": kube_api.kubeconfig(kube_api.kubeconfig_token),
+        "agent_config": yaml.safe_dump({"hosts": [{"hostname": n, "role": "master" if "master" in n else "worker"}
+                                                  for n in INSTALLED]})})
+    allow_csr_creation(kube_api)
+    # The joining kubelet (played): its two CSRs, and a stranger's client CSR with the bootstrap identity.
+    good = [client_csr(kube_api, NEW), serving_csr(kube_api, NEW, ips=[NEW_IP])]
+    stranger = client_csr(kube_api, f"{CLUSTER}-intruder")
+    kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NEW}})
+    kube_api.patch_status(f"/api/v1/nodes/{NEW}", {"conditions": [condition("Ready", "True")]})
+    calls = tmp_path / "oc-calls"
+    env = {"PROXSHIFT_TEST_OC_CALLS": str(calls)}
+    try:
+        # Bad input first: the new host with another host's MAC is refused by the day-1 rules, before
+        # anything is created or any oc call.
+        bad = tmp_path / "inventory"
+        shutil.copytree(REPO / "inventory", bad)
+        ha = yaml.safe_load((bad / "ha.yml").read_text())
+        ha["all"]["children"]["clusters"]["children"][CLUSTER]["hosts"][NEW]["mac"] = "BC:24:11:40:00:21"
+        (bad / "ha.yml").write_text(yaml.safe_dump(ha))
+        seq = site.sim.last_seq()
+        refused = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env, inventory=bad)
+        assert refused.rc != 0, refused.output
+        assert "bc:24:11:40:00:21" in refused.output.lower() and NEW in refused.output, refused.output
+        assert not [w for w in site.sim.writes_since(seq) if "qemu" in w and NEW in w]
+        assert site.sim.vm_by_name(NEW) is None and not calls.exists()
+        assert not any(approved(kube_api, n) for n in good)
+
+        seq = site.sim.last_seq()
+        run = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env, extra={"scale_poll_interval": 1})
+        assert run.rc == 0, run.output
+
+        # The day-2 flow: nodes-config.yaml from the model (the same network as day 1), then create and monitor.
+        day2 = site.work / CLUSTER / "day2"
+        config = yaml.safe_load((day2 / "nodes-config.yaml").read_text())
+        (host,) = config["hosts"]
+        assert host["hostname"] == NEW and "role" not in host
+        assert host["interfaces"][0]["macAddress"] == "bc:24:11:40:00:23"
+        assert any(a["ip"] == NEW_IP for i in host["networkConfig"]["interfaces"]
+                   for a in i.get("ipv4", {}).get("address", [])), host["networkConfig"]
+        lines = calls.read_text().splitlines()
+        assert [line.split(" --")[0] for line in lines] == ["adm node-image create", "adm node-image monitor"]
+        assert f"--ip-addresses {NEW_IP}" in lines[1]
+        assert not list(day2.glob("*.kubeconfig")), "the kubeconfig copy is removed"
+
+        # Only the new host's VM was made, with the node ISO, and started; nothing deleted.
+        writes = site.sim.writes_since(seq)
+        assert not [w for w in writes if w.startswith("DELETE")], writes
+        vm = site.sim.vm_by_name(NEW)
+        assert vm and any(f"{CLUSTER}-node-" in v for v in vm[2].values()), vm
+        assert len(site.owned_vms(CLUSTER)) == 6
+        assert [w for w in writes if "/status/start" in w], "the new VM is started"
+
+        # Exactly the new node's CSRs were approved; the stranger's stays pending.
+        assert all(approved(kube_api, n) for n in good)
+        assert not approved(kube_api, stranger)
+        assert run.task("Approve exactly the new nodes' CSRs and wait for them to be Ready")["unexpected_csrs"]
+        assert site.record(CLUSTER)["added_nodes"] == [NEW]
+
+        seq = site.sim.last_seq()
+        again = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env)
+        assert again.rc == 0, again.output
+        assert not [w for w in site.sim.writes_since(seq) if not w.startswith("GET")], "a rerun changes nothing"
+        assert len(calls.read_text().splitlines()) == 2, "no second node ISO"
+    finally:
+        kube_api.request("DELETE", f"/api/v1/nodes/{NEW}")
