@@ -86,6 +86,14 @@ def test_reset_then_replace_an_unhealthy_worker(run_flow, site, kube_api: KubeAp
         record = site.record(CLUSTER)
         assert SICK in record["added_nodes"] and SICK not in record.get("removed_nodes", [])
         assert SICK not in record.get("remediation_resets", {})
+
+        # The replaced node is Ready now: the rerun finds nothing to do and touches nothing.
+        kube_api.patch_status(f"/api/v1/nodes/{SICK}", {"conditions": [condition("Ready", "True")]})
+        seq, version = site.sim.last_seq(), site.record_version(CLUSTER)
+        rerun = run_flow("remediate.yaml", CLUSTER, extra=TIMEOUT)
+        assert rerun.rc == 0, rerun.output
+        assert rerun.task("Decide what to remediate")["reset"] == [] == rerun.task("Decide what to remediate")["replace"]
+        assert site.sim.writes_since(seq) == [] and site.record_version(CLUSTER) == version, "the rerun changes nothing"
     finally:
         for n in MASTERS + WORKERS:
             kube_api.request("DELETE", f"/api/v1/nodes/{n}")
