@@ -612,7 +612,10 @@ fn sidecar_matches_spec() {
 fn nodes_config_host_is_the_agent_config_host_without_its_role() {
     // One source for both: the day-2 nodes-config.yaml entry of a host is its rendered agent-config
     // entry (interfaces, networkConfig, rootDeviceHints), so an added node gets the day-1 network.
-    let (_, ha) = golden_cases().into_iter().find(|(name, _)| *name == "ha").unwrap();
+    let (_, ha) = golden_cases()
+        .into_iter()
+        .find(|(name, _)| *name == "ha")
+        .unwrap();
     let plan = ok_plan(&ha);
     let (_, ac) = crate::render::render(&plan, None).unwrap();
     let doc: Value = serde_yaml_ng::from_str(&ac).unwrap();
