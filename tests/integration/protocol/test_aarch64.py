@@ -179,6 +179,10 @@ def test_controller_side_plugins_pick_the_controllers_build():
     assert bm.binary_path(root, "proxmox_vm_info", "Linux", "arm64") == "/c/builds/linux-aarch64/proxmox_vm_info"
     with pytest.raises(bm.UnsupportedPlatform, match="reports Darwin arm64"):
         bm.binary_path(root, "proxmox_vm_info", "Darwin", "arm64")
+    # Both plugins go through run_backend, which picks the build for the controller's own platform.
+    assert "binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())" in \
+        (REPO / "ansible_collections/proxshift/proxmox/plugins/plugin_utils/binary_module.py").read_text()
     for coll, plugin in [("proxmox", "plugins/inventory/proxmox.py"), ("hashi_vault", "plugins/lookup/kv.py")]:
         text = (REPO / "ansible_collections/proxshift" / coll / plugin).read_text()
-        assert "binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())" in text, plugin
+        assert f"proxshift.{coll}.plugins.plugin_utils.binary_module import run_backend" in text, plugin
+        assert "run_backend(BACKEND, " in text, plugin
