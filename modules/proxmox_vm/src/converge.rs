@@ -19,6 +19,8 @@ use crate::options::{Timeouts, VmArgs};
 /// Shared by all VMs of one module run.
 pub struct Ctx<'a> {
     pub client: &'a Client,
+    /// Logged in as root@pam with a password: the only caller Proxmox lets set raw devices.
+    pub root_session: bool,
     pub check_mode: bool,
     pub timeouts: Timeouts,
     /// `/cluster/resources` as read at the start.

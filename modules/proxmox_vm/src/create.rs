@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use pve_client::{ClusterVm, Error, Params, TaskOutcome};
-use pve_types::{config_str, diff, VmSpec};
-use serde_json::json;
+use pve_types::{config_str, diff, ConfigDiff, VmSpec};
+use serde_json::{json, Map};
 
 use crate::converge::{Ctx, VmRun};
 use crate::error::{VmError, POISONED};
@@ -28,6 +28,7 @@ impl VmRun<'_, '_> {
         self.res.vmid = vmid;
         self.res.created = true;
         self.res.changed = true;
+        self.refuse_root_only()?;
         self.precheck_storage(node)?;
         let iso = match &args.agent_iso {
             Some(i) => Some(self.ensure_iso(node, i)?),
@@ -69,6 +70,36 @@ impl VmRun<'_, '_> {
         }
         self.res.config = cfg;
         Ok(())
+    }
+
+    /// Before anything is made: the settings Proxmox takes only from a root@pam session, when this
+    /// run is not one — what a create would send, or what a clone would change on its source's
+    /// config (a template that already has the device passes it on without a write).
+    fn refuse_root_only(&self) -> Result<(), VmError> {
+        let (c, ctx, args) = (self.client, self.ctx, self.args);
+        if ctx.root_session {
+            return Ok(());
+        }
+        let spec = effective_spec(args, None, None, None);
+        let root_only = match &args.clone {
+            None => {
+                let d = ConfigDiff {
+                    set: spec.create_params()?,
+                    ..ConfigDiff::default()
+                };
+                d.root_only(&Map::new())
+            }
+            Some(cl) => {
+                let src = resolve_source(&ctx.snapshot, cl)?;
+                let cfg = c.vm_config(&src.node, src.vmid as u32, false)?;
+                diff(&spec, &cfg).root_only(&cfg)
+            }
+        };
+        if root_only.is_empty() {
+            Ok(())
+        } else {
+            Err(VmError::root_only(&args.who(), &root_only))
+        }
     }
 
     /// Call `call` with the planned vmid, or the next free one; when Proxmox says the id is taken

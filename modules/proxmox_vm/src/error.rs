@@ -68,6 +68,17 @@ impl VmError {
     pub fn refused(msg: impl Into<String>) -> Self {
         VmError::Refused(msg.into())
     }
+
+    /// Changes Proxmox takes only from a root@pam password session (`ConfigDiff::root_only`),
+    /// refused before anything is written.
+    pub fn root_only(vm: &str, changes: &[String]) -> Self {
+        VmError::Refused(format!(
+            "{vm}: {}: Proxmox lets only root@pam logged in with its password make this change \
+             (API tokens are refused, root's own too): connect with api_user root@pam and \
+             api_password, or use a resource mapping (mapping=NAME) for the device",
+            changes.join("; ")
+        ))
+    }
 }
 
 // Boxed: a Proxmox error is large, and every function here returns `Result<_, VmError>`.

@@ -61,6 +61,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let snapshot = settle::settled_snapshot(&client, &parsed, &timeouts)?;
     let ctx = Ctx {
         client: &client,
+        root_session: client.is_root_session(),
         check_mode: m.check_mode,
         timeouts,
         snapshot,

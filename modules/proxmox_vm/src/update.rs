@@ -176,6 +176,12 @@ impl VmRun<'_, '_> {
                     d.problems.join("; ")
                 )));
             }
+            if !ctx.root_session {
+                let root_only = d.root_only(&cfg);
+                if !root_only.is_empty() {
+                    return Err(VmError::root_only(&format!("VM {vmid}"), &root_only));
+                }
+            }
             record_diff(&mut self.res, &d);
             if d.is_empty() {
                 break;

@@ -1206,7 +1206,7 @@ fn proxmox_kvm_options_cloud_image_and_rerun() {
             "nics": [{"slot": "net0", "bridge": "vmbr0"}],
             "vcpus": 2, "numa": true, "hotplug": "network,disk,cpu", "vga": "serial0",
             "serial": {"serial0": "socket"}, "rng0": "source=/dev/urandom,max_bytes=1024,period=1000",
-            "startup": "order=2,up=30", "hostpci": {"hostpci0": "0000:01:00.0,pcie=1"},
+            "startup": "order=2,up=30", "hostpci": {"hostpci0": "mapping=gpu,pcie=1"},
             "cloudinit_drive": {"storage": "local-lvm"},
             "ciuser": "core", "sshkeys": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 admin@example\n",
             "ipconfig": {"ipconfig0": "ip=10.0.0.50/24,gw=10.0.0.1"},
@@ -1257,6 +1257,46 @@ fn proxmox_kvm_options_cloud_image_and_rerun() {
         assert_eq!(conf["ipconfig0"], "ip=dhcp", "PVE {v}");
         assert!(!conf.contains_key("keyboard"), "PVE {v}");
     }
+}
+
+/// Raw host devices are root@pam's (qemu-server `check_hostpci_perm`; a token, root's own
+/// included, is not root there): a token run is refused before anything is made, naming the
+/// option; a root@pam password run sets them; a token rerun that changes nothing passes.
+#[test]
+fn raw_host_devices_need_a_root_password_session() {
+    let sim = sim();
+    let vm = json!({"name": "gpu-0", "node": "pve1", "vmid": 4310, "cores": 2, "memory": 2048,
+                    "nics": [{"slot": "net0", "bridge": "vmbr0"}],
+                    "hostpci": {"hostpci0": "0000:01:00.0,pcie=1"}});
+    let r = run(&sim, &vm);
+    let msg = failed(&r);
+    assert!(
+        msg.contains("hostpci0") && msg.contains("root@pam"),
+        "{msg}"
+    );
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+    assert!(sim.vm_config(4310).is_none());
+    let mut root = vm.clone();
+    root["api_host"] = json!(sim.url());
+    root["api_user"] = json!("root@pam");
+    root["api_password"] = json!(pvesim::lab::ROOT_PASSWORD);
+    let r = TestModule::new("proxmox_vm", proxmox_vm::argument_spec(), proxmox_vm::run)
+        .hiding(pvesim::lab::ROOT_PASSWORD)
+        .run(&root)
+        .0;
+    ok(&r);
+    assert_eq!(
+        sim.vm_config(4310).unwrap()["hostpci0"],
+        "0000:01:00.0,pcie=1"
+    );
+    sim.clear_requests();
+    let r = run(&sim, &vm);
+    ok(&r);
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    let mut gone = vm.clone();
+    gone["hostpci"] = json!({"hostpci0": ""});
+    assert!(failed(&run(&sim, &gone)).contains("hostpci0"));
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
 }
 
 #[test]

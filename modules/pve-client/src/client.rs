@@ -339,6 +339,12 @@ impl Client {
     }
 
     /// The ticket of a password session, so a module can mask it (`Module::add_secret`).
+    /// Logged in as root@pam with its password: what qemu-server calls root (`$authuser eq
+    /// 'root@pam'`). An API token is never root there, not even one of root@pam's.
+    pub fn is_root_session(&self) -> bool {
+        matches!(&self.auth, Auth::Password { user, .. } if user == "root@pam")
+    }
+
     pub fn session_ticket(&self) -> Option<String> {
         self.session
             .lock()

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::extra::root_only_change;
 use crate::propstring::{bool01, format_size, normalize_tags, parse_bool, PropString};
 use crate::spec::{Cdrom, CloudinitDrive, CurrentDrive, Disk, Nic, NicValue, VmSpec};
 
@@ -45,6 +46,16 @@ pub struct ConfigDiff {
 impl ConfigDiff {
     pub fn is_empty(&self) -> bool {
         self.set.is_empty() && self.delete.is_empty() && self.resize.is_empty()
+    }
+
+    /// The changes only a root@pam session may make ([`root_only_change`]), against the current
+    /// config `cfg`.
+    pub fn root_only(&self, cfg: &Map<String, Value>) -> Vec<String> {
+        let set = self.set.iter().map(|(k, v)| (k, Some(v.as_str())));
+        let deleted = self.delete.iter().map(|k| (k, None));
+        set.chain(deleted)
+            .filter_map(|(k, new)| root_only_change(k, new, config_str(cfg, k).as_deref()))
+            .collect()
     }
 
     /// Sorted, unique changed keys.

@@ -528,9 +528,61 @@ pub fn validate_extra(extra: &BTreeMap<String, String>) -> Vec<String> {
     errs
 }
 
+/// Keys qemu-server lets only a root@pam session set (`$check_vm_modify_config_perm`'s catch-all:
+/// in none of its option tables). Not exhaustive: the ones `extra_config` users reach for.
+const ROOT_ONLY_KEYS: &[&str] = &["args", "affinity", "arch", "hookscript", "vmgenid"];
+
+/// Why changing `key` from `old` to `new` (`None`: unset) needs a root@pam session — qemu-server
+/// (`PVE/API2/Qemu.pm`) refuses it to everyone else, API tokens included, root's own too (a token's
+/// authuser is `root@pam!name`): raw host PCI devices (`check_hostpci_perm`), host USB devices
+/// (`check_usb_perm`), serial ports other than `socket`, and keys outside its option tables.
+/// `None` when a user with the VM privileges may.
+pub fn root_only_change(key: &str, new: Option<&str>, old: Option<&str>) -> Option<String> {
+    let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    let numbered = base.len() < key.len();
+    let values = || [new, old].into_iter().flatten();
+    let prop = |v: &str, dk: &str| PropString::parse(v, Some(dk)).ok();
+    let raw = match base {
+        "hostpci" if numbered => {
+            values().any(|v| prop(v, "host").is_some_and(|p| p.get("host").is_some()))
+        }
+        "usb" if numbered => values().any(|v| {
+            prop(v, "host").is_some_and(|p| {
+                p.get("host")
+                    .is_some_and(|h| !h.eq_ignore_ascii_case("spice"))
+            })
+        }),
+        "serial" if numbered => values().any(|v| v != "socket"),
+        "parallel" if numbered => true,
+        _ => ROOT_ONLY_KEYS.contains(&key),
+    };
+    raw.then(|| match base {
+        "hostpci" => format!("{key}: a raw host PCI device (not a mapping=)"),
+        "usb" => format!("{key}: a host USB device (not spice or a mapping=)"),
+        "serial" => format!("{key}: a real serial device (not socket)"),
+        _ => format!("{key}: a key Proxmox reserves to root@pam"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_only_changes_as_qemu_server_decides_them() {
+        let r = |k, n, o| root_only_change(k, n, o).is_some();
+        assert!(r("hostpci0", Some("0000:01:00.0,pcie=1"), None));
+        assert!(!r("hostpci0", Some("mapping=gpu,pcie=1"), None));
+        // Replacing or removing a raw device is root's too: the old value counts.
+        assert!(r("hostpci0", Some("mapping=gpu"), Some("0000:01:00.0")));
+        assert!(r("hostpci0", None, Some("0000:01:00.0")));
+        assert!(r("usb0", Some("host=1-2"), None));
+        assert!(!r("usb0", Some("spice"), None));
+        assert!(r("serial0", Some("/dev/ttyS0"), None));
+        assert!(!r("serial0", Some("socket"), Some("socket")));
+        assert!(r("args", Some("-no-reboot"), None));
+        assert!(!r("vga", Some("serial0"), None));
+    }
 
     #[test]
     fn sshkeys_are_url_encoded_and_compared_decoded() {

@@ -29,6 +29,11 @@ impl Principal {
     pub fn is_root(&self) -> bool {
         self.userid == "root@pam"
     }
+    /// qemu-server's `$authuser eq 'root@pam'`: a root@pam session. A token's authuser is the token
+    /// id (`root@pam!name`, pve-access-control `verify_token`), so root's own tokens are not root here.
+    pub fn is_root_session(&self) -> bool {
+        self.is_root() && self.tokenid.is_none()
+    }
 }
 
 pub const TICKET_LIFETIME: u64 = 7200;

@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod config_perm;
 pub mod error;
 pub mod faults;
 mod handlers;

@@ -225,34 +225,6 @@ pub fn sha1_hex(text: &str) -> String {
         .collect()
 }
 
-/// The privilege qemu-server requires to change `key`.
-pub fn privilege_for(key: &str, value: Option<&str>) -> &'static str {
-    let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
-    match base {
-        "memory" | "balloon" | "shares" => "VM.Config.Memory",
-        "cores" | "sockets" | "cpu" | "vcpus" | "cpulimit" | "cpuunits" | "numa" | "affinity" => {
-            "VM.Config.CPU"
-        }
-        "net" => "VM.Config.Network",
-        "ciuser" | "cipassword" | "sshkeys" | "ipconfig" | "nameserver" | "searchdomain"
-        | "citype" | "cicustom" | "ciupgrade" => "VM.Config.Cloudinit",
-        "bios" | "machine" | "scsihw" | "vga" | "hostpci" | "usb" | "serial" | "parallel"
-        | "audio" | "rng" | "watchdog" | "tablet" | "keyboard" | "smbios" | "args" | "kvm"
-        | "acpi" | "arch" => "VM.Config.HWType",
-        _ if is_drive_key(key) => {
-            let cd = value
-                .map(|v| is_cdrom(&parse_drive(key, v)))
-                .unwrap_or(false);
-            if cd {
-                "VM.Config.CDROM"
-            } else {
-                "VM.Config.Disk"
-            }
-        }
-        _ => "VM.Config.Options",
-    }
-}
-
 /// A size pvesim cannot read (`64G`, `+10G`, bytes).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid size '{0}'")]

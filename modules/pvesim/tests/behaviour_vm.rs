@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{enc, realtime, start, start_seed, start_with, Api};
+use common::{enc, realtime, start, start_seed, start_with, Api, ROOT_PASSWORD};
 use pvesim::Options;
 use serde_json::{json, Value};
 
@@ -288,8 +288,12 @@ fn stale_lock_blocks_until_unlocked() {
     assert_eq!(r.message(), "VM is locked (backup)\n");
     let upid = api.post("/nodes/pve2/qemu/101/status/start", &[]).upid();
     assert_eq!(api.exit(&upid), "VM is locked (backup)");
-    // `qm unlock` = delete=lock.
-    api.put("/nodes/pve2/qemu/101/config", &[("delete", "lock")])
+    // `qm unlock` = delete=lock, which only a root@pam session may do (`lock` is in none of
+    // qemu-server's option tables): root's token is refused, root's ticket is not.
+    let r = api.put("/nodes/pve2/qemu/101/config", &[("delete", "lock")]);
+    assert_eq!(r.message(), "only root can set 'lock' config\n");
+    let root = Api::login(&sim, "root@pam", ROOT_PASSWORD).expect("root logs in");
+    root.put("/nodes/pve2/qemu/101/config", &[("delete", "lock")])
         .ok();
     api.put("/nodes/pve2/qemu/101/config", &[("cores", "2")])
         .ok();
@@ -976,4 +980,76 @@ fn missing_iso_fails_create_in_the_task_and_update_synchronously() {
         &[("ide2", "none,media=cdrom")],
     )
     .ok();
+}
+
+/// qemu-server's root-only config (`check_hostpci_perm`, `check_usb_perm`, the serial checks,
+/// `$check_vm_modify_config_perm`'s catch-all): refused to every token, root's included, with
+/// upstream's text; a root@pam session may; mapped devices only need the privileges.
+#[test]
+fn raw_devices_and_unlisted_keys_are_root_sessions_only() {
+    let sim = start();
+    let token = Api::root(&sim);
+    let refused = [
+        (
+            "hostpci0",
+            "0000:01:00.0,pcie=1",
+            "only root can set 'hostpci0' config for non-mapped devices\n",
+        ),
+        (
+            "usb0",
+            "host=1-2",
+            "only root can set 'usb0' config for real devices\n",
+        ),
+        (
+            "serial0",
+            "/dev/ttyS0",
+            "only root can modify 'serial0' config for real devices\n",
+        ),
+        ("args", "-no-reboot", "only root can set 'args' config\n"),
+    ];
+    for (key, value, msg) in refused {
+        let r = token.put("/nodes/pve2/qemu/101/config", &[(key, value)]);
+        assert_eq!(r.message(), msg, "{key}");
+    }
+    assert_eq!(token.config("pve2", 101).get("hostpci0"), None);
+    // A VM created with a raw device by a token is refused before anything exists.
+    let r = token.post(
+        "/nodes/pve2/qemu",
+        &[("vmid", "510"), ("hostpci0", "0000:01:00.0")],
+    );
+    assert_eq!(
+        r.message(),
+        "only root can set 'hostpci0' config for non-mapped devices\n"
+    );
+    assert_eq!(
+        token
+            .get("/nodes/pve2/qemu/510/status/current", &[])
+            .message(),
+        "Configuration file 'nodes/pve2/qemu-server/510.conf' does not exist\n"
+    );
+    // Mapped devices and a serial socket need privileges only (root's token has them all).
+    for (key, value) in [
+        ("hostpci1", "mapping=gpu,pcie=1"),
+        ("usb1", "spice"),
+        ("serial1", "socket"),
+    ] {
+        token
+            .put("/nodes/pve2/qemu/101/config", &[(key, value)])
+            .ok();
+    }
+    let r = token.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("hostpci1", "mapping=gpu,romfile=x.rom")],
+    );
+    assert_eq!(
+        r.error("hostpci1"),
+        "only root@pam can set 'romfile' option"
+    );
+    let root = Api::login(&sim, "root@pam", ROOT_PASSWORD).expect("root logs in");
+    root.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("hostpci0", "0000:01:00.0,pcie=1")],
+    )
+    .ok();
+    assert_eq!(root.config("pve2", 101)["hostpci0"], "0000:01:00.0,pcie=1");
 }

@@ -14,12 +14,12 @@ use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action, ConfigChanges, TaskError, TaskResult};
 use crate::vmconfig::{
     alloc_request, cloudinit_request, is_cdrom, is_drive_key, missing_boot_device, parse_drive,
-    privilege_for,
 };
 
 use super::hotplug::{self, unplug, Features, Plug};
 
-use super::{check_balloon, check_digest, normalise, skiplock_allowed, vm_path};
+use super::{check_balloon, check_digest, normalise, require_config_key, skiplock_allowed};
+use crate::config_perm::Change;
 
 /// A config update as parsed by the handler.
 pub struct UpdateConfig {
@@ -62,13 +62,13 @@ pub fn apply(
     }
 
     check_digest(sim, &vm, req.digest.as_deref())?;
+    let current = vm.effective_conf();
+    let old = |k: &str| current.get(k).map(String::as_str);
     for (k, v) in &changes.set {
-        let p = privilege_for(k, Some(v));
-        sim.access.require(who, &vm_path(vmid), &[p], false)?;
+        require_config_key(sim, who, vmid, k, (Some(v), old(k)), Change::Set)?;
     }
     for k in &changes.delete {
-        let p = privilege_for(k, vm.effective_conf().get(k).map(String::as_str));
-        sim.access.require(who, &vm_path(vmid), &[p], false)?;
+        require_config_key(sim, who, vmid, k, (None, old(k)), Change::Delete)?;
     }
     normalise(sim, who, &node, vmid, &mut changes.set, false)?;
     check_result(&vm.effective_conf(), &changes)?;

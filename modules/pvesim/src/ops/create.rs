@@ -12,7 +12,8 @@ use crate::vmconfig::{
     parse_drive, print_drive, uuid_v4,
 };
 
-use super::{check_balloon, existing_pool, normalise, placeholder_vm, vm_path};
+use super::{check_balloon, existing_pool, normalise, placeholder_vm, require_config_key, vm_path};
+use crate::config_perm::Change;
 
 /// A create request as parsed by the handler.
 pub struct CreateVm {
@@ -48,6 +49,11 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ReplyResult<Strin
         return Err(ErrorReply::die(
             "pvesim: restore from archive is not simulated",
         ));
+    }
+    // `create_vm`: `$check_vm_modify_config_perm` over the keys, then the device checks.
+    // `ha-managed` is pvesim's own seeding switch (no such key upstream), not a config key.
+    for (k, v) in keys.iter().filter(|(k, _)| *k != "ha-managed") {
+        require_config_key(sim, who, vmid, k, (Some(v), None), Change::Create)?;
     }
     if let Some(other) = sim.vms.get(&vmid) {
         return Err(ErrorReply::die(format!(

@@ -20,6 +20,7 @@ pub mod upload;
 use std::collections::BTreeMap;
 
 use crate::auth::Principal;
+use crate::config_perm::{self, Change, Need};
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::{memory_mib, RunState, Vm};
 use crate::sim::{PveVersion, Sim};
@@ -33,12 +34,39 @@ pub fn vm_path(vmid: u32) -> String {
     format!("/vms/{vmid}")
 }
 
-/// `skiplock` is root's privilege.
+/// `skiplock` is root's privilege: qemu-server `raise_param_exc({ skiplock => "Only root may use
+/// this option." }) if $skiplock && $authuser ne 'root@pam'` (a 400; root's tokens are refused too).
 pub fn skiplock_allowed(who: &Principal, requested: bool) -> ReplyResult<bool> {
-    if requested && !who.is_root() {
-        return Err(ErrorReply::perm("Only root may use this option."));
+    if requested && !who.is_root_session() {
+        return Err(ErrorReply::param(
+            "skiplock",
+            "Only root may use this option.",
+        ));
     }
     Ok(requested)
+}
+
+/// What changing config `key` needs ([`config_perm::needs`]), checked against the caller's ACLs;
+/// upstream's refusal (a 500, or a 400 naming the key) when only root may.
+pub fn require_config_key(
+    sim: &Sim,
+    who: &Principal,
+    vmid: u32,
+    key: &str,
+    (new, old): (Option<&str>, Option<&str>),
+    change: Change,
+) -> ReplyResult<()> {
+    for need in config_perm::needs(key, new, old, change, who.is_root_session()) {
+        match need {
+            Need::Vm { privs, any } => sim.access.require(who, &vm_path(vmid), privs, any)?,
+            Need::Path { path, privilege } => {
+                sim.access.require(who, &path, &[privilege], false)?
+            }
+            Need::Root(m) | Need::Invalid(m) => return Err(ErrorReply::die(m)),
+            Need::RootParam(m) => return Err(ErrorReply::param(key, m)),
+        }
+    }
+    Ok(())
 }
 
 /// A `digest` given with the request must match the VM's current config.
