@@ -1053,3 +1053,43 @@ fn raw_devices_and_unlisted_keys_are_root_sessions_only() {
     .ok();
     assert_eq!(root.config("pve2", 101)["hostpci0"], "0000:01:00.0,pcie=1");
 }
+
+/// The boot order follows the devices (qemu-server `$update_vm_api`): deleting a disk that is in
+/// `order` drops it from the order, a new CD-ROM joins it, and an order that names a missing or
+/// deleted device is refused.
+#[test]
+fn boot_order_follows_deleted_disks_and_new_cdroms() {
+    let sim = start();
+    let api = Api::root(&sim);
+    api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("scsi1", "local-lvm:1"), ("boot", "order=scsi0;scsi1;net0")],
+    )
+    .ok();
+    api.put("/nodes/pve2/qemu/101/config", &[("delete", "scsi1")])
+        .ok();
+    let conf = api.config("pve2", 101);
+    assert_eq!(conf["boot"], "order=scsi0;net0", "{conf}");
+    api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("ide3", "none,media=cdrom")],
+    )
+    .ok();
+    assert_eq!(api.config("pve2", 101)["boot"], "order=scsi0;net0;ide3");
+    let r = api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("boot", "order=scsi0;sata5")],
+    );
+    assert_eq!(
+        r.message(),
+        "invalid bootorder: device 'sata5' does not exist'\n"
+    );
+    let r = api.put(
+        "/nodes/pve2/qemu/101/config",
+        &[("boot", "order=scsi0;ide3"), ("delete", "ide3")],
+    );
+    assert_eq!(
+        r.message(),
+        "invalid bootorder: device 'ide3' does not exist'\n"
+    );
+}

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
+use crate::propstr::parse_loose;
 use crate::schema::{lookup_prop, MethodDef};
 use crate::sim::{Sim, Spawn};
 use crate::tasks::{base_duration, Action, ConfigChanges, TaskError, TaskResult};
@@ -71,6 +72,7 @@ pub fn apply(
         require_config_key(sim, who, vmid, k, (None, old(k)), Change::Delete)?;
     }
     normalise(sim, who, &node, vmid, &mut changes.set, false)?;
+    follow_boot_order(&vm.conf, &mut changes);
     check_result(&vm.effective_conf(), &changes)?;
     if discard {
         changes.delete.retain(|k| k != "vmstate");
@@ -119,7 +121,47 @@ fn check_delete_keys(def: &MethodDef, changes: &ConfigChanges) -> ReplyResult<()
     }
 }
 
-/// Checks on the config as it would be after the change.
+/// The boot order follows the devices (qemu-server `$update_vm_api`): a deleted device leaves the
+/// `order` of the VM's current `boot`, a new CD-ROM joins it (an empty order means the legacy
+/// default, which takes every CD-ROM anyway) — staged as a pending `boot`, unless the request
+/// sets `boot` itself (that value wins) or deletes `bootorder`.
+fn follow_boot_order(current: &BTreeMap<String, String>, changes: &mut ConfigChanges) {
+    let Some(order) = current
+        .get("boot")
+        .and_then(|b| parse_loose(b, "legacy").get("order").map(str::to_string))
+    else {
+        return;
+    };
+    let mut devs: Vec<String> = order
+        .split(';')
+        .filter(|d| !d.is_empty())
+        .map(String::from)
+        .collect();
+    if devs.is_empty() || changes.delete.iter().any(|k| k == "bootorder") {
+        return;
+    }
+    let before = devs.clone();
+    devs.retain(|d| !changes.delete.contains(d));
+    for (k, v) in &changes.set {
+        if is_drive_key(k) && is_cdrom(&parse_drive(k, v)) && !devs.contains(k) {
+            devs.push(k.clone());
+        }
+    }
+    if devs == before || changes.set.contains_key("boot") {
+        return;
+    }
+    if devs.is_empty() {
+        // `print_bootorder` of no devices is '': no order left, qemu-server's default applies.
+        changes.delete.push("boot".into());
+    } else {
+        changes
+            .set
+            .insert("boot".into(), format!("order={}", devs.join(";")));
+    }
+}
+
+/// Checks on the config as it would be after the change. A `boot` order the request sets must
+/// name devices that exist and are not being deleted (`$update_vm_api`: "invalid bootorder").
 fn check_result(current: &BTreeMap<String, String>, changes: &ConfigChanges) -> ReplyResult<()> {
     let mut after = current.clone();
     for (k, v) in &changes.set {
@@ -129,11 +171,13 @@ fn check_result(current: &BTreeMap<String, String>, changes: &ConfigChanges) -> 
         after.remove(k);
     }
     check_balloon(&after)?;
-    if let Some(dev) = missing_boot_device(&after) {
-        return Err(ErrorReply::param(
-            "boot",
-            format!("invalid bootorder: device '{dev}' does not exist'"),
-        ));
+    if changes.set.contains_key("boot") {
+        if let Some(dev) = missing_boot_device(&after) {
+            // A `die` in `$update_vm_api` (a 500), not a parameter error; the stray quote is upstream's.
+            return Err(ErrorReply::die(format!(
+                "invalid bootorder: device '{dev}' does not exist'"
+            )));
+        }
     }
     Ok(())
 }
