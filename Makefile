@@ -38,8 +38,12 @@ fmt-check:
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# The pvesim-backed module suites (each crate's `tests/sim.rs` or `tests/pvesim.rs`) play the newest PVE
+# in the workspace run, then run once more against a PVE 8 release (`pvesim::lab::release_under_test`).
+PVE8_RELEASE ?= 8.4.1
 cargo-test:
 	cargo test --workspace
+	PVESIM_PVE_VERSION=$(PVE8_RELEASE) cargo test --workspace --test sim --test pvesim
 
 # Two worker processes (pytest-xdist), whole files per worker so module-scoped services are started once;
 # most of a flow test's time is ansible-playbook and the services waiting on each other, not CPU.

@@ -62,7 +62,7 @@ fn ureq_get(url: &str, token: &str) -> Result<u16, u16> {
 
 #[test]
 fn creates_converges_and_removes_least_privilege_access() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
 
     // Check mode: says what it would do, writes nothing, returns no secret.
     let (r, code) = module(&sim, args(), true);
@@ -142,7 +142,7 @@ fn creates_converges_and_removes_least_privilege_access() {
 
 #[test]
 fn a_connection_without_user_admin_rights_gets_a_clear_message() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
     // The lab's privilege-separated CI token has VM privileges only.
     let (r, code) = module_as(&sim, args(), false, lab::CI_TOKEN);
     assert_eq!(code, 1, "{r}");

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 const TOKEN: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
 
+/// The lab at the release `make test` plays (`PVESIM_PVE_VERSION`, default the newest).
 fn sim() -> SimHandle {
-    Simulator::start(Config::default()).expect("simulator starts")
+    Simulator::start(pvesim::lab::config_under_test()).expect("simulator starts")
 }
 
 /// The lab playing PVE release `version` (as `pvesim --pve-version`).
@@ -1067,7 +1068,7 @@ fn an_unset_cpu_is_left_alone() {
 fn api_host_with_a_port_and_no_scheme() {
     let sim = Simulator::start(Config {
         tls: pvesim::Tls::Generated { ca_path: None },
-        ..Config::default()
+        ..pvesim::lab::config_under_test()
     })
     .expect("simulator starts");
     let a = json!({

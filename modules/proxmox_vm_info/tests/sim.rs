@@ -3,13 +3,14 @@
 //! through `ansible_module::execute` as the binary does; the request log shows only GETs.
 
 use module_testkit::TestModule;
-use pvesim::{Config, SimHandle, Simulator};
+use pvesim::{SimHandle, Simulator};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
 
+/// The lab at the release `make test` plays (`PVESIM_PVE_VERSION`, default the newest).
 fn sim() -> SimHandle {
-    Simulator::start(Config::default()).expect("simulator starts")
+    Simulator::start(pvesim::lab::config_under_test()).expect("simulator starts")
 }
 
 fn module(sim: &SimHandle, mut args: Value) -> Value {

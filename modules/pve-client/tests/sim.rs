@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use pve_client::{Client, ConnectionOptions, Error, Params};
-use pvesim::{Config, Fault, SimHandle, Simulator};
+use pvesim::{Fault, SimHandle, Simulator};
 
 const ROOT_TOKEN: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
 
@@ -19,7 +19,7 @@ fn token_client(sim: &SimHandle) -> Client {
 
 #[test]
 fn ticket_auth_reads_and_writes_with_csrf() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
     let mut o = ConnectionOptions::new(sim.url());
     o.api_user = Some("root@pam".into());
     o.api_password = Some("pvesim-root-password".into());
@@ -46,7 +46,7 @@ fn ticket_auth_reads_and_writes_with_csrf() {
 
 #[test]
 fn an_ageing_ticket_is_renewed_with_itself_and_outlives_the_first() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
     let mut o = ConnectionOptions::new(sim.url());
     o.api_user = Some("root@pam".into());
     o.api_password = Some("pvesim-root-password".into());
@@ -82,7 +82,7 @@ fn an_ageing_ticket_is_renewed_with_itself_and_outlives_the_first() {
 
 #[test]
 fn both_error_generations_and_unreachable_nodes() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
     let c = token_client(&sim);
     let e = c.vm_config("pve1", 4242, false).unwrap_err();
     assert!(e.is_not_found(), "{e}");
@@ -124,7 +124,7 @@ fn both_error_generations_and_unreachable_nodes() {
 
 #[test]
 fn tasks_locks_and_vmids() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
     let c = token_client(&sim);
     assert!(!c.vmid_is_free(100).unwrap());
     assert!(c.vmid_is_free(4444).unwrap());
@@ -168,7 +168,7 @@ fn tasks_locks_and_vmids() {
 
 #[test]
 fn iso_upload_with_checksum() {
-    let sim = Simulator::start(Config::default()).unwrap();
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
     let c = token_client(&sim);
     let dir = std::env::temp_dir().join(format!("pve-client-upload-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -59,6 +59,34 @@ pub mod lab {
     pub const CI_TOKEN: &str = "ansible@pve!ci=5e1e0c5a-7d2b-4c4e-9a51-000000000002";
     /// ansible@pve's token without privilege separation.
     pub const FULL_TOKEN: &str = "ansible@pve!full=5e1e0c5a-7d2b-4c4e-9a51-000000000003";
+
+    /// The environment variable naming the PVE release the module test suites play (e.g.
+    /// `8.4.1`); unset means the newest ([`crate::PveVersion::CURRENT`]). `make test` runs the
+    /// pvesim-backed module suites once unset and once more with a PVE 8 release.
+    pub const VERSION_ENV: &str = "PVESIM_PVE_VERSION";
+
+    /// The release named by [`VERSION_ENV`], or the newest. For test suites: a value that does
+    /// not parse is a broken test setup, so it panics naming the variable.
+    pub fn release_under_test() -> crate::PveVersion {
+        match std::env::var(VERSION_ENV) {
+            Ok(v) if !v.trim().is_empty() => v
+                .parse()
+                .unwrap_or_else(|e| panic!("{VERSION_ENV}={v}: {e}")),
+            _ => crate::PveVersion::CURRENT,
+        }
+    }
+
+    /// The lab seed (`examples/lab.yaml`) playing [`release_under_test`].
+    pub fn seed_under_test() -> crate::Seed {
+        let mut seed = crate::Seed::lab();
+        seed.cluster.version = release_under_test().to_string();
+        seed
+    }
+
+    /// [`crate::Config::default`] with the lab seed playing [`release_under_test`].
+    pub fn config_under_test() -> crate::Config {
+        crate::Config::with_seed(seed_under_test())
+    }
 }
 
 /// How the simulator serves HTTP.

@@ -28,7 +28,10 @@ fn seed(node_mem: &str, vms: &[(u32, &str, &str, &str)]) -> Seed {
             y.push_str(&format!("    {}\n", line.trim()));
         }
     }
-    Seed::from_yaml(&y).unwrap()
+    let mut seed = Seed::from_yaml(&y).unwrap();
+    // The release `make test` plays (`PVESIM_PVE_VERSION`, default the newest).
+    seed.cluster.version = pvesim::lab::release_under_test().to_string();
+    seed
 }
 
 fn start(seed: Seed, time_scale: f64) -> SimHandle {
