@@ -41,7 +41,8 @@ ADMIN API (under /_pvesim, no authentication)
   GET|POST|DELETE /faults · GET|PUT /options · POST /clock/advance
 
 The Proxmox API itself is served under /api2/json with PVE's paths, parameters, encodings,
-envelopes, error bodies (--old-errors drops the `message` field like PVE <= 8.2) and 401 delay.
+envelopes, error bodies (`message` from PVE 8.3.4 on; --old-errors drops it as an older
+libpve-http-server-perl does) and 401 delay.
 /version reports --pve-version (default: the seed's cluster.version, 9.2.11).";
 
 /// Proxmox VE API simulator.
@@ -89,7 +90,8 @@ struct Cli {
     /// Delay before every 401 answer, in milliseconds (PVE: about 3000).
     #[arg(long, default_value_t = 3000)]
     auth_delay_ms: u64,
-    /// Old error bodies: `{"data":null}` without `message` (PVE <= 8.2).
+    /// Old error bodies: `{"data":null}` without `message` (libpve-http-server-perl < 5.2.0,
+    /// as before PVE 8.3.4).
     #[arg(long)]
     old_errors: bool,
     /// Do not fail VM starts on memory-overcommitted nodes.

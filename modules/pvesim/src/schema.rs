@@ -8,6 +8,7 @@ use regex_lite::Regex;
 use serde_json::{Map, Value};
 
 use crate::propstr;
+use crate::sim::{Generation, PveVersion};
 
 const SUBSET: &str = include_str!("../schema/pve-api-subset.json");
 
@@ -232,20 +233,26 @@ pub fn value_str(v: &Value) -> String {
 
 pub type FieldErrors = BTreeMap<String, String>;
 
-/// Validates request parameters; returns every failing field like PVE does.
-pub fn validate(def: &MethodDef, params: &BTreeMap<String, Value>) -> Result<(), FieldErrors> {
+/// Validates request parameters as `PVE::JSONSchema::validate` (`check_object`) of the release
+/// played does; returns every failing field like PVE does.
+pub fn validate(
+    def: &MethodDef,
+    params: &BTreeMap<String, Value>,
+    version: PveVersion,
+) -> Result<(), FieldErrors> {
     let mut errors = FieldErrors::new();
     for (key, value) in params {
         match lookup_prop(def, key) {
             Some((_, prop)) => {
                 if let Err(e) = check_value(prop, value) {
-                    errors.insert(key.clone(), e.to_string());
+                    add_error(&mut errors, key, &release_wording(e, version).to_string());
                 }
             }
             None if !def.additional => {
-                errors.insert(
-                    key.clone(),
-                    "property is not defined in schema and the schema does not allow additional properties".into(),
+                add_error(
+                    &mut errors,
+                    key,
+                    "property is not defined in schema and the schema does not allow additional properties",
                 );
             }
             None => {}
@@ -256,16 +263,65 @@ pub fn validate(def: &MethodDef, params: &BTreeMap<String, Value>) -> Result<(),
             continue;
         }
         if !params.contains_key(key) {
-            errors.insert(
-                key.clone(),
-                "property is missing and it is not optional".into(),
+            add_error(
+                &mut errors,
+                key,
+                "property is missing and it is not optional",
             );
+        }
+    }
+    // After the per-property checks, as `check_object` walks the given keys second.
+    for key in params.keys() {
+        let requires = lookup_prop(def, key).and_then(|(_, p)| p.get("requires"));
+        if let Some(required) = requires.and_then(Value::as_str) {
+            if !params.contains_key(required) {
+                add_error(&mut errors, required, &requires_text(key, version));
+            }
         }
     }
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// pve-common `PVE::JSONSchema::add_error`: a second error for the same field is appended after
+/// a literal backslash-n (the Perl source joins with the single-quoted `'\n'`).
+fn add_error(errors: &mut FieldErrors, key: &str, msg: &str) {
+    errors
+        .entry(key.to_string())
+        .and_modify(|e| {
+            e.push_str("\\n");
+            e.push_str(msg);
+        })
+        .or_insert_with(|| msg.to_string());
+}
+
+/// The error `check_object` files under a missing `requires` property (e.g. qemu-server's config
+/// `force` requires `delete`, an access role's `append` requires `privs`). pve-common commit
+/// 0f0e791 ("schema: clarify error on missing property dependency", libpve-common-perl 9.0.8)
+/// reworded it; pve-manager 9.0.0 already depends on libpve-common-perl >= 9.0.8, so every PVE 9
+/// has the new text and every PVE 8 (stable-bookworm) the old one.
+fn requires_text(present: &str, version: PveVersion) -> String {
+    match version.generation() {
+        Generation::Pve8 => format!("missing property - '{present}' requires this property"),
+        Generation::Pve9 => format!("missing property required by '{present}'"),
+    }
+}
+
+/// A value error as the release words it. pve-common `PVE::JSONSchema::parse_id` (the
+/// `pve-storage-id` format) says "cannot be shorter than 2 characters" for a one-character ID
+/// since commit d43c573 ("fix #7077", libpve-common-perl 9.1.7; pve-manager 9.1.7 is the first to
+/// depend on >= 9.1.8); before, and on PVE 8, such an ID "contains illegal characters".
+fn release_wording(e: ValueError, version: PveVersion) -> ValueError {
+    match e {
+        ValueError::Format(FormatError::StorageId(id))
+            if id.chars().count() < 2 && version.at_least(9, 1, 7) =>
+        {
+            ValueError::Format(FormatError::StorageIdTooShort(id))
+        }
+        other => other,
     }
 }
 
@@ -313,6 +369,9 @@ pub enum FormatError {
     MacAddr,
     #[error("storage ID '{0}' contains illegal characters")]
     StorageId(String),
+    /// PVE ≥ 9.1.7's text for a one-character storage ID (see `release_wording`).
+    #[error("storage ID '{0}' cannot be shorter than 2 characters")]
+    StorageIdTooShort(String),
     #[error("value '{0}' does not look like a valid user name")]
     UserId(String),
     #[error("role name '{0}' contains illegal characters")]
@@ -583,7 +642,7 @@ pub fn config_format(key: &str) -> Option<&'static Map<String, Value>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{lookup_prop, schema, validate, BTreeMap, MethodDef, Value};
+    use super::{lookup_prop, schema, validate, BTreeMap, MethodDef, PveVersion, Value};
     use serde_json::json;
 
     fn create() -> &'static MethodDef {
@@ -623,7 +682,7 @@ mod tests {
             ("net0", "virtio,bogus=1"),
             ("name", "bad_name"),
         ]);
-        let e = validate(create(), &p).unwrap_err();
+        let e = validate(create(), &p, PveVersion::CURRENT).unwrap_err();
         assert_eq!(e.len(), 6, "{e:?}");
         assert_eq!(e["onboot"], "type check ('boolean') failed - got 'true'");
         assert_eq!(e["cores"], "type check ('integer') failed - got '4k'");
@@ -641,13 +700,19 @@ mod tests {
 
     #[test]
     fn missing_required_and_ranges() {
-        let e = validate(create(), &params(&[("node", "pve1")])).unwrap_err();
+        let e = validate(create(), &params(&[("node", "pve1")]), PveVersion::CURRENT).unwrap_err();
         assert_eq!(e["vmid"], "property is missing and it is not optional");
-        let e = validate(create(), &params(&[("node", "pve1"), ("vmid", "99")])).unwrap_err();
+        let e = validate(
+            create(),
+            &params(&[("node", "pve1"), ("vmid", "99")]),
+            PveVersion::CURRENT,
+        )
+        .unwrap_err();
         assert_eq!(e["vmid"], "value must have a minimum value of 100");
         let e = validate(
             create(),
             &params(&[("node", "pve1"), ("vmid", "100"), ("bios", "uefi")]),
+            PveVersion::CURRENT,
         )
         .unwrap_err();
         assert_eq!(
@@ -668,13 +733,13 @@ mod tests {
             ("agent", "1"),
             ("memory", "16384"),
         ]);
-        validate(create(), &ok).unwrap();
+        validate(create(), &ok, PveVersion::CURRENT).unwrap();
         let bad = params(&[
             ("node", "pve1"),
             ("vmid", "100"),
             ("net0", "virtio=01:24:11:00:00:01,tag=0"),
         ]);
-        let e = validate(create(), &bad).unwrap_err();
+        let e = validate(create(), &bad, PveVersion::CURRENT).unwrap_err();
         assert!(e["net0"].contains("value does not look like a valid unicast MAC address"));
         assert!(e["net0"].contains("tag: value must have a minimum value of 1"));
     }
@@ -684,6 +749,6 @@ mod tests {
         let mut p = params(&[("node", "pve1"), ("vmid", "100")]);
         p.insert("onboot".into(), json!(true));
         p.insert("cores".into(), json!(2));
-        validate(create(), &p).unwrap();
+        validate(create(), &p, PveVersion::CURRENT).unwrap();
     }
 }

@@ -250,7 +250,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
         return Ok(crate::admin::handle(&shared, &method, rest, &query, &bytes));
     }
 
-    let with_message = shared.lock().opts.error_message;
+    let with_message = shared.lock().error_message_in_body();
     let Some(api_path) = path.strip_prefix(API_PREFIX) else {
         return Ok(error_response(
             &ErrorReply::not_implemented("no such uri"),
@@ -376,7 +376,7 @@ fn process(
     let (method, api_path) = (attempt.method, attempt.api_path);
     let mut sim = shared.lock();
     sim.tick();
-    let with_message = sim.opts.error_message;
+    let with_message = sim.error_message_in_body();
     let mut delay = Duration::from_millis(sim.faults.take_latency(api_path));
     let mut user = None;
 
@@ -479,7 +479,7 @@ fn run(
             "URI '{api_path}' not available with API token, need proper ticket."
         )));
     }
-    if let Err(errors) = schema::validate(def, params) {
+    if let Err(errors) = schema::validate(def, params, sim.version) {
         return Err(ErrorReply::params(errors));
     }
     if def.proxyto_node {

@@ -3,22 +3,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{start, start_with, Api, Auth, CI_TOKEN, ROOT_PASSWORD, ROOT_TOKEN};
+use common::{raw, start, start_with, Api, Auth, CI_TOKEN, ROOT_PASSWORD, ROOT_TOKEN};
 use pvesim::{Fault, Options};
 use serde_json::json;
-
-/// The raw status line, to see PVE's reason phrase (HTTP clients hide it).
-fn raw(sim: &pvesim::SimHandle, request: &str) -> String {
-    let mut s = TcpStream::connect(sim.addr()).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
 
 #[test]
 fn no_credentials_is_no_ticket() {

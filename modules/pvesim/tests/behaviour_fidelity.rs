@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{start_version, Api, Auth, BOTH_VERSIONS, FULL_TOKEN};
+use common::{raw, start_version, Api, Auth, BOTH_VERSIONS, FULL_TOKEN, ROOT_TOKEN};
 use serde_json::json;
 
 fn create(api: &Api, params: &[(&str, &str)]) -> String {
@@ -61,13 +61,30 @@ fn new_disk_sizes_are_rounded_up_to_kib_in_both_versions() {
     }
 }
 
+/// The text is in the reason phrase in every release, and in the body's `message` from 8.3.4 on.
 #[test]
 fn digest_mismatch_text_is_the_releases_own() {
-    for (v, text) in [
-        ("8.2.7", "checksum missmatch (file change by other user?)\n"),
-        ("8.2.8", "checksum mismatch (file change by other user?)\n"),
-        ("8.4.1", "checksum mismatch (file change by other user?)\n"),
-        ("9.2.11", "checksum mismatch (file change by other user?)\n"),
+    for (v, text, in_body) in [
+        (
+            "8.2.7",
+            "checksum missmatch (file change by other user?)\n",
+            false,
+        ),
+        (
+            "8.2.8",
+            "checksum mismatch (file change by other user?)\n",
+            false,
+        ),
+        (
+            "8.4.1",
+            "checksum mismatch (file change by other user?)\n",
+            true,
+        ),
+        (
+            "9.2.11",
+            "checksum mismatch (file change by other user?)\n",
+            true,
+        ),
     ] {
         let sim = start_version(v);
         let api = Api::root(&sim);
@@ -77,16 +94,30 @@ fn digest_mismatch_text_is_the_releases_own() {
             .to_string();
         api.put("/nodes/pve2/qemu/101/config", &[("description", "x")])
             .ok();
+        let body_text = if in_body { text } else { "" };
         let r = api.put(
             "/nodes/pve2/qemu/101/config",
             &[("cores", "2"), ("digest", &stale)],
         );
-        assert_eq!((r.status, r.message()), (500, text), "PVE {v}");
+        assert_eq!((r.status, r.message()), (500, body_text), "PVE {v}");
         let r = api.post(
             "/nodes/pve2/qemu/101/config",
             &[("cores", "2"), ("digest", &stale)],
         );
-        assert_eq!((r.status, r.message()), (500, text), "PVE {v}");
+        assert_eq!((r.status, r.message()), (500, body_text), "PVE {v}");
+        let form = format!("cores=2&digest={stale}");
+        let resp = raw(
+            &sim,
+            &format!(
+                "PUT /api2/json/nodes/pve2/qemu/101/config HTTP/1.1\r\nHost: x\r\n\
+                 Authorization: PVEAPIToken={ROOT_TOKEN}\r\n\
+                 Content-Type: application/x-www-form-urlencoded\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
+                form.len()
+            ),
+        );
+        let status_line = format!("HTTP/1.1 500 {}\r\n", text.trim_end());
+        assert!(resp.starts_with(&status_line), "PVE {v}: {resp}");
         assert_eq!(api.config("pve2", 101).get("cores"), None, "PVE {v}");
     }
 }

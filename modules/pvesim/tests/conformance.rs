@@ -122,9 +122,18 @@ fn every_method_reports_all_bad_parameters() {
                     && !bad.contains_key(*k)
             })
             .count();
+        // And optional ones that a given parameter `requires` (`append` needs `privs`).
+        let required_by_given: std::collections::BTreeSet<&str> = def
+            .props
+            .iter()
+            .filter(|(k, _)| bad.contains_key(&k.replace("[n]", "0")))
+            .filter_map(|(_, p)| p.get("requires").and_then(Value::as_str))
+            .filter(|r| !bad.contains_key(*r) && !vars.iter().any(|v| v == r))
+            .filter(|r| def.props.get(*r).and_then(|p| p.get("optional")) == Some(&1.into()))
+            .collect();
         assert_eq!(
             errors.len(),
-            bad.len() + missing,
+            bad.len() + missing + required_by_given.len(),
             "{} {}: every bad field must be reported: {errors:?}",
             def.method,
             def.path

@@ -31,7 +31,8 @@ pub use worker::Spawn;
 pub struct Options {
     /// Multiplies every task duration, lock timeout and agent delay; 0 = instant.
     pub time_scale: f64,
-    /// `true`: error bodies carry `message` (PVE ≥ 8.3); `false`: `{"data":null}` only.
+    /// `true`: error bodies carry `message` where the release does (`Sim::error_message_in_body`:
+    /// pve-manager ≥ 8.3.4); `false`: `{"data":null}` only, whatever the release.
     pub error_message: bool,
     /// Delay before every 401 answer, in milliseconds (PVE: ~3000).
     pub auth_failure_delay_ms: u64,
@@ -148,6 +149,16 @@ fn unix_now() -> u64 {
 }
 
 impl Sim {
+    /// Whether a JSON error body carries `message` besides `data: null`. pve-http-server commit
+    /// 9a2112e ("fix #6503: return api handler errors in the json body",
+    /// `PVE::APIServer::Formatter::Standard::prepare_response_data`) added it in
+    /// libpve-http-server-perl 5.2.0 (2025-01-28); pve-manager 8.3.4 (2025-02-18) is the first
+    /// release after it, so older releases answer `{"data":null}` only. A node upgraded without
+    /// that package is what `error_message: false` (`--old-errors`) plays.
+    pub fn error_message_in_body(&self) -> bool {
+        self.opts.error_message && self.version.at_least(8, 3, 4)
+    }
+
     /// The pool an existing VM belongs to.
     pub fn pool_of(&self, vmid: u32) -> Option<&str> {
         if !self.vms.contains_key(&vmid) {

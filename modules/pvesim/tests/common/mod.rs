@@ -32,6 +32,16 @@ pub fn start_version(version: &str) -> SimHandle {
     start_seed(seed)
 }
 
+/// The raw answer to a hand-written request, to see PVE's reason phrase (HTTP clients hide it).
+pub fn raw(sim: &SimHandle, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(sim.addr()).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
 /// A PVE 8 and a PVE 9 release, for behaviours that must hold in both modes.
 pub const BOTH_VERSIONS: [&str; 2] = ["8.4.1", "9.2.11"];
 
