@@ -174,14 +174,18 @@ fn run(cli: Cli) -> Result<(), MainError> {
         .map_err(MainError::Runtime)?;
     rt.block_on(async move {
         let bound = pvesim::Simulator::bind(config).await?;
+        // Take SIGINT over before announcing the address: whoever reads that line may interrupt
+        // at once (`ctrl_c()` would only install its handler when first polled, inside `serve`).
+        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(MainError::Runtime)?;
         let scheme = if bound.https { "https" } else { "http" };
         println!("pvesim listening on {scheme}://{}/api2/json", bound.addr);
         if bound.ca_pem.is_some() {
             println!("CA certificate written to {}", cli.ca_out.display());
         }
         bound
-            .serve(async {
-                let _ = tokio::signal::ctrl_c().await;
+            .serve(async move {
+                sigint.recv().await;
             })
             .await;
         Ok(())
