@@ -244,7 +244,9 @@ pub fn validate(
     for (key, value) in params {
         match lookup_prop(def, key) {
             Some((_, prop)) => {
-                if let Err(e) = check_value(prop, value) {
+                let checked =
+                    check_value(prop, value).and_then(|()| release_check(prop, value, version));
+                if let Err(e) = checked {
                     add_error(&mut errors, key, &release_wording(e, version).to_string());
                 }
             }
@@ -307,6 +309,26 @@ fn requires_text(present: &str, version: PveVersion) -> String {
     match version.generation() {
         Generation::Pve8 => format!("missing property - '{present}' requires this property"),
         Generation::Pve9 => format!("missing property required by '{present}'"),
+    }
+}
+
+/// Checks that depend on the release. `pve-priv-list` (pve-common `check_format`'s `-list` form
+/// of pve-access-control's `pve-priv` format, `verify_privname`): every privilege must be one the
+/// release knows, so PVE 8 refuses `VM.GuestAgent.Audit` and PVE 9 `VM.Monitor` at parameter
+/// verification (400), before the handler runs.
+fn release_check(prop: &Value, value: &Value, version: PveVersion) -> Result<(), ValueError> {
+    if prop.get("format").and_then(Value::as_str) != Some("pve-priv-list") {
+        return Ok(());
+    }
+    let known = crate::auth::privileges(version.generation());
+    let text = value_str(value);
+    let unknown = text
+        .split([',', ';', ' '])
+        .filter(|p| !p.is_empty())
+        .find(|p| !known.contains(p));
+    match unknown {
+        Some(p) => Err(FormatError::Privilege(p.to_string()).into()),
+        None => Ok(()),
     }
 }
 
@@ -388,7 +410,8 @@ pub enum FormatError {
     ConfigId(String),
     #[error("invalid characters in tag '{0}'")]
     Tag(String),
-    #[error("invalid privilege name '{0}'")]
+    /// pve-access-control `verify_privname`.
+    #[error("invalid privilege '{0}'")]
     Privilege(String),
 }
 

@@ -402,7 +402,8 @@ fn hibernation_locks_the_config_until_a_start_resumes_it() {
 
 /// pve-access-control `$privgroups`: PVE 8 has `VM.Monitor` and no `VM.GuestAgent.*` (nor
 /// `VM.Replicate`), PVE 9 the reverse; the built-in roles follow, a role naming the other
-/// release's privilege is refused (`verify_privname`), a seeded one drops it
+/// release's privilege is refused at parameter verification (`verify_privname` behind the
+/// `pve-priv-list` format), a seeded one drops it
 /// (`parse_user_config`), and the guest agent needs `VM.Monitor` on PVE 8.
 #[test]
 fn privileges_are_the_releases_own() {
@@ -440,12 +441,15 @@ fn privileges_are_the_releases_own() {
             v.starts_with('9'),
             "PVE {v}"
         );
+        // Refused by parameter verification (the `pve-priv-list` format), not by the handler.
         let r = api.post("/access/roles", &[("roleid", "Other"), ("privs", other)]);
         assert_eq!(
-            (r.status, r.message().to_string()),
-            (500, format!("invalid privilege '{other}'\n")),
+            (r.status, r.error("privs").to_string()),
+            (400, format!("invalid format - invalid privilege '{other}'")),
             "PVE {v}"
         );
+        let r = api.put("/access/roles/ProxShiftProvisioner", &[("privs", other)]);
+        assert_eq!(r.status, 400, "PVE {v}: {:?}", r.body);
         api.post("/access/roles", &[("roleid", "Own"), ("privs", own)])
             .ok();
         // The lab's provisioner role is seeded with VM.GuestAgent.Audit: PVE 8 drops it.

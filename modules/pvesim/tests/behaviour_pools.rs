@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{start, Api, CI_TOKEN};
+use common::{start, start_version, Api, BOTH_VERSIONS, CI_TOKEN};
 
 fn pool_of(api: &Api, vmid: u32) -> Option<String> {
     api.get("/cluster/resources", &[("type", "vm")])
@@ -103,4 +103,34 @@ fn pool_changes_need_pool_allocate() {
     let r = ci.put("/pools/ocp", &[("vms", "100")]);
     assert_eq!(r.status, 403, "{:?}", r.body);
     assert!(ci.get("/pools", &[]).ok().as_array().unwrap().is_empty());
+}
+
+/// `create_pool` dies inside `lock_user_config(…, "create pool failed")`; PVE 9 (pve-manager
+/// 7eadbed6) also wants a pool name that starts with a letter, PVE 8 takes `1lab`.
+#[test]
+fn pool_creation_errors_per_release() {
+    for v in BOTH_VERSIONS {
+        let sim = start_version(v);
+        let api = Api::root(&sim);
+        api.post("/pools", &[("poolid", "ocp")]).ok();
+        let dup = api.post("/pools", &[("poolid", "ocp")]);
+        assert_eq!(
+            (dup.status, dup.message()),
+            (500, "create pool failed: pool 'ocp' already exists\n"),
+            "PVE {v}"
+        );
+        let r = api.post("/pools", &[("poolid", "1lab")]);
+        if v.starts_with('8') {
+            r.ok();
+        } else {
+            assert_eq!(
+                (r.status, r.message()),
+                (
+                    500,
+                    "create pool failed: pool name must start with a letter\n"
+                ),
+                "PVE {v}"
+            );
+        }
+    }
 }

@@ -66,3 +66,47 @@ fn creating_users_needs_realm_allocate_user() {
         500
     );
 }
+
+/// `PVE/API2/Role.pm` (the same in PVE 8 and 9): the `PVE` namespace is a parameter error, the
+/// built-in roles are "auto-generated", and what fails inside `lock_user_config` carries its prefix.
+#[test]
+fn role_errors_are_upstreams() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let r = api.post("/access/roles", &[("roleid", "PVEMine")]);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.body["errors"]["roleid"],
+        "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"
+    );
+    api.post(
+        "/access/roles",
+        &[("roleid", "Mine"), ("privs", "VM.Audit")],
+    )
+    .ok();
+    let r = api.post("/access/roles", &[("roleid", "Mine")]);
+    assert_eq!(
+        r.message(),
+        "create role failed: role 'Mine' already exists\n"
+    );
+    let r = api.put("/access/roles/Nope", &[("privs", "VM.Audit")]);
+    assert_eq!(
+        r.message(),
+        "update role failed: role 'Nope' does not exist\n"
+    );
+    let r = api.put("/access/roles/PVEAuditor", &[("privs", "VM.Audit")]);
+    assert_eq!(
+        r.message(),
+        "auto-generated role 'PVEAuditor' cannot be modified\n"
+    );
+    let r = api.delete("/access/roles/PVEAuditor", &[]);
+    assert_eq!(
+        r.message(),
+        "auto-generated role 'PVEAuditor' cannot be deleted\n"
+    );
+    let r = api.delete("/access/roles/Nope", &[]);
+    assert_eq!(
+        r.message(),
+        "delete role failed: role 'Nope' does not exist\n"
+    );
+}

@@ -217,12 +217,28 @@ pub fn roles(ctx: &mut Ctx) -> ReplyResult<Value> {
     ))
 }
 
+/// pve-access-control `PVE::AccessControl::lock_user_config($code, $errmsg)`: a `die` inside the
+/// locked section comes out as `"$errmsg: $err"` (the same in PVE 8 and 9).
+fn user_config_failed(what: &str, err: ErrorReply) -> ErrorReply {
+    ErrorReply::die(format!("{what}: {}", err.message))
+}
+
+/// `PVE/API2/Role.pm` `create_role`.
 pub fn role_create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
-    if ctx.sim.access.roles.contains_key(&id) {
-        return Err(ErrorReply::die(format!("role '{id}' already exists")));
+    if id.to_ascii_lowercase().starts_with("pve") {
+        return Err(ErrorReply::param(
+            "roleid",
+            "cannot use role ID starting with the (case-insensitive) 'PVE' namespace",
+        ));
     }
-    let privs = privs_list(ctx, &ctx.str("privs"))?;
+    let locked = || -> ReplyResult<BTreeSet<String>> {
+        if ctx.sim.access.roles.contains_key(&id) {
+            return Err(ErrorReply::die(format!("role '{id}' already exists")));
+        }
+        privs_list(ctx, &ctx.str("privs"))
+    };
+    let privs = locked().map_err(|e| user_config_failed("create role failed", e))?;
     ctx.sim.access.roles.insert(id, privs);
     Ok(Value::Null)
 }
@@ -240,37 +256,44 @@ pub fn role_get(ctx: &mut Ctx) -> ReplyResult<Value> {
     ))
 }
 
+/// `PVE/API2/Role.pm` `update_role`: special roles are refused before the lock.
 pub fn role_update(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
     if ctx.sim.access.builtin.contains(&id) {
         return Err(ErrorReply::die(format!(
-            "cannot modify built-in role '{id}'"
+            "auto-generated role '{id}' cannot be modified"
         )));
     }
-    let privs = privs_list(ctx, &ctx.str("privs"))?;
+    let locked = || -> ReplyResult<BTreeSet<String>> {
+        if !ctx.sim.access.roles.contains_key(&id) {
+            return Err(ErrorReply::die(format!("role '{id}' does not exist")));
+        }
+        privs_list(ctx, &ctx.str("privs"))
+    };
+    let privs = locked().map_err(|e| user_config_failed("update role failed", e))?;
     let append = ctx.flag("append");
-    let r = ctx
-        .sim
-        .access
-        .roles
-        .get_mut(&id)
-        .ok_or_else(|| ErrorReply::die(format!("role '{id}' does not exist")))?;
-    if !append {
-        r.clear();
+    if let Some(r) = ctx.sim.access.roles.get_mut(&id) {
+        if !append {
+            r.clear();
+        }
+        r.extend(privs);
     }
-    r.extend(privs);
     Ok(Value::Null)
 }
 
+/// `PVE/API2/Role.pm` `delete_role`.
 pub fn role_delete(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("roleid");
     if ctx.sim.access.builtin.contains(&id) {
         return Err(ErrorReply::die(format!(
-            "cannot delete built-in role '{id}'"
+            "auto-generated role '{id}' cannot be deleted"
         )));
     }
     if ctx.sim.access.roles.remove(&id).is_none() {
-        return Err(ErrorReply::die(format!("role '{id}' does not exist")));
+        return Err(user_config_failed(
+            "delete role failed",
+            ErrorReply::die(format!("role '{id}' does not exist")),
+        ));
     }
     ctx.sim.access.acl.retain(|a| a.roleid != id);
     Ok(Value::Null)

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::Pool;
 use crate::server::Ctx;
+use crate::sim::Generation;
 
 fn members(ctx: &Ctx, id: &str) -> Vec<Value> {
     let sim = &*ctx.sim;
@@ -68,11 +69,30 @@ pub fn list(ctx: &mut Ctx) -> ReplyResult<Value> {
     ))
 }
 
-/// `POST /pools`.
+/// `POST /pools` (pve-manager `PVE/API2/Pool.pm` `create_pool`; its checks run inside
+/// `lock_user_config(…, "create pool failed")`, which prefixes them).
 pub fn create(ctx: &mut Ctx) -> ReplyResult<Value> {
     let id = ctx.str("poolid");
+    let failed = |why: String| ErrorReply::die(format!("create pool failed: {why}"));
     if ctx.sim.pools.contains_key(&id) {
-        return Err(ErrorReply::die(format!("pool '{id}' already exists")));
+        return Err(failed(format!("pool '{id}' already exists")));
+    }
+    let leaf = match id.rsplit_once('/') {
+        Some((parent, leaf)) => {
+            if !ctx.sim.pools.contains_key(parent) {
+                return Err(failed(format!(
+                    "parent '{parent}' of pool '{id}' does not exist"
+                )));
+            }
+            leaf
+        }
+        None => id.as_str(),
+    };
+    // pve-manager commit 7eadbed6 ("api: create pool: force first character to be a letter for
+    // new pools", 2025-07-24) is in 9.0.0 and not on stable-8.
+    let letter_first = leaf.starts_with(|c: char| c.is_ascii_alphabetic());
+    if ctx.sim.version.generation() == Generation::Pve9 && !letter_first {
+        return Err(failed("pool name must start with a letter".into()));
     }
     let comment = ctx.opt("comment");
     ctx.sim.pools.insert(
