@@ -482,6 +482,25 @@ fn balloon_larger_than_memory_is_rejected() {
     );
 }
 
+/// `agent: 0` is configured but without a channel: a running VM's agent "is not running"
+/// (`assert_agent_available`); "No QEMU guest agent configured" is for a config without `agent`.
+#[test]
+fn a_disabled_agent_is_not_running_rather_than_unconfigured() {
+    let sim = start();
+    let api = Api::root(&sim);
+    api.put("/nodes/pve2/qemu/101/config", &[("agent", "0")])
+        .ok();
+    let r = api.get("/nodes/pve2/qemu/101/agent/network-get-interfaces", &[]);
+    assert_eq!(r.message(), "VM 101 is not running\n");
+    let upid = api.post("/nodes/pve2/qemu/101/status/start", &[]).upid();
+    assert_eq!(api.exit(&upid), "OK");
+    let r = api.get("/nodes/pve2/qemu/101/agent/network-get-interfaces", &[]);
+    assert_eq!(
+        (r.status, r.message()),
+        (500, "QEMU guest agent is not running\n")
+    );
+}
+
 #[test]
 fn guest_agent_answers_after_its_delay() {
     let sim = start_with(realtime());

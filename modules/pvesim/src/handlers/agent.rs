@@ -15,16 +15,20 @@ pub fn agent_enabled(conf: &BTreeMap<String, String>) -> bool {
         .unwrap_or(false)
 }
 
+/// qemu-server `PVE::QemuServer::Agent::assert_agent_available` (`agent_available` on PVE 8, the
+/// same texts): "not configured" only when the config has no `agent` key at all; `agent: 0` means
+/// no guest agent channel, so a running VM's agent "is not running".
 fn agent_ready(ctx: &Ctx) -> ReplyResult<()> {
     let vmid = ctx.vmid();
     let vm = ctx.sim.vm(&ctx.node(), vmid)?;
-    if !agent_enabled(&vm.conf) {
+    if !vm.conf.contains_key("agent") {
         return Err(ErrorReply::die("No QEMU guest agent configured"));
     }
     if !vm.running() {
         return Err(ErrorReply::die(format!("VM {vmid} is not running")));
     }
-    if vm.agent_ready_at.map(|t| t > ctx.sim.now()).unwrap_or(true) {
+    let not_yet = vm.agent_ready_at.map(|t| t > ctx.sim.now()).unwrap_or(true);
+    if !agent_enabled(&vm.conf) || not_yet {
         return Err(ErrorReply::die("QEMU guest agent is not running"));
     }
     Ok(())
