@@ -573,6 +573,9 @@ mod module {
             "installer_required",
             json!(true),
         );
+        // The site's one installer is of another release: not refused, passed over for the extraction.
+        let global = installer_of(&bins, "openshift-install", "4.18.1");
+        let args = with(args, "openshift_install", json!(global));
         // Check mode: what would be extracted, nothing done.
         let r = run(&args, true, false);
         assert_eq!(
@@ -621,7 +624,11 @@ mod module {
         let calls = fs::read_to_string(bins.join("calls")).unwrap();
         assert_eq!(calls.lines().count(), 1, "{calls}");
         // A minor names no release: refused with what to give instead, and installer_only without a
-        // pull secret cannot extract.
+        // pull secret cannot extract (no global installer to pass over here: of another version and
+        // nothing to extract, it is refused as such).
+        let mut args = args;
+        args.as_object_mut().unwrap().remove("openshift_install");
+        only.as_object_mut().unwrap().remove("openshift_install");
         let r = run(&with(args.clone(), "version", json!("4.16")), true, false);
         let msg = r["msg"].as_str().unwrap();
         assert!(
