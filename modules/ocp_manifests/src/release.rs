@@ -145,14 +145,7 @@ pub fn plan(i: &Inputs) -> Result<Extraction, Unavailable> {
         None => release_image(i.version, i.arch)?,
     };
     let cache = i.cache.ok_or(Unavailable::NoCache)?.to_path_buf();
-    let oc = crate::iso::resolve_binary(i.oc).map_err(|e| {
-        Unavailable::NoOc(match e {
-            crate::iso::BinaryError::NotExecutable(p) => {
-                format!("{} is not an executable file", p.display())
-            }
-            crate::iso::BinaryError::NotOnPath(n) => format!("'{n}' was not found on PATH"),
-        })
-    })?;
+    let oc = find_oc(i.oc, &cache, i.version)?;
     if i.pull_secret.trim().is_empty() {
         return Err(Unavailable::NoPullSecret);
     }
@@ -162,6 +155,51 @@ pub fn plan(i: &Inputs) -> Result<Extraction, Unavailable> {
         oc,
         cache,
     })
+}
+
+/// `oc_binary` (a path, or a name on PATH); for the default `oc` not on PATH, the cache's (see
+/// [`cached_oc`]).
+fn find_oc(name: &str, cache: &Path, version: &str) -> Result<PathBuf, Unavailable> {
+    use crate::iso::{resolve_binary, BinaryError};
+    match resolve_binary(name) {
+        Ok(path) => Ok(path),
+        Err(BinaryError::NotExecutable(p)) => Err(Unavailable::NoOc(format!(
+            "{} is not an executable file",
+            p.display()
+        ))),
+        Err(BinaryError::NotOnPath(n)) if n == "oc" => cached_oc(cache, version).ok_or_else(|| {
+            Unavailable::NoOc(format!(
+                "'oc' was not found on PATH nor as oc-<version> in {}",
+                cache.display()
+            ))
+        }),
+        Err(BinaryError::NotOnPath(n)) => {
+            Err(Unavailable::NoOc(format!("'{n}' was not found on PATH")))
+        }
+    }
+}
+
+/// An `oc-<version>` of the cache, as `awx/ee/install-openshift-clients.sh` puts it there (the execution
+/// environment has no other): the cluster's version's, its minor's, else the newest (any `oc` extracts
+/// any release).
+fn cached_oc(cache: &Path, version: &str) -> Option<PathBuf> {
+    for key in installer::lookup_keys(version) {
+        let p = cache.join(format!("oc-{key}"));
+        if installer::executable(&p) {
+            return Some(p);
+        }
+    }
+    let newest = fs::read_dir(cache)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let v = parse_version(name.strip_prefix("oc-")?)?;
+            installer::executable(&e.path()).then_some((v, e.path()))
+        })
+        .max();
+    newest.map(|(_, p)| p)
 }
 
 /// The installer an extraction gave (or found placed by a concurrent run), its version checked.
@@ -412,6 +450,23 @@ pub(crate) mod tests {
             }),
             Unavailable::NoPullSecret
         );
+        // The default oc not on PATH: the cache's oc-<version> (as the execution environment has it),
+        // else its minor's, else the newest; another name is looked for on PATH only.
+        let cached = |v: &str| {
+            let p = d.join(format!("oc-{v}"));
+            script(&p, "exit 0\n");
+            p
+        };
+        assert_eq!(cached_oc(&d, "4.17.1"), None);
+        let (old, newest) = (cached("4.16.3"), cached("4.18.2"));
+        assert_eq!(cached_oc(&d, "4.17.1"), Some(newest));
+        let minor = cached("4.16");
+        assert_eq!(cached_oc(&d, "4.16.9"), Some(minor));
+        assert_eq!(cached_oc(&d, "4.16.3"), Some(old));
+        assert!(matches!(
+            find_oc("oc-custom-xyz", &d, "4.16.3"),
+            Err(Unavailable::NoOc(m)) if m == "'oc-custom-xyz' was not found on PATH"
+        ));
         fs::remove_dir_all(&d).unwrap();
     }
 
