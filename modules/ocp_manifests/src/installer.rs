@@ -4,7 +4,10 @@
 //! the cluster's `version` (`"4.19"` or an exact `"4.19.7"`) is looked up in
 //! 1. `openshift_installers` (version → path): the exact key first, then the minor (`"4.19"`);
 //! 2. `openshift_install_cache`: `openshift-install-<version>`, then `openshift-install-<minor>`;
-//! 3. `openshift_install`: a path, or a name found on PATH (the single global installer).
+//! 3. `openshift_install`: a path, or a name found on PATH (the single global installer);
+//! 4. the release image ([`crate::release`]): extracted into the cache when nothing above has one (or
+//!    only the global installer, of another version) and `oc`, a pull secret and an exact version (or
+//!    `ocp_release_image`) are there. The caller decides that; [`select`] only looks.
 //!
 //! A map entry or an `openshift_install` path that is not an executable is an error; a miss in the
 //! cache and on PATH only is "not found" (which the caller may accept: no ISO is built then).
@@ -29,6 +32,8 @@ pub enum Source {
     Cache,
     /// `openshift_install` (path or PATH).
     Global,
+    /// Extracted from this release image into the cache by this run.
+    Release(String),
 }
 
 impl Source {
@@ -37,6 +42,7 @@ impl Source {
             Source::Map(key) => format!("openshift_installers[{key}]"),
             Source::Cache => "openshift_install_cache".to_string(),
             Source::Global => "openshift_install".to_string(),
+            Source::Release(image) => format!("release image {image}"),
         }
     }
 }
@@ -65,10 +71,15 @@ impl Sources<'_> {
 /// Why a cluster has no usable installer.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallerError {
-    #[error("no openshift-install for version {version}; looked in: {}", .looked.join("; "))]
+    #[error(
+        "no openshift-install for version {version}; looked in: {}{}", .looked.join("; "),
+        .not_extracted.as_ref().map(|w| format!("; not extracted from a release image: {w}")).unwrap_or_default()
+    )]
     NotFound {
         version: String,
         looked: Vec<String>,
+        /// Why it cannot be extracted from the release image either (see [`crate::release`]).
+        not_extracted: Option<String>,
     },
     #[error("{source_name}: {} is not an executable file", .path.display())]
     NotExecutable { source_name: String, path: PathBuf },
@@ -94,6 +105,8 @@ pub enum InstallerError {
         wanted: String,
         found: String,
     },
+    #[error(transparent)]
+    Extract(#[from] crate::release::ExtractError),
 }
 
 impl InstallerError {
@@ -104,7 +117,24 @@ impl InstallerError {
             _ => &[],
         }
     }
+
+    /// A miss, with why the release image cannot supply the installer either.
+    pub fn not_extracted(self, why: String) -> InstallerError {
+        match self {
+            InstallerError::NotFound {
+                version, looked, ..
+            } => InstallerError::NotFound {
+                version,
+                looked,
+                not_extracted: Some(why),
+            },
+            other => other,
+        }
+    }
 }
+
+/// A cached installer's file name is this and the version: `openshift-install-4.19.7`.
+pub const CACHE_PREFIX: &str = "openshift-install-";
 
 /// The keys a version is looked up by, most specific first: `4.19.7` → [`4.19.7`, `4.19`].
 pub fn lookup_keys(version: &str) -> Vec<String> {
@@ -119,7 +149,7 @@ pub fn lookup_keys(version: &str) -> Vec<String> {
     keys
 }
 
-fn executable(p: &Path) -> bool {
+pub(crate) fn executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -146,7 +176,7 @@ pub fn select(version: &str, sources: &Sources) -> Result<Choice, InstallerError
     }
     if let Some(dir) = sources.cache {
         for key in &keys {
-            let path = dir.join(format!("openshift-install-{key}"));
+            let path = dir.join(format!("{CACHE_PREFIX}{key}"));
             if executable(&path) {
                 return Ok(Choice {
                     path,
@@ -175,6 +205,7 @@ pub fn select(version: &str, sources: &Sources) -> Result<Choice, InstallerError
     Err(InstallerError::NotFound {
         version: version.trim().to_string(),
         looked,
+        not_extracted: None,
     })
 }
 

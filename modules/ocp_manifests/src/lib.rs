@@ -13,6 +13,7 @@ pub mod model;
 pub mod net;
 pub mod nmstate;
 pub mod plan;
+pub mod release;
 pub mod render;
 pub mod verify;
 
@@ -88,7 +89,7 @@ pub fn argument_spec() -> ArgSpec {
             Opt::str("end"),
         ])),
         Opt::str("rendezvous_ip"),
-        Opt::new("pull_secret", Type::Json).required().no_log(),
+        Opt::new("pull_secret", Type::Json).no_log(),
         Opt::str("ssh_key"),
         Opt::str("additional_trust_bundle"),
         Opt::str("additional_trust_bundle_policy").choices(&["Proxyonly", "Always"]),
@@ -118,11 +119,20 @@ pub fn argument_spec() -> ArgSpec {
         Opt::dict("openshift_installers"),
         Opt::path("openshift_install_cache"),
         Opt::bool("installer_required").default(false),
+        Opt::str("release_image"),
+        Opt::str("oc_binary").default("oc"),
+        Opt::bool("installer_only").default(false),
         Opt::bool("build_iso").default(true),
         Opt::int("iso_max_age_hours").default(24),
         Opt::bool("keep_build").default(false),
     ])
+    // Choosing the installer alone needs the pull secret only to extract one.
+    .required_if("installer_only", false, &["pull_secret"])
 }
+
+/// The clusters' CPU architecture: what `templates/install-config.yaml.j2` renders, and so the release
+/// image an installer is extracted from (`-x86_64`).
+const CLUSTER_ARCHITECTURE: &str = "amd64";
 
 fn problems_failure(what: &str, problems: &[Problem]) -> Failure {
     let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -215,6 +225,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     // The rendered form of the pull secret is JSON-escaped; mask that too.
     let escaped = serde_json::to_string(&o.pull_secret).unwrap_or_default();
     m.add_secret(escaped.trim_matches('"').to_string());
+    if o.installer_only {
+        return installer_only(m, &o);
+    }
 
     // Chosen before anything is rendered; its problem is listed with the validation problems.
     let installer = choose_installer(&o);
@@ -241,6 +254,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             &problems,
         ));
     }
+    // Only for a cluster whose files are valid: an extraction downloads the release's installer.
+    let (installer, extracted) = obtain(installer, &o, m)?;
 
     let out_dir = &o.output_dir;
     let ic_path = out_dir.join(render::INSTALL_CONFIG);
@@ -299,7 +314,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         }
     }
 
-    let mut outcome = Outcome::new(files_changed)
+    let mut outcome = Outcome::new(files_changed || extracted)
         .with("output_dir", json!(out_dir))
         .with("install_config_path", json!(ic_path))
         .with("agent_config_path", json!(ac_path))
@@ -356,10 +371,12 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 }
 
 /// The cluster's installer: none asked for (no installer option given), missing (none found and
-/// `installer_required` false: no ISO is built), or found and of the cluster's version.
+/// `installer_required` false: no ISO is built), to be extracted from the release image (check mode
+/// reports it so), or found and of the cluster's version.
 enum Installer {
     NotAsked,
     Missing(installer::InstallerError),
+    Extract(release::Extraction),
     Ready {
         choice: installer::Choice,
         version: String,
@@ -379,6 +396,24 @@ fn with_installer(
                 .with("installer_path", json!(choice.path))
                 .with("installer_version", version.clone())
                 .with("installer_source", choice.source.describe());
+            if let installer::Source::Release(image) = &choice.source {
+                outcome = outcome.with("installer_release_image", image.clone());
+                msg.push_str(&format!("; extracted openshift-install from {image}"));
+            }
+        }
+        Installer::Extract(x) => {
+            outcome = outcome
+                .with("installer_path", json!(x.dest()))
+                .with(
+                    "installer_source",
+                    installer::Source::Release(x.image.clone()).describe(),
+                )
+                .with("installer_release_image", x.image.clone());
+            msg.push_str(&format!(
+                "; would extract openshift-install from {} with {}",
+                x.image,
+                x.oc.display()
+            ));
         }
         Installer::Missing(e) => {
             outcome = outcome
@@ -394,6 +429,7 @@ fn with_installer(
 }
 
 fn choose_installer(o: &Options) -> Result<Installer, installer::InstallerError> {
+    use installer::{InstallerError, Source};
     let sources = installer::Sources {
         map: o.openshift_installers.as_ref(),
         cache: o.openshift_install_cache.as_deref(),
@@ -402,22 +438,82 @@ fn choose_installer(o: &Options) -> Result<Installer, installer::InstallerError>
     if !sources.any() {
         return Ok(Installer::NotAsked);
     }
-    match installer::select(&o.version, &sources) {
-        Ok(choice) => {
-            let version = installer::verify(&choice.path, &o.version)?;
-            Ok(Installer::Ready { choice, version })
-        }
-        Err(e @ installer::InstallerError::NotFound { .. }) if !o.installer_required => {
-            Ok(Installer::Missing(e))
-        }
-        Err(e) => Err(e),
+    let miss = match installer::select(&o.version, &sources) {
+        Ok(choice) => match installer::verify(&choice.path, &o.version) {
+            Ok(version) => return Ok(Installer::Ready { choice, version }),
+            // The site's one installer is of another release: the cluster's own may be extracted.
+            Err(e @ InstallerError::Mismatch { .. }) if choice.source == Source::Global => e,
+            Err(e) => return Err(e),
+        },
+        Err(e @ InstallerError::NotFound { .. }) => e,
+        Err(e) => return Err(e),
+    };
+    let inputs = release::Inputs {
+        version: &o.version,
+        arch: CLUSTER_ARCHITECTURE,
+        image: o.release_image.as_deref(),
+        oc: &o.oc_binary,
+        cache: o.openshift_install_cache.as_deref(),
+        pull_secret: &o.pull_secret,
+    };
+    match release::plan(&inputs) {
+        Ok(x) => Ok(Installer::Extract(x)),
+        Err(why) => match miss.not_extracted(why.to_string()) {
+            e @ InstallerError::NotFound { .. } if !o.installer_required => {
+                Ok(Installer::Missing(e))
+            }
+            e => Err(e),
+        },
     }
+}
+
+/// Extract the release's installer when that is how the cluster gets one, and check its version; in
+/// check mode it stays a plan. Whether the cache changed.
+fn obtain(i: Installer, o: &Options, m: &Module) -> Result<(Installer, bool), Failure> {
+    let Installer::Extract(x) = i else {
+        return Ok((i, false));
+    };
+    if m.check_mode {
+        return Ok((Installer::Extract(x), true));
+    }
+    let got =
+        release::extract(&x, &o.pull_secret, &m.tmpdir()).map_err(|e| installer_failure(&e))?;
+    let choice = installer::Choice {
+        path: got.path,
+        source: installer::Source::Release(x.image),
+    };
+    let ready = Installer::Ready {
+        choice,
+        version: got.version,
+    };
+    Ok((ready, got.fresh))
+}
+
+/// `installer_only`: the cluster's installer chosen (and extracted when needed), nothing rendered. A
+/// run of the install phase alone resolves it so, to wait with the installer of the cluster's version.
+fn installer_only(m: &Module, o: &Options) -> Result<Outcome, Failure> {
+    let installer = choose_installer(o).map_err(|e| installer_failure(&e))?;
+    let (installer, changed) = obtain(installer, o, m)?;
+    let mut msg = match &installer {
+        Installer::Ready { choice, version } => {
+            format!("openshift-install {version} at {}", choice.path.display())
+        }
+        Installer::Extract(_) => "no installer of this version yet".to_string(),
+        Installer::Missing(_) => "no installer of this version".to_string(),
+        Installer::NotAsked => "no installer asked for".to_string(),
+    };
+    let outcome = with_installer(Outcome::new(changed), &installer, false, &mut msg);
+    if let Installer::Missing(e) = &installer {
+        msg.push_str(&format!(": {e}"));
+    }
+    Ok(outcome.msg(msg))
 }
 
 fn installer_problem(e: &installer::InstallerError) -> Problem {
     let rule = match e {
         installer::InstallerError::NotFound { .. } => "installer-missing",
         installer::InstallerError::Mismatch { .. } => "installer-version",
+        installer::InstallerError::Extract(_) => "installer-extract",
         _ => "installer-unusable",
     };
     Problem {

@@ -29,6 +29,8 @@ pub struct Options {
     pub nodes: Vec<NodeOpt>,
     pub ip_pool: Option<IpPool>,
     pub rendezvous_ip: Option<String>,
+    /// Absent only with `installer_only` (then nothing is extracted).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub pull_secret: String,
     pub ssh_key: Option<String>,
     pub additional_trust_bundle: Option<String>,
@@ -53,6 +55,14 @@ pub struct Options {
     /// Fail when no installer of the cluster's version is found (else no ISO is built).
     #[serde(default)]
     pub installer_required: bool,
+    /// The release image to extract the installer from (else the exact version's); see [`crate::release`].
+    pub release_image: Option<String>,
+    /// `oc` for the extraction: a path, or a name found on PATH.
+    #[serde(default = "oc")]
+    pub oc_binary: String,
+    /// Only choose the installer (extracting it when that is how the cluster gets one); render nothing.
+    #[serde(default)]
+    pub installer_only: bool,
     /// Build the ISO with the installer; false: only choose and check the installer (preflight).
     #[serde(default = "yes")]
     pub build_iso: bool,
@@ -64,6 +74,15 @@ pub struct Options {
 
 fn yes() -> bool {
     true
+}
+
+fn oc() -> String {
+    "oc".to_string()
+}
+
+/// An option not given arrives as null: the empty string then.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -162,6 +181,8 @@ pub struct Plan {
     pub api_vips: Vec<String>,
     pub ingress_vips: Vec<String>,
     pub load_balancer: Option<String>,
+    /// Absent only with `installer_only` (then nothing is extracted).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub pull_secret: String,
     pub ssh_key: Option<String>,
     pub additional_trust_bundle: Option<String>,

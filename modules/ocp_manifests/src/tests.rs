@@ -546,6 +546,101 @@ mod module {
         );
         fs::remove_dir_all(&bins).unwrap();
     }
+
+    #[test]
+    fn an_installer_missing_everywhere_is_extracted_from_the_release_image_once() {
+        let bins = tmp("extract");
+        fs::create_dir_all(&bins).unwrap();
+        let oc = crate::release::tests::fake_oc(&bins, "4.19.7");
+        let cache = bins.join("cache");
+        let dir = bins.join("out");
+        let image = format!("{}:4.19.7-x86_64", crate::release::RELEASE_REPOSITORY);
+        let args = with(
+            with(
+                with(
+                    with(sno(), "version", json!("4.19.7")),
+                    "output_dir",
+                    json!(dir),
+                ),
+                "openshift_install_cache",
+                json!(cache),
+            ),
+            "oc_binary",
+            json!(oc),
+        );
+        let args = with(
+            with(args, "build_iso", json!(false)),
+            "installer_required",
+            json!(true),
+        );
+        // The site's one installer is of another release: not refused, passed over for the extraction.
+        let global = installer_of(&bins, "openshift-install", "4.18.1");
+        let args = with(args, "openshift_install", json!(global));
+        // Check mode: what would be extracted, nothing done.
+        let r = run(&args, true, false);
+        assert_eq!(
+            (r["failed"].clone(), r["changed"].clone()),
+            (json!(null), json!(true)),
+            "{r}"
+        );
+        assert_eq!(r["installer_release_image"], json!(image), "{r}");
+        assert_eq!(
+            r["installer_path"],
+            json!(cache.join("openshift-install-4.19.7"))
+        );
+        assert!(
+            r["msg"]
+                .as_str()
+                .unwrap()
+                .contains("would extract openshift-install from"),
+            "{r}"
+        );
+        assert!(!cache.exists() && !bins.join("calls").exists());
+        // For real: extracted, checked and placed; the pull secret reached oc only.
+        let r = run(&args, false, false);
+        assert_eq!(r["installer_version"], json!("4.19.7"), "{r}");
+        assert_eq!(
+            r["installer_source"],
+            json!(format!("release image {image}"))
+        );
+        assert!(cache.join("openshift-install-4.19.7").is_file());
+        assert_no_secret(&r);
+        // The next run finds it in the cache; so does installer_only, which needs no pull secret then.
+        let r = run(&args, false, false);
+        assert_eq!(
+            r["installer_source"],
+            json!("openshift_install_cache"),
+            "{r}"
+        );
+        let mut only = with(args.clone(), "installer_only", json!(true));
+        only.as_object_mut().unwrap().remove("pull_secret");
+        fs::remove_dir_all(&dir).unwrap();
+        let r = run(&only, false, false);
+        assert_eq!(
+            (r["changed"].clone(), r["installer_source"].clone()),
+            (json!(false), json!("openshift_install_cache")),
+            "{r}"
+        );
+        let calls = fs::read_to_string(bins.join("calls")).unwrap();
+        assert_eq!(calls.lines().count(), 1, "{calls}");
+        // A minor names no release: refused with what to give instead, and installer_only without a
+        // pull secret cannot extract (no global installer to pass over here: of another version and
+        // nothing to extract, it is refused as such).
+        let mut args = args;
+        args.as_object_mut().unwrap().remove("openshift_install");
+        only.as_object_mut().unwrap().remove("openshift_install");
+        let r = run(&with(args.clone(), "version", json!("4.16")), true, false);
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("not extracted from a release image: ocp_version 4.16 is a minor"),
+            "{msg}"
+        );
+        assert_eq!(r["problems"][0]["rule"], json!("installer-missing"), "{r}");
+        let r = run(&with(only, "version", json!("4.18.2")), false, false);
+        assert!(r["msg"].as_str().unwrap().contains("no pull secret"), "{r}");
+        assert!(!dir.exists(), "installer_only wrote into output_dir");
+        fs::remove_dir_all(&bins).unwrap();
+    }
 }
 
 #[test]

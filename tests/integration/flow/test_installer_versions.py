@@ -1,7 +1,10 @@
 """Installer per cluster (issue #21 item 1): two clusters of different `ocp_version` in one inventory each
 build their ISO with their own copy of the installer double (tests/fixtures/bin/openshift-install, which
 reports the version in `<copy>.version`), and a missing or wrong-version installer stops the run in the
-preflight, before anything is created in Proxmox (pvesim's request log shows no write).
+preflight, before anything is created in Proxmox (pvesim's request log shows no write). An installer in
+neither the map nor the cache is extracted from the release image once (the oc double's `adm release
+extract` writes a copy of the installer double reporting the image's release), and a run of the install
+phase alone waits with it, not with the global one.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 from testlib import REPO
 
 INSTALLER_DOUBLE = REPO / "tests" / "fixtures" / "bin" / "openshift-install"
+OC_DOUBLE = REPO / "tests" / "fixtures" / "bin" / "oc"
 
 # Two SNO clusters; the site settings (inventory/group_vars) are the example inventory's.
 CLUSTERS = """
@@ -64,13 +68,13 @@ def inventory(tmp_path: Path, settings: str) -> Path:
 def run_site(run_playbook, site, tmp_path):
     calls = tmp_path / "installer-calls"
 
-    def run(cluster: str, inv: Path, **kwargs):
+    def run(cluster: str, inv: Path, env_more: dict | None = None, **kwargs):
         # No installer on PATH: only the inventory's installers can be used.
         return run_playbook(
             REPO / "playbooks" / "site.yaml",
             inventory=inv,
             extra_vars=site.extra_vars(cluster, **kwargs.pop("extra", {})),
-            env={**site.env(with_installer=False), "PROXSHIFT_TEST_INSTALLER_CALLS": str(calls)},
+            env={**site.env(with_installer=False), "PROXSHIFT_TEST_INSTALLER_CALLS": str(calls), **(env_more or {})},
             **kwargs,
         )
 
@@ -127,6 +131,50 @@ def test_preflight_says_where_it_looked_for_a_missing_installer(run_site, site, 
     assert "Installer: no openshift-install for version 4.16; looked in: openshift_installers (keys 4.16)" in r.output, \
         r.output
     assert f"{cache}/openshift-install-4.16" in r.output and "'openshift-install' on PATH" in r.output, r.output
+    # Nor can it be extracted: a minor names no release image.
+    assert "not extracted from a release image: ocp_version 4.16 is a minor" in r.output, r.output
     assert site.sim.writes_since(seq) == []
     assert site.owned_vms("old-lab") == []
     assert not calls.exists(), "an installer of another version was run"
+
+
+def test_the_installer_is_extracted_once_and_the_install_phase_alone_waits_with_it(run_site, site, tmp_path):
+    """new-lab (4.19.7) has no installer in an empty cache and none on PATH: the preflight says it would be
+    extracted, the manifests phase extracts it once (the pull secret reaching oc as a 0600 registry config,
+    gone afterwards) and builds the ISO with it; then `--tags install` alone, which does not run the manifests
+    phase, still waits with that installer and extracts nothing again."""
+    cache = tmp_path / "cache"
+    inv = inventory(tmp_path, f'openshift_install_cache: "{cache}"\noc_binary: "{OC_DOUBLE}"\n')
+    run, calls = run_site
+    oc_calls = tmp_path / "oc-calls"
+    env = {"PROXSHIFT_TEST_OC_CALLS": str(oc_calls)}
+    image = "quay.io/openshift-release-dev/ocp-release:4.19.7-x86_64"
+    extracted = cache / "openshift-install-4.19.7"
+
+    built = run("new-lab", inv, env_more=env, tags="preflight,manifests,iso,vms,start")
+    assert built.rc == 0, built.output
+    # The preflight (check mode) says what it would extract; the manifests phase extracts it.
+    preflight, manifests = [r["result"] for r in built.results if "installer_release_image" in r["result"]]
+    assert f"would extract openshift-install from {image}" in preflight["msg"], preflight
+    assert manifests["installer_source"] == f"release image {image}", manifests
+    [call] = oc_calls.read_text().splitlines()
+    args, mode = call.split("\t")
+    assert args.startswith(f"adm release extract --command=openshift-install --to={cache}/") and args.endswith(image), call
+    assert mode == "registry-config=600", call
+    registry_config = Path(args.split("--registry-config=")[1].split(" ")[0])
+    assert not registry_config.exists(), "the registry config outlived the extraction"
+    assert extracted.is_file()
+    log = [line.split("\t") for line in calls.read_text().splitlines()]
+    assert [Path(b) for a, b in log if a.startswith("agent create image")] == [extracted], log
+
+    # The install waits only: readiness (tagged install and acm) is left out, so no cluster API is needed.
+    waited = run("new-lab", inv, env_more=env, tags="install", args=["--skip-tags", "acm"])
+    assert waited.rc == 0, waited.output
+    log = [line.split("\t") for line in calls.read_text().splitlines()]
+    stages = [(a.split(" --dir")[0], Path(b)) for a, b in log if a.startswith("agent wait-for")]
+    assert stages == [("agent wait-for bootstrap-complete", extracted), ("agent wait-for install-complete", extracted)], log
+    assert len(oc_calls.read_text().splitlines()) == 1, "extracted again"
+    [chosen] = [r["result"] for r in waited.results if "installer_source" in r["result"]]
+    assert (chosen["installer_source"], chosen["changed"]) == ("openshift_install_cache", False), chosen
+    for r in (built, waited):
+        assert site.canary not in r.output

@@ -31,6 +31,7 @@ NOT_FROM_THE_MODEL = {
     "openshift_install": "manifests_installer",
     "build_iso": "manifests_build_iso",
     "keep_build": "manifests_keep_build",
+    "installer_only": "manifests_installer_only",
 }
 SET_BY_THE_PLAYBOOKS = {
     "manifests_pull_secret": [SITE, PREFLIGHT],
@@ -40,6 +41,8 @@ SET_BY_THE_PLAYBOOKS = {
     # The preflight checks the cluster's installer too; it builds no ISO and keeps no build.
     "manifests_openshift_install": [SITE, PREFLIGHT],
     "manifests_keep_build": [SITE],
+    # The install phase alone chooses the cluster's installer without rendering anything.
+    "manifests_installer_only": [SITE],
 }
 # The model's key for an option, where it differs (the role passes `manifests_cluster.name`).
 MODEL_KEY = {"cluster_name": "name"}
