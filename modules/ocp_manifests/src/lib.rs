@@ -80,7 +80,11 @@ pub fn argument_spec() -> ArgSpec {
         Opt::list("ingress_vips", Type::Str).aliases(&["ingress_vip"]),
         Opt::str("platform")
             .default("auto")
-            .choices(&["auto", "baremetal", "none"]),
+            .choices(&["auto", "baremetal", "none", "external"]),
+        Opt::dict("external").options(ArgSpec::new(vec![
+            Opt::str("platform_name").default("Unknown"),
+            Opt::str("cloud_controller_manager").choices(&["", "External"]),
+        ])),
         Opt::str("load_balancer").choices(&["OpenShiftManagedDefault", "UserManaged"]),
         Opt::list("nodes", Type::Dict).required().options(node),
         Opt::dict("ip_pool").options(ArgSpec::new(vec![

@@ -25,6 +25,8 @@ pub struct Options {
     pub api_vips: Option<Vec<String>>,
     pub ingress_vips: Option<Vec<String>>,
     pub platform: String,
+    /// Platform `external`'s settings (install-config `platform.external`).
+    pub external: Option<ExternalOpt>,
     pub load_balancer: Option<String>,
     pub nodes: Vec<NodeOpt>,
     pub ip_pool: Option<IpPool>,
@@ -97,6 +99,14 @@ pub struct RootDeviceHintsOpt {
     pub rotational: Option<bool>,
 }
 
+/// openshift/installer pkg/types/external `Platform`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ExternalOpt {
+    pub platform_name: String,
+    /// `""` (none) or `External`.
+    pub cloud_controller_manager: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct IpPool {
     pub start: String,
@@ -152,6 +162,8 @@ pub struct Plan {
     pub version: String,
     pub topology: Topology,
     pub platform: String,
+    /// Platform `external` only.
+    pub external: Option<ExternalOpt>,
     pub control_plane_replicas: usize,
     pub compute_replicas: usize,
     pub network_type: String,

@@ -245,6 +245,13 @@ fn verify_install_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
                     &want(&plan.ingress_vips).into(),
                 );
             }
+            if let Some(e) = &plan.external {
+                v.expect(
+                    doc,
+                    "/platform/external/platformName",
+                    &e.platform_name.clone().into(),
+                );
+            }
         }
         _ => v.err(
             "/platform",

@@ -71,10 +71,10 @@ pub(super) fn check(cx: &Ctx) -> Staged<()> {
             }
         }
     } else if !api.is_empty() || !ingress.is_empty() {
-        f.warn("api_vips/ingress_vips are ignored with platform none (DNS points at the node or an external load balancer)");
+        f.warn(format!("api_vips/ingress_vips are ignored with platform {platform} (DNS points at the node or an external load balancer)"));
     }
-    if platform == "none" && cx.topo.topology != Topology::Sno {
-        f.warn("platform none with several nodes: api, api-int and *.apps DNS and their load balancer are your job");
+    if platform != "baremetal" && cx.topo.topology != Topology::Sno {
+        f.warn(format!("platform {platform} with several nodes: api, api-int and *.apps DNS and their load balancer are your job"));
     }
     if o.load_balancer.is_some() && platform != "baremetal" {
         f.warn("load_balancer is ignored unless platform is baremetal");
