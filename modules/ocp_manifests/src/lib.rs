@@ -52,6 +52,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("ip"),
         Opt::str("secondary_ip"),
         Opt::str("interface"),
+        Opt::bool("dhcp"),
         Opt::dict("root_device_hints").options(hints),
         Opt::dict("network_config"),
     ]);
@@ -76,6 +77,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::list("dns_servers", Type::Str),
         Opt::list("ntp_servers", Type::Str),
         Opt::str("interface_name").default("ens18"),
+        Opt::bool("dhcp").default(false),
         Opt::list("api_vips", Type::Str).aliases(&["api_vip"]),
         Opt::list("ingress_vips", Type::Str).aliases(&["ingress_vip"]),
         Opt::str("platform")
@@ -167,6 +169,9 @@ pub(crate) fn nmstatectl_check(
     };
     let mut problems = Vec::new();
     for (i, h) in plan.hosts.iter().enumerate() {
+        if h.network_config.is_null() {
+            continue; // DHCP: no networkConfig for the installer to run nmstatectl on.
+        }
         let file = tmp.join(format!(
             "ocp-manifests-nmstate-{}-{i}.yml",
             std::process::id()

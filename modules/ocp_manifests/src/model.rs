@@ -22,6 +22,9 @@ pub struct Options {
     pub dns_servers: Option<Vec<String>>,
     pub ntp_servers: Option<Vec<String>>,
     pub interface_name: String,
+    /// Every node takes its addresses from DHCP (no static networkConfig) unless it says otherwise.
+    #[serde(default)]
+    pub dhcp: bool,
     pub api_vips: Option<Vec<String>>,
     pub ingress_vips: Option<Vec<String>>,
     pub platform: String,
@@ -83,6 +86,8 @@ pub struct NodeOpt {
     /// Dual stack: the node's address in the second address family.
     pub secondary_ip: Option<String>,
     pub interface: Option<String>,
+    /// This node's own choice over the cluster's `dhcp`.
+    pub dhcp: Option<bool>,
     pub root_device_hints: Option<RootDeviceHintsOpt>,
     pub network_config: Option<Value>,
 }
@@ -236,7 +241,8 @@ pub struct PlanHost {
     pub prefix_length: u8,
     /// Installer field names (`deviceName`, `serialNumber`, …); `null` when no hint was given.
     pub root_device_hints: Option<Value>,
-    /// The nmstate document for this host (generated, or the user's own).
+    /// The nmstate document for this host (generated, or the user's own); null for a DHCP host
+    /// (agent-config then has no `networkConfig` for it).
     pub network_config: Value,
 }
 
