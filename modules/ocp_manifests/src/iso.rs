@@ -265,12 +265,25 @@ pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Built,
         fail(BuildErrorKind::CreateDir { path, source }, vec![])
     })?;
     for input in inputs {
-        let name = input.file_name().unwrap_or_default();
+        // Where the installer looks for it: its place under output_dir (openshift/NAME for an
+        // extra manifest), else the top of the folder.
+        let rel = input
+            .strip_prefix(output_dir)
+            .ok()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| input.file_name().unwrap_or_default().into());
         let data = fs::read(input).map_err(|source| {
             let path = input.clone();
             fail(FileError::Read { path, source }.into(), vec![])
         })?;
-        files::write_atomic(&work.join(name), &data).map_err(|e| fail(e.into(), vec![]))?;
+        let dest = work.join(&rel);
+        if let Some(parent) = dest.parent().filter(|p| !p.is_dir()) {
+            fs::create_dir_all(parent).map_err(|source| {
+                let path = parent.to_path_buf();
+                fail(BuildErrorKind::CreateDir { path, source }, vec![])
+            })?;
+        }
+        files::write_atomic(&dest, &data).map_err(|e| fail(e.into(), vec![]))?;
     }
     create_image(bin, &work).map_err(|(kind, lines)| fail(kind, lines))?;
     let dest = output_dir.join(BUILD_DIR);

@@ -5,6 +5,7 @@
 //! Pure parts: [`plan`] (validation + topology + IP allocation), [`nmstate`], [`formats`], [`net`],
 //! [`render`] and [`verify`]. I/O lives in [`files`], [`iso`] and [`run`].
 
+pub mod extra;
 pub mod files;
 pub mod formats;
 pub mod installer;
@@ -117,6 +118,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("cpu_partitioning_mode"),
         Opt::bool("minimal_iso").default(false),
         Opt::str("boot_artifacts_base_url"),
+        Opt::list("extra_manifests", Type::Path),
         Opt::path("output_dir").required(),
         Opt::path("template_dir"),
         Opt::bool("backup").default(true),
@@ -252,12 +254,20 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
 
     let out_dir = &o.output_dir;
+    let extra = extra_manifests(&o)?;
     let ic_path = out_dir.join(render::INSTALL_CONFIG);
     let ac_path = out_dir.join(render::AGENT_CONFIG);
     let mut diff_secrets = vec![o.pull_secret.clone(), escaped.trim_matches('"').to_string()];
     diff_secrets.extend(planned.secrets.iter().cloned());
     let mut pending = Vec::new();
-    for (path, content) in [(&ic_path, &install_config), (&ac_path, &agent_config)] {
+    let outputs = [
+        (ic_path.clone(), &install_config),
+        (ac_path.clone(), &agent_config),
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|(p, c)| (p.clone(), c)));
+    for (path, content) in outputs {
+        let path = &path;
         let p = files::inspect(path, content).map_err(|e| Failure::new(e.to_string()))?;
         if p.content_changes {
             let before = p
@@ -297,6 +307,11 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 .create(out_dir)
                 .map_err(|e| Failure::new(format!("output_dir {}: {e}", out_dir.display())))?;
         }
+        let extra_dir = out_dir.join(extra::DIR);
+        if !extra.is_empty() && !extra_dir.is_dir() {
+            std::fs::create_dir(&extra_dir)
+                .map_err(|e| Failure::new(format!("{}: {e}", extra_dir.display())))?;
+        }
         for (p, content) in &pending {
             if p.changed() {
                 if let Some(b) = files::apply(p, content, o.backup)
@@ -312,6 +327,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("output_dir", json!(out_dir))
         .with("install_config_path", json!(ic_path))
         .with("agent_config_path", json!(ac_path))
+        .with(
+            "extra_manifest_paths",
+            json!(extra.iter().map(|(p, _)| p).collect::<Vec<_>>()),
+        )
         .with("backups", json!(backups))
         .with("held_changes", json!(held))
         .with("topology", plan.topology.as_str())
@@ -348,7 +367,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             msg.push_str("; input changes held back, see the warning");
         }
     } else if let (Installer::Ready { choice, .. }, true) = (&installer, o.build_iso) {
-        let inputs = [ic_path.clone(), ac_path.clone()];
+        let mut inputs = vec![ic_path.clone(), ac_path.clone()];
+        inputs.extend(extra.iter().map(|(p, _)| p.clone()));
         let (o2, note) = iso_step(
             m.check_mode,
             &choice.path,
@@ -362,6 +382,42 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
     let outcome = with_installer(outcome, &installer, o.build_iso && !o.keep_build, &mut msg);
     Ok(outcome.msg(msg))
+}
+
+/// The extra manifests, read and checked (every problem at once): each one's place under
+/// `output_dir/openshift/` and its text.
+fn extra_manifests(o: &Options) -> Result<Vec<(std::path::PathBuf, String)>, Failure> {
+    let mut out: Vec<(std::path::PathBuf, String)> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, src) in o.extra_manifests.iter().flatten().enumerate() {
+        let text = match std::fs::read_to_string(src) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(Problem {
+                    path: format!("extra_manifests[{i}]"),
+                    rule: "extra-manifest-readable",
+                    msg: format!("{}: {e}", src.display()),
+                });
+                continue;
+            }
+        };
+        let (name, found) = extra::check(i, &src.display().to_string(), &text);
+        problems.extend(found);
+        let dest = o.output_dir.join(extra::DIR).join(&name);
+        if out.iter().any(|(d, _)| *d == dest) {
+            problems.push(Problem {
+                path: format!("extra_manifests[{i}]"),
+                rule: "extra-manifest-unique",
+                msg: format!("another extra manifest is also named {name}"),
+            });
+        }
+        out.push((dest, text));
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems_failure("problems in extra_manifests", &problems))
+    }
 }
 
 /// The cluster's installer: none asked for (no installer option given), missing (none found and

@@ -48,6 +48,8 @@ pub struct Options {
     #[serde(default)]
     pub minimal_iso: bool,
     pub boot_artifacts_base_url: Option<String>,
+    /// Files for the build's `openshift/` folder (see [`crate::extra`]).
+    pub extra_manifests: Option<Vec<PathBuf>>,
     pub output_dir: PathBuf,
     pub template_dir: Option<PathBuf>,
     pub backup: bool,

@@ -364,6 +364,77 @@ mod module {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Extra manifests: checked (file and document named), kept under output_dir/openshift/ like
+    /// the rendered files (check mode writes nothing), and handed to the installer in openshift/.
+    #[test]
+    fn extra_manifests_reach_the_build_or_are_refused() {
+        let dir = tmp("extra");
+        let src = tmp("extra-src");
+        fs::create_dir_all(&src).unwrap();
+        let good = src.join("99-chrony.yaml");
+        fs::write(&good, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n").unwrap();
+        let bad = src.join("bad.yml");
+        fs::write(
+            &bad,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Namespace\n",
+        )
+        .unwrap();
+        let args = with(
+            with(
+                with(
+                    with(sno(), "version", json!("4.19")),
+                    "output_dir",
+                    json!(dir),
+                ),
+                "openshift_install",
+                json!(double()),
+            ),
+            "extra_manifests",
+            json!([good]),
+        );
+        let r = run(
+            &with(args.clone(), "extra_manifests", json!([good, bad])),
+            false,
+            false,
+        );
+        assert_eq!(r["failed"], json!(true), "{r}");
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("extra_manifests[1]") && msg.contains("bad.yml: document 1: apiVersion"),
+            "{msg}"
+        );
+        assert!(!dir.exists(), "nothing written");
+
+        let r = run(&args, true, false);
+        assert_eq!(r["changed"], json!(true), "{r}");
+        assert!(!dir.exists());
+        let r = run(&args, false, false);
+        assert_eq!(r["iso_built"], json!(true), "{r}");
+        let kept = dir.join("openshift/99-chrony.yaml");
+        assert_eq!(r["extra_manifest_paths"], json!([kept]));
+        assert_eq!(
+            fs::read_to_string(&kept).unwrap(),
+            fs::read_to_string(&good).unwrap()
+        );
+        let log = fs::read_to_string(dir.join("agent/.openshift_install.log")).unwrap();
+        assert!(log.contains("extra manifest 99-chrony.yaml"), "{log}");
+        // Unchanged: nothing to do; a changed manifest rebuilds the ISO.
+        assert_eq!(run(&args, false, false)["changed"], json!(false));
+        fs::write(
+            &good,
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n",
+        )
+        .unwrap();
+        let r = run(&args, false, false);
+        assert_eq!(
+            (r["changed"].clone(), r["iso_built"].clone()),
+            (json!(true), json!(true)),
+            "{r}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&src).unwrap();
+    }
+
     #[test]
     fn installer_failure_returns_log_tail_and_keeps_old_iso() {
         let dir = tmp("isofail");
