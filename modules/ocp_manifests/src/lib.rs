@@ -153,6 +153,9 @@ fn nodes_config_host(h: &model::PlanHost) -> Value {
         "interfaces": h.interfaces.iter().map(|i| json!({"name": i.name, "macAddress": i.mac})).collect::<Vec<_>>(),
         "networkConfig": h.network_config,
     });
+    if h.network_config.is_null() {
+        v.as_object_mut().map(|o| o.remove("networkConfig")); // a DHCP host
+    }
     if let Some(r) = &h.root_device_hints {
         v["rootDeviceHints"] = r.clone();
     }
@@ -440,8 +443,11 @@ fn with_installer(
 ) -> Outcome {
     match i {
         Installer::Ready { choice, version } => {
+            // openshift-install runs oc to extract the base ISO from the release payload.
+            let oc = iso::oc_for(&choice.path).map(|p| p.display().to_string());
             outcome = outcome
                 .with("installer_path", json!(choice.path))
+                .with("oc_path", oc.unwrap_or_default())
                 .with("installer_version", version.clone())
                 .with("installer_source", choice.source.describe());
         }

@@ -107,6 +107,16 @@ fn every_topology_with_every_option_passes_the_crd() {
         let doc: Value = serde_yaml_ng::from_str(&ic).unwrap();
         assert_eq!(crate::schema::validate(&schema, &doc), Vec::<String>::new());
     }
+    // Platform external, with and without its settings (the CRD's enum for cloudControllerManager).
+    for ext in [
+        json!(null),
+        json!({"platform_name": "oci", "cloud_controller_manager": "External"}),
+    ] {
+        let v = with(with(sno(), "platform", json!("external")), "external", ext);
+        let (ic, _) = crate::render::render(&ok_plan(&v), None).unwrap();
+        let doc: Value = serde_yaml_ng::from_str(&ic).unwrap();
+        assert_eq!(crate::schema::validate(&schema, &doc), Vec::<String>::new());
+    }
 }
 
 #[test]
@@ -296,18 +306,20 @@ mod module {
             .to_string()
     }
 
+    /// A 4.19 SNO that builds its ISO in `dir` with the double.
+    fn sno_building_in(dir: &Path) -> Value {
+        let v = with(
+            with(sno(), "version", json!("4.19")),
+            "output_dir",
+            json!(dir),
+        );
+        with(v, "openshift_install", json!(double()))
+    }
+
     #[test]
     fn agent_iso_built_reused_and_rebuilt() {
         let dir = tmp("iso");
-        let args = with(
-            with(
-                with(sno(), "version", json!("4.19")),
-                "output_dir",
-                json!(dir),
-            ),
-            "openshift_install",
-            json!(double()),
-        );
+        let args = sno_building_in(&dir);
         let r = run(&args, true, false);
         assert_eq!(
             (r["changed"].clone(), r["iso_built"].clone()),
@@ -379,19 +391,7 @@ mod module {
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Namespace\n",
         )
         .unwrap();
-        let args = with(
-            with(
-                with(
-                    with(sno(), "version", json!("4.19")),
-                    "output_dir",
-                    json!(dir),
-                ),
-                "openshift_install",
-                json!(double()),
-            ),
-            "extra_manifests",
-            json!([good]),
-        );
+        let args = with(sno_building_in(&dir), "extra_manifests", json!([good]));
         let r = run(
             &with(args.clone(), "extra_manifests", json!([good, bad])),
             false,
@@ -508,6 +508,46 @@ mod module {
         assert_eq!(r["iso_built"], json!(true), "{r}");
         assert!(!failed_dir.exists());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The installer runs `oc` by name to extract the base ISO: the cache's `oc-<version>` beside
+    /// `openshift-install-<version>` is put first on its PATH, and reported as `oc_path`.
+    #[test]
+    fn the_cache_oc_reaches_the_installer() {
+        use std::os::unix::fs::PermissionsExt;
+        let cache = tmp("oc-cache");
+        fs::create_dir_all(&cache).unwrap();
+        std::os::unix::fs::symlink(double(), cache.join("openshift-install-4.19.7")).unwrap();
+        let oc = cache.join("oc-4.19.7");
+        fs::write(&oc, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&oc, fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = tmp("oc-out");
+        let args = with(
+            with(
+                with(sno(), "version", json!("4.19.7")),
+                "output_dir",
+                json!(dir),
+            ),
+            "openshift_install_cache",
+            json!(cache),
+        );
+        let r = run(&args, false, false);
+        assert_eq!(
+            (r["iso_built"].clone(), r["oc_path"].clone()),
+            (json!(true), json!(oc)),
+            "{r}"
+        );
+        let log = fs::read_to_string(dir.join("agent/.openshift_install.log")).unwrap();
+        assert!(
+            log.contains("oc for the release payload: ") && log.contains(".proxshift-oc/oc"),
+            "{log}"
+        );
+        assert!(
+            !dir.join("agent/.proxshift-oc").exists(),
+            "the PATH shim is removed"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&cache).unwrap();
     }
 
     /// An installer script reporting `version`, like the real one does.

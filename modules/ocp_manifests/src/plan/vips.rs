@@ -120,7 +120,15 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
 
 /// validateAPIAndIngressVIPs: at most two, and two are one IPv4 and one IPv6 address. In dual stack
 /// the first VIP is the primary one: its family must be the primary (first) family of the machine,
-/// service and cluster networks alike (the installer names each list that differs).
+/// service and cluster networks alike (the installer names each list that differs: "<list> primary
+/// IP Family and primary IP family for the API VIP should match"). Checked against
+/// TestValidateInstallConfig at 5c29e905 ("baremetal API VIP set to an incorrect IP Family", "… with
+/// invalid primary IPv6 network" — only the service network's primary differs there — and the
+/// Ingress pair; corpus networking.yaml). Releases before IPv6-primary dual stack compared a single
+/// VIP with the machine network's primary family only ("VIP for the API must be of the same IP family
+/// with machine network's primary IP Family") and a pair only for one address of each family; here
+/// a pair's first VIP must be of the primary family in every release (an IPv6-first pair on IPv4-first
+/// networks, which those releases took, is refused: list the IPv4 VIP first).
 fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
     let parsed: Vec<IpAddr> = list.iter().flatten().copied().collect();
     match list.len() {
