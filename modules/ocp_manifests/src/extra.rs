@@ -105,6 +105,15 @@ mod tests {
         .is_empty());
     }
 
+    /// The installer's TestIgnition_Generate "with extra manifests" (pkg/asset/agent/image/
+    /// ignition_test.go): `openshift/test-configmap.yaml`, a leading `---` and two ConfigMaps, which
+    /// it splits into two objects.
+    #[test]
+    fn the_installers_own_extra_manifest_passes() {
+        let text = "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: agent-test-1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: agent-test-2";
+        assert_eq!(check(0, "openshift/test-configmap.yaml", text).1, vec![]);
+    }
+
     #[test]
     fn each_document_names_what_it_lacks() {
         let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\nkind: ConfigMap\nmetadata: {}\n---\n- a list\n";

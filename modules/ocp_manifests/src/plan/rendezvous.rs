@@ -80,7 +80,9 @@ mod tests {
     }
 
     /// DHCP hosts: agent-config has no networkConfig for them, so `RetrieveRendezvousIP` needs
-    /// `rendezvousIP` set; a given node ip (the DHCP reservation) still serves as the default.
+    /// `rendezvousIP` set (its TestRetrieveRendezvousIP: "valid-agent-config-provided-with-
+    /// RendezvousIP" takes it from agent-config alone, with hosts that have no networkConfig); a
+    /// given node ip (the DHCP reservation) still serves as the default.
     #[test]
     fn dhcp_hosts_need_a_rendezvous_ip() {
         let mut v = with(compact(), "dhcp", json!(true));
