@@ -514,23 +514,12 @@ mod module {
     /// `openshift-install-<version>` is put first on its PATH, and reported as `oc_path`.
     #[test]
     fn the_cache_oc_reaches_the_installer() {
-        use std::os::unix::fs::PermissionsExt;
         let cache = tmp("oc-cache");
         fs::create_dir_all(&cache).unwrap();
         std::os::unix::fs::symlink(double(), cache.join("openshift-install-4.19.7")).unwrap();
-        let oc = cache.join("oc-4.19.7");
-        fs::write(&oc, "#!/bin/sh\n").unwrap();
-        fs::set_permissions(&oc, fs::Permissions::from_mode(0o755)).unwrap();
+        let oc = installer_of(&cache, "oc-4.19.7", "");
         let dir = tmp("oc-out");
-        let args = with(
-            with(
-                with(sno(), "version", json!("4.19.7")),
-                "output_dir",
-                json!(dir),
-            ),
-            "openshift_install_cache",
-            json!(cache),
-        );
+        let args = sno_from_cache("4.19.7", &dir, &cache);
         let r = run(&args, false, false);
         assert_eq!(
             (r["iso_built"].clone(), r["oc_path"].clone()),
@@ -548,6 +537,16 @@ mod module {
         );
         fs::remove_dir_all(&dir).unwrap();
         fs::remove_dir_all(&cache).unwrap();
+    }
+
+    /// A SNO of `version` writing to `dir`, its installer taken from `cache`.
+    fn sno_from_cache(version: &str, dir: &Path, cache: &Path) -> Value {
+        let v = with(
+            with(sno(), "version", json!(version)),
+            "output_dir",
+            json!(dir),
+        );
+        with(v, "openshift_install_cache", json!(cache))
     }
 
     /// An installer script reporting `version`, like the real one does.
@@ -589,15 +588,7 @@ mod module {
         // The cache: openshift-install-<version>; a binary of another version there is refused.
         let cache = bins.join("cache");
         installer_of(&cache, "openshift-install-4.16.3", "4.16.4");
-        let args = with(
-            with(
-                with(sno(), "version", json!("4.16.3")),
-                "output_dir",
-                json!(dir),
-            ),
-            "openshift_install_cache",
-            json!(cache),
-        );
+        let args = sno_from_cache("4.16.3", &dir, &cache);
         let r = run(&args, false, false);
         assert_eq!(r["failed"], json!(true), "{r}");
         let msg = r["msg"].as_str().unwrap();
