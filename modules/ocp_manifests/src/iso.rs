@@ -82,6 +82,24 @@ pub fn resolve_binary(name: &str) -> Result<PathBuf, BinaryError> {
         .ok_or_else(|| BinaryError::NotOnPath(name.to_string()))
 }
 
+/// The `oc` an installer runs (it extracts the base ISO from the release payload with it,
+/// pkg/asset/agent/image/oc.go): `oc-<version>` beside an `openshift-install-<version>` (the
+/// installer cache's names), else `oc` on PATH.
+pub fn oc_for(installer: &Path) -> Option<PathBuf> {
+    let name = installer.file_name()?.to_str()?;
+    name.strip_prefix("openshift-install-")
+        .and_then(|v| {
+            resolve_binary(
+                &installer
+                    .with_file_name(format!("oc-{v}"))
+                    .display()
+                    .to_string(),
+            )
+            .ok()
+        })
+        .or_else(|| resolve_binary("oc").ok())
+}
+
 /// Why an existing build cannot be reused (the reason a new ISO is built).
 #[derive(Debug, thiserror::Error)]
 pub enum Stale {
@@ -215,16 +233,34 @@ fn archive_failed_builds(output_dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     Ok(archived)
 }
 
+/// The installer runs `oc` by name: a cache's `oc-<version>` is linked as `oc` in `dir`, and the
+/// PATH with `dir` first is returned (None: PATH as it is).
+fn oc_shim(bin: &Path, dir: &Path) -> Option<std::ffi::OsString> {
+    let oc = oc_for(bin).filter(|p| p.file_name() != Some("oc".as_ref()))?;
+    let oc = fs::canonicalize(oc).ok()?;
+    fs::create_dir_all(dir).ok()?;
+    std::os::unix::fs::symlink(oc, dir.join("oc")).ok()?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&path)))
+        .ok()
+}
+
 /// Run the installer in `work`; on failure the error names its last fatal line and keeps the log.
 fn create_image(bin: &Path, work: &Path) -> Result<(), (BuildErrorKind, Vec<String>)> {
-    let out = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    let oc_dir = work.join(".proxshift-oc");
+    if let Some(path) = oc_shim(bin, &oc_dir) {
+        cmd.env("PATH", path);
+    }
+    let out = cmd
         .args(["agent", "create", "image", "--dir"])
         .arg(work)
-        .output()
-        .map_err(|source| {
-            let bin = bin.to_path_buf();
-            (BuildErrorKind::Spawn { bin, source }, vec![])
-        })?;
+        .output();
+    let _ = fs::remove_dir_all(&oc_dir);
+    let out = out.map_err(|source| {
+        let bin = bin.to_path_buf();
+        (BuildErrorKind::Spawn { bin, source }, vec![])
+    })?;
     let log = fs::read_to_string(work.join(".openshift_install.log")).unwrap_or_default();
     if !out.status.success() {
         let mut lines = tail(&log, 25);
@@ -265,12 +301,25 @@ pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Built,
         fail(BuildErrorKind::CreateDir { path, source }, vec![])
     })?;
     for input in inputs {
-        let name = input.file_name().unwrap_or_default();
+        // Where the installer looks for it: its place under output_dir (openshift/NAME for an
+        // extra manifest), else the top of the folder.
+        let rel = input
+            .strip_prefix(output_dir)
+            .ok()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| input.file_name().unwrap_or_default().into());
         let data = fs::read(input).map_err(|source| {
             let path = input.clone();
             fail(FileError::Read { path, source }.into(), vec![])
         })?;
-        files::write_atomic(&work.join(name), &data).map_err(|e| fail(e.into(), vec![]))?;
+        let dest = work.join(&rel);
+        if let Some(parent) = dest.parent().filter(|p| !p.is_dir()) {
+            fs::create_dir_all(parent).map_err(|source| {
+                let path = parent.to_path_buf();
+                fail(BuildErrorKind::CreateDir { path, source }, vec![])
+            })?;
+        }
+        files::write_atomic(&dest, &data).map_err(|e| fail(e.into(), vec![]))?;
     }
     create_image(bin, &work).map_err(|(kind, lines)| fail(kind, lines))?;
     let dest = output_dir.join(BUILD_DIR);

@@ -5,6 +5,7 @@
 //! Pure parts: [`plan`] (validation + topology + IP allocation), [`nmstate`], [`formats`], [`net`],
 //! [`render`] and [`verify`]. I/O lives in [`files`], [`iso`] and [`run`].
 
+pub mod extra;
 pub mod files;
 pub mod formats;
 pub mod installer;
@@ -53,6 +54,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("ip"),
         Opt::str("secondary_ip"),
         Opt::str("interface"),
+        Opt::bool("dhcp"),
         Opt::dict("root_device_hints").options(hints),
         Opt::dict("network_config"),
     ]);
@@ -77,11 +79,16 @@ pub fn argument_spec() -> ArgSpec {
         Opt::list("dns_servers", Type::Str),
         Opt::list("ntp_servers", Type::Str),
         Opt::str("interface_name").default("ens18"),
+        Opt::bool("dhcp").default(false),
         Opt::list("api_vips", Type::Str).aliases(&["api_vip"]),
         Opt::list("ingress_vips", Type::Str).aliases(&["ingress_vip"]),
         Opt::str("platform")
             .default("auto")
-            .choices(&["auto", "baremetal", "none"]),
+            .choices(&["auto", "baremetal", "none", "external"]),
+        Opt::dict("external").options(ArgSpec::new(vec![
+            Opt::str("platform_name").default("Unknown"),
+            Opt::str("cloud_controller_manager").choices(&["", "External"]),
+        ])),
         Opt::str("load_balancer").choices(&["OpenShiftManagedDefault", "UserManaged"]),
         Opt::list("nodes", Type::Dict).required().options(node),
         Opt::dict("ip_pool").options(ArgSpec::new(vec![
@@ -112,6 +119,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("cpu_partitioning_mode"),
         Opt::bool("minimal_iso").default(false),
         Opt::str("boot_artifacts_base_url"),
+        Opt::list("extra_manifests", Type::Path),
         Opt::path("output_dir").required(),
         Opt::path("template_dir"),
         Opt::bool("backup").default(true),
@@ -155,6 +163,9 @@ fn nodes_config_host(h: &model::PlanHost) -> Value {
         "interfaces": h.interfaces.iter().map(|i| json!({"name": i.name, "macAddress": i.mac})).collect::<Vec<_>>(),
         "networkConfig": h.network_config,
     });
+    if h.network_config.is_null() {
+        v.as_object_mut().map(|o| o.remove("networkConfig")); // a DHCP host
+    }
     if let Some(r) = &h.root_device_hints {
         v["rootDeviceHints"] = r.clone();
     }
@@ -173,6 +184,9 @@ pub(crate) fn nmstatectl_check(
     };
     let mut problems = Vec::new();
     for (i, h) in plan.hosts.iter().enumerate() {
+        if h.network_config.is_null() {
+            continue; // DHCP: no networkConfig for the installer to run nmstatectl on.
+        }
         let file = tmp.join(format!(
             "ocp-manifests-nmstate-{}-{i}.yml",
             std::process::id()
@@ -258,12 +272,20 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let (installer, extracted) = obtain(installer, &o, m)?;
 
     let out_dir = &o.output_dir;
+    let extra = extra_manifests(&o)?;
     let ic_path = out_dir.join(render::INSTALL_CONFIG);
     let ac_path = out_dir.join(render::AGENT_CONFIG);
     let mut diff_secrets = vec![o.pull_secret.clone(), escaped.trim_matches('"').to_string()];
     diff_secrets.extend(planned.secrets.iter().cloned());
     let mut pending = Vec::new();
-    for (path, content) in [(&ic_path, &install_config), (&ac_path, &agent_config)] {
+    let outputs = [
+        (ic_path.clone(), &install_config),
+        (ac_path.clone(), &agent_config),
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|(p, c)| (p.clone(), c)));
+    for (path, content) in outputs {
+        let path = &path;
         let p = files::inspect(path, content).map_err(|e| Failure::new(e.to_string()))?;
         if p.content_changes {
             let before = p
@@ -303,6 +325,11 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 .create(out_dir)
                 .map_err(|e| Failure::new(format!("output_dir {}: {e}", out_dir.display())))?;
         }
+        let extra_dir = out_dir.join(extra::DIR);
+        if !extra.is_empty() && !extra_dir.is_dir() {
+            std::fs::create_dir(&extra_dir)
+                .map_err(|e| Failure::new(format!("{}: {e}", extra_dir.display())))?;
+        }
         for (p, content) in &pending {
             if p.changed() {
                 if let Some(b) = files::apply(p, content, o.backup)
@@ -318,6 +345,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("output_dir", json!(out_dir))
         .with("install_config_path", json!(ic_path))
         .with("agent_config_path", json!(ac_path))
+        .with(
+            "extra_manifest_paths",
+            json!(extra.iter().map(|(p, _)| p).collect::<Vec<_>>()),
+        )
         .with("backups", json!(backups))
         .with("held_changes", json!(held))
         .with("topology", plan.topology.as_str())
@@ -354,7 +385,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             msg.push_str("; input changes held back, see the warning");
         }
     } else if let (Installer::Ready { choice, .. }, true) = (&installer, o.build_iso) {
-        let inputs = [ic_path.clone(), ac_path.clone()];
+        let mut inputs = vec![ic_path.clone(), ac_path.clone()];
+        inputs.extend(extra.iter().map(|(p, _)| p.clone()));
         let (o2, note) = iso_step(
             m.check_mode,
             &choice.path,
@@ -368,6 +400,42 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
     let outcome = with_installer(outcome, &installer, o.build_iso && !o.keep_build, &mut msg);
     Ok(outcome.msg(msg))
+}
+
+/// The extra manifests, read and checked (every problem at once): each one's place under
+/// `output_dir/openshift/` and its text.
+fn extra_manifests(o: &Options) -> Result<Vec<(std::path::PathBuf, String)>, Failure> {
+    let mut out: Vec<(std::path::PathBuf, String)> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, src) in o.extra_manifests.iter().flatten().enumerate() {
+        let text = match std::fs::read_to_string(src) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(Problem {
+                    path: format!("extra_manifests[{i}]"),
+                    rule: "extra-manifest-readable",
+                    msg: format!("{}: {e}", src.display()),
+                });
+                continue;
+            }
+        };
+        let (name, found) = extra::check(i, &src.display().to_string(), &text);
+        problems.extend(found);
+        let dest = o.output_dir.join(extra::DIR).join(&name);
+        if out.iter().any(|(d, _)| *d == dest) {
+            problems.push(Problem {
+                path: format!("extra_manifests[{i}]"),
+                rule: "extra-manifest-unique",
+                msg: format!("another extra manifest is also named {name}"),
+            });
+        }
+        out.push((dest, text));
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems_failure("problems in extra_manifests", &problems))
+    }
 }
 
 /// The cluster's installer: none asked for (no installer option given), missing (none found and
@@ -392,8 +460,11 @@ fn with_installer(
 ) -> Outcome {
     match i {
         Installer::Ready { choice, version } => {
+            // openshift-install runs oc to extract the base ISO from the release payload.
+            let oc = iso::oc_for(&choice.path).map(|p| p.display().to_string());
             outcome = outcome
                 .with("installer_path", json!(choice.path))
+                .with("oc_path", oc.unwrap_or_default())
                 .with("installer_version", version.clone())
                 .with("installer_source", choice.source.describe());
             if let installer::Source::Release(image) = &choice.source {

@@ -22,9 +22,14 @@ pub struct Options {
     pub dns_servers: Option<Vec<String>>,
     pub ntp_servers: Option<Vec<String>>,
     pub interface_name: String,
+    /// Every node takes its addresses from DHCP (no static networkConfig) unless it says otherwise.
+    #[serde(default)]
+    pub dhcp: bool,
     pub api_vips: Option<Vec<String>>,
     pub ingress_vips: Option<Vec<String>>,
     pub platform: String,
+    /// Platform `external`'s settings (install-config `platform.external`).
+    pub external: Option<ExternalOpt>,
     pub load_balancer: Option<String>,
     pub nodes: Vec<NodeOpt>,
     pub ip_pool: Option<IpPool>,
@@ -45,6 +50,8 @@ pub struct Options {
     #[serde(default)]
     pub minimal_iso: bool,
     pub boot_artifacts_base_url: Option<String>,
+    /// Files for the build's `openshift/` folder (see [`crate::extra`]).
+    pub extra_manifests: Option<Vec<PathBuf>>,
     pub output_dir: PathBuf,
     pub template_dir: Option<PathBuf>,
     pub backup: bool,
@@ -100,6 +107,8 @@ pub struct NodeOpt {
     /// Dual stack: the node's address in the second address family.
     pub secondary_ip: Option<String>,
     pub interface: Option<String>,
+    /// This node's own choice over the cluster's `dhcp`.
+    pub dhcp: Option<bool>,
     pub root_device_hints: Option<RootDeviceHintsOpt>,
     pub network_config: Option<Value>,
 }
@@ -114,6 +123,14 @@ pub struct RootDeviceHintsOpt {
     pub vendor: Option<String>,
     pub min_size_gigabytes: Option<i64>,
     pub rotational: Option<bool>,
+}
+
+/// openshift/installer pkg/types/external `Platform`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ExternalOpt {
+    pub platform_name: String,
+    /// `""` (none) or `External`.
+    pub cloud_controller_manager: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -171,6 +188,8 @@ pub struct Plan {
     pub version: String,
     pub topology: Topology,
     pub platform: String,
+    /// Platform `external` only.
+    pub external: Option<ExternalOpt>,
     pub control_plane_replicas: usize,
     pub compute_replicas: usize,
     pub network_type: String,
@@ -245,7 +264,8 @@ pub struct PlanHost {
     pub prefix_length: u8,
     /// Installer field names (`deviceName`, `serialNumber`, …); `null` when no hint was given.
     pub root_device_hints: Option<Value>,
-    /// The nmstate document for this host (generated, or the user's own).
+    /// The nmstate document for this host (generated, or the user's own); null for a DHCP host
+    /// (agent-config then has no `networkConfig` for it).
     pub network_config: Value,
 }
 

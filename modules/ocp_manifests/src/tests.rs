@@ -107,6 +107,16 @@ fn every_topology_with_every_option_passes_the_crd() {
         let doc: Value = serde_yaml_ng::from_str(&ic).unwrap();
         assert_eq!(crate::schema::validate(&schema, &doc), Vec::<String>::new());
     }
+    // Platform external, with and without its settings (the CRD's enum for cloudControllerManager).
+    for ext in [
+        json!(null),
+        json!({"platform_name": "oci", "cloud_controller_manager": "External"}),
+    ] {
+        let v = with(with(sno(), "platform", json!("external")), "external", ext);
+        let (ic, _) = crate::render::render(&ok_plan(&v), None).unwrap();
+        let doc: Value = serde_yaml_ng::from_str(&ic).unwrap();
+        assert_eq!(crate::schema::validate(&schema, &doc), Vec::<String>::new());
+    }
 }
 
 #[test]
@@ -296,18 +306,20 @@ mod module {
             .to_string()
     }
 
+    /// A 4.19 SNO that builds its ISO in `dir` with the double.
+    fn sno_building_in(dir: &Path) -> Value {
+        let v = with(
+            with(sno(), "version", json!("4.19")),
+            "output_dir",
+            json!(dir),
+        );
+        with(v, "openshift_install", json!(double()))
+    }
+
     #[test]
     fn agent_iso_built_reused_and_rebuilt() {
         let dir = tmp("iso");
-        let args = with(
-            with(
-                with(sno(), "version", json!("4.19")),
-                "output_dir",
-                json!(dir),
-            ),
-            "openshift_install",
-            json!(double()),
-        );
+        let args = sno_building_in(&dir);
         let r = run(&args, true, false);
         assert_eq!(
             (r["changed"].clone(), r["iso_built"].clone()),
@@ -362,6 +374,65 @@ mod module {
         );
         assert_eq!(r["iso_built"], json!(true), "{r}");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Extra manifests: checked (file and document named), kept under output_dir/openshift/ like
+    /// the rendered files (check mode writes nothing), and handed to the installer in openshift/.
+    #[test]
+    fn extra_manifests_reach_the_build_or_are_refused() {
+        let dir = tmp("extra");
+        let src = tmp("extra-src");
+        fs::create_dir_all(&src).unwrap();
+        let good = src.join("99-chrony.yaml");
+        fs::write(&good, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n").unwrap();
+        let bad = src.join("bad.yml");
+        fs::write(
+            &bad,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Namespace\n",
+        )
+        .unwrap();
+        let args = with(sno_building_in(&dir), "extra_manifests", json!([good]));
+        let r = run(
+            &with(args.clone(), "extra_manifests", json!([good, bad])),
+            false,
+            false,
+        );
+        assert_eq!(r["failed"], json!(true), "{r}");
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.contains("extra_manifests[1]") && msg.contains("bad.yml: document 1: apiVersion"),
+            "{msg}"
+        );
+        assert!(!dir.exists(), "nothing written");
+
+        let r = run(&args, true, false);
+        assert_eq!(r["changed"], json!(true), "{r}");
+        assert!(!dir.exists());
+        let r = run(&args, false, false);
+        assert_eq!(r["iso_built"], json!(true), "{r}");
+        let kept = dir.join("openshift/99-chrony.yaml");
+        assert_eq!(r["extra_manifest_paths"], json!([kept]));
+        assert_eq!(
+            fs::read_to_string(&kept).unwrap(),
+            fs::read_to_string(&good).unwrap()
+        );
+        let log = fs::read_to_string(dir.join("agent/.openshift_install.log")).unwrap();
+        assert!(log.contains("extra manifest 99-chrony.yaml"), "{log}");
+        // Unchanged: nothing to do; a changed manifest rebuilds the ISO.
+        assert_eq!(run(&args, false, false)["changed"], json!(false));
+        fs::write(
+            &good,
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: c}\n",
+        )
+        .unwrap();
+        let r = run(&args, false, false);
+        assert_eq!(
+            (r["changed"].clone(), r["iso_built"].clone()),
+            (json!(true), json!(true)),
+            "{r}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&src).unwrap();
     }
 
     #[test]
@@ -439,6 +510,45 @@ mod module {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The installer runs `oc` by name to extract the base ISO: the cache's `oc-<version>` beside
+    /// `openshift-install-<version>` is put first on its PATH, and reported as `oc_path`.
+    #[test]
+    fn the_cache_oc_reaches_the_installer() {
+        let cache = tmp("oc-cache");
+        fs::create_dir_all(&cache).unwrap();
+        std::os::unix::fs::symlink(double(), cache.join("openshift-install-4.19.7")).unwrap();
+        let oc = installer_of(&cache, "oc-4.19.7", "");
+        let dir = tmp("oc-out");
+        let args = sno_from_cache("4.19.7", &dir, &cache);
+        let r = run(&args, false, false);
+        assert_eq!(
+            (r["iso_built"].clone(), r["oc_path"].clone()),
+            (json!(true), json!(oc)),
+            "{r}"
+        );
+        let log = fs::read_to_string(dir.join("agent/.openshift_install.log")).unwrap();
+        assert!(
+            log.contains("oc for the release payload: ") && log.contains(".proxshift-oc/oc"),
+            "{log}"
+        );
+        assert!(
+            !dir.join("agent/.proxshift-oc").exists(),
+            "the PATH shim is removed"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&cache).unwrap();
+    }
+
+    /// A SNO of `version` writing to `dir`, its installer taken from `cache`.
+    fn sno_from_cache(version: &str, dir: &Path, cache: &Path) -> Value {
+        let v = with(
+            with(sno(), "version", json!(version)),
+            "output_dir",
+            json!(dir),
+        );
+        with(v, "openshift_install_cache", json!(cache))
+    }
+
     /// An installer script reporting `version`, like the real one does.
     fn installer_of(dir: &Path, name: &str, version: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
@@ -478,15 +588,7 @@ mod module {
         // The cache: openshift-install-<version>; a binary of another version there is refused.
         let cache = bins.join("cache");
         installer_of(&cache, "openshift-install-4.16.3", "4.16.4");
-        let args = with(
-            with(
-                with(sno(), "version", json!("4.16.3")),
-                "output_dir",
-                json!(dir),
-            ),
-            "openshift_install_cache",
-            json!(cache),
-        );
+        let args = sno_from_cache("4.16.3", &dir, &cache);
         let r = run(&args, false, false);
         assert_eq!(r["failed"], json!(true), "{r}");
         let msg = r["msg"].as_str().unwrap();

@@ -245,6 +245,13 @@ fn verify_install_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
                     &want(&plan.ingress_vips).into(),
                 );
             }
+            if let Some(e) = &plan.external {
+                v.expect(
+                    doc,
+                    "/platform/external/platformName",
+                    &e.platform_name.clone().into(),
+                );
+            }
         }
         _ => v.err(
             "/platform",
@@ -344,10 +351,17 @@ fn verify_agent_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
             );
         }
         match h.get("networkConfig") {
+            // A DHCP host has none.
+            None if want.network_config.is_null() => {}
             None => v.err(
                 &format!("{at}/networkConfig"),
                 "rendered-matches-input",
                 "is missing",
+            ),
+            Some(_) if want.network_config.is_null() => v.err(
+                &format!("{at}/networkConfig"),
+                "rendered-matches-input",
+                "is set for a DHCP node",
             ),
             Some(nc) => {
                 for (p, msg) in nmstate::check(nc) {
@@ -371,7 +385,13 @@ fn verify_agent_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
             }
         }
     }
-    if !on_master {
+    // The installer itself only refuses a worker's networkConfig holding the rendezvous IP
+    // (validateRendezvousIPNotWorker); a DHCP master's address is not in agent-config at all.
+    let dhcp_master = plan
+        .hosts
+        .iter()
+        .any(|h| h.role == "master" && h.network_config.is_null());
+    if !on_master && !dhcp_master {
         v.err(
             "/rendezvousIP",
             "rendezvous-on-master",

@@ -68,13 +68,20 @@ def inventory(tmp_path: Path, settings: str) -> Path:
 def run_site(run_playbook, site, tmp_path):
     calls = tmp_path / "installer-calls"
 
+    # No installer on PATH: only the inventory's installers can be used. oc is there (the installer
+    # extracts the base ISO with it; a cache's oc-<version> beside its installer goes first).
+    oc_bin = tmp_path / "oc-bin"
+    oc_bin.mkdir()
+    (oc_bin / "oc").symlink_to(INSTALLER_DOUBLE.parent / "oc")
+
     def run(cluster: str, inv: Path, env_more: dict | None = None, **kwargs):
-        # No installer on PATH: only the inventory's installers can be used.
+        env = site.env(with_installer=False)
         return run_playbook(
             REPO / "playbooks" / "site.yaml",
             inventory=inv,
             extra_vars=site.extra_vars(cluster, **kwargs.pop("extra", {})),
-            env={**site.env(with_installer=False), "PROXSHIFT_TEST_INSTALLER_CALLS": str(calls), **(env_more or {})},
+            env={**env, "PATH": f"{oc_bin}:{env['PATH']}", "PROXSHIFT_TEST_INSTALLER_CALLS": str(calls),
+                 **(env_more or {})},
             **kwargs,
         )
 
@@ -85,6 +92,7 @@ def test_each_cluster_builds_with_the_installer_of_its_version(run_site, site, t
     old = double_copy(tmp_path / "installers", "oi-4.16", "4.16.3")
     cache = tmp_path / "cache"
     new = double_copy(cache, "openshift-install-4.19.7", "4.19.7")
+    (cache / "oc-4.19.7").symlink_to(INSTALLER_DOUBLE.parent / "oc")
     # A minor in the map, an exact version in the cache: each cluster finds its own.
     inv = inventory(tmp_path, f'openshift_installers: {{"4.16": "{old}"}}\nopenshift_install_cache: "{cache}"\n')
     run, calls = run_site
@@ -100,6 +108,10 @@ def test_each_cluster_builds_with_the_installer_of_its_version(run_site, site, t
     # Each binary's version was checked (preflight and manifests phase), and only those two ran.
     assert {Path(b) for args, b in log if args == "version"} == {old, new}, log
     assert {Path(b) for _, b in log} == {old, new}, log
+    # The oc each installer ran with: the cache's oc-4.19.7 beside its installer, else oc on PATH.
+    ocs = {c: (site.work / c / "agent" / ".openshift_install.log").read_text() for c in ("old-lab", "new-lab")}
+    assert "oc for the release payload: " + str(tmp_path / "oc-bin" / "oc") in ocs["old-lab"], ocs["old-lab"]
+    assert ".proxshift-oc/oc" in ocs["new-lab"], ocs["new-lab"]
 
 
 def test_a_wrong_version_installer_is_refused_before_anything_is_created(run_site, site, tmp_path):

@@ -51,6 +51,11 @@ def test_scale_out_joins_the_new_host_and_a_rerun_changes_nothing(run_flow, site
         assert site.sim.vm_by_name(NEW) is None and not calls.exists()
         assert not any(approved(kube_api, n) for n in good)
 
+        # No oc where scale.yaml will run `oc adm node-image`: refused before anything is created.
+        no_oc = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env, extra={"oc_binary": "/nonexistent/oc"})
+        assert no_oc.rc != 0 and "/nonexistent/oc is not an executable file" in no_oc.output, no_oc.output
+        assert site.sim.vm_by_name(NEW) is None and not calls.exists()
+
         seq = site.sim.last_seq()
         run = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more=env, extra={"scale_poll_interval": 1})
         assert run.rc == 0, run.output

@@ -9,6 +9,7 @@ import yaml
 from services import nmstatectl_bin
 from testlib import REPO
 
+FIXTURE_BIN = REPO / "tests" / "fixtures" / "bin"  # the installer and oc doubles
 CLUSTERS = {"lab-sno": 1, "lab-compact": 3, "prod-ha": 6}
 
 
@@ -132,13 +133,18 @@ def test_ipv6_examples_pass_the_preflight_render_and_satisfy_nmstatectl(cluster,
         assert "fd00:" in gc.stdout, gc.stdout
 
 
-def test_preflight_wants_nmstatectl_where_the_installer_builds_the_iso(run_flow, site):
-    """openshift-install checks static host networking with nmstatectl: a build host without it fails in
-    preflight, before any VM is made."""
-    path = ":".join(p for p in site.env(with_installer=True)["PATH"].split(":") if "nmstatectl" not in p)
+def test_preflight_wants_nmstatectl_and_oc_where_the_installer_builds_the_iso(run_flow, site, tmp_path):
+    """openshift-install checks static host networking with nmstatectl and extracts the base ISO with oc: a
+    build host without them fails in preflight, naming both, before any VM is made."""
+    only_installer = tmp_path / "bin"
+    only_installer.mkdir()
+    (only_installer / "openshift-install").symlink_to(FIXTURE_BIN / "openshift-install")
+    path = ":".join([str(only_installer)] + [p for p in site.env(with_installer=True)["PATH"].split(":")
+                                             if "nmstatectl" not in p and p != str(FIXTURE_BIN)])
     run = run_flow("site.yaml", "lab-sno", with_installer=True, env_more={"PATH": path})
     assert run.rc != 0
     assert "nmstatectl: not on PATH" in run.output, run.output[-3000:]
+    assert "nor oc on PATH" in run.output, run.output[-3000:]
     assert site.owned_vms("lab-sno") == []
 
 

@@ -139,9 +139,10 @@ all:
             capabilities: {baseline_capability_set: None, additional_enabled_capabilities: [baremetal, Ingress, MachineAPI]}
             trust_bundle_policy: Always
             iso_max_age_hours: 12
+            extra_manifests: [manifests/99-a.yaml]
           hosts:
             m0: {mac: "BC:24:11:00:00:01", ip: 192.168.50.10, interface: ens19}
-            m1: {mac: "BC:24:11:00:00:02", ip: 192.168.50.11}
+            m1: {mac: "BC:24:11:00:00:02", ip: 192.168.50.11, dhcp: true}
             m2:
               mac: "BC:24:11:00:00:03"
               ip: 192.168.50.12
@@ -172,7 +173,7 @@ MODEL_PLAY = f"""
 """
 
 
-def test_cluster_model_maps_the_new_variables(run_playbook):
+def test_cluster_model_maps_the_new_variables(run_playbook, tmp_path):
     run = run_playbook(MODEL_PLAY, inventory=INVENTORY)
     assert run.rc == 0, run.output
     got = run.task("show")["cluster_manifest_input"]
@@ -185,6 +186,9 @@ def test_cluster_model_maps_the_new_variables(run_playbook):
     assert got["capabilities"]["additional_enabled_capabilities"] == ["baremetal", "Ingress", "MachineAPI"]
     nodes = {n["name"]: n for n in got["nodes"]}
     assert nodes["m0"]["interface"] == "ens19" and "interface" not in nodes["m1"]
+    assert nodes["m1"]["dhcp"] is True and "dhcp" not in nodes["m0"]
+    # Relative to the inventory's folder (the test's tmp_path).
+    assert got["extra_manifests"] == [str(tmp_path / "manifests/99-a.yaml")]
     assert nodes["m2"]["network_config"]["interfaces"][1]["vlan"] == {"base-iface": "ens18", "id": 50}
     # Unset options stay unset: the module's own defaults apply.
     assert "proxy" not in got and "template_dir" not in got and "network_config" not in nodes["m0"]
@@ -213,6 +217,8 @@ def test_new_variables_reach_the_module(run_playbook, tmp_path):
     """Through the manifests role to ocp_manifests itself (check mode): the module's own view of the
     inventory's settings, and its validation of them."""
     out = tmp_path / "out"
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests/99-a.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
     run = run_playbook(ROLE_PLAY, inventory=INVENTORY, extra_vars={"out_dir": str(out)})
     assert run.rc == 0, run.output
     r = run.task("proxshift.openshift.manifests : Render and validate the manifests")
@@ -228,4 +234,8 @@ def test_new_variables_reach_the_module(run_playbook, tmp_path):
     assert r["platform"] == "baremetal"
     ifaces = {n["name"]: n["interface"] for n in r["nodes"]}
     assert (ifaces["m0"], ifaces["m1"]) == ("ens19", "enp1s0")
+    # m1 takes its address from DHCP: no networkConfig (its ip, the reservation, is still the rendezvous IP).
+    configs = {n["name"]: n["nodes_config"] for n in r["nodes"]}
+    assert "networkConfig" not in configs["m1"] and configs["m0"]["networkConfig"]
+    assert r["extra_manifest_paths"] == [str(out / "openshift/99-a.yaml")]
     assert not out.exists(), "check mode wrote files"

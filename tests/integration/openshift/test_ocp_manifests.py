@@ -129,9 +129,9 @@ def test_validation_failure_names_the_field_and_rule(ocp, tmp_path):
     result = run.task("manifests")
     assert run.status("manifests") == "failed"
     assert "nodes[2].mac" in result["msg"] and "mac-unique" in result["msg"], result["msg"]
-    assert "cluster_name" in result["msg"] and "cluster-name-dns-label" in result["msg"]
+    assert "cluster_name" in result["msg"] and "cluster-name-dns-subdomain" in result["msg"]
     assert {(p["path"], p["rule"]) for p in result["problems"]} == {
-        ("cluster_name", "cluster-name-dns-label"),
+        ("cluster_name", "cluster-name-dns-subdomain"),
         ("nodes[2].mac", "mac-unique"),
     }
     assert not (tmp_path / "out").exists()

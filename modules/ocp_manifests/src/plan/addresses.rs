@@ -27,7 +27,7 @@ pub(super) fn check(cx: &Ctx) -> Staged<Addresses> {
         match &o.ip_pool {
             None => {
                 for (i, ip) in static_ips.iter().enumerate() {
-                    if ip.is_none() && o.nodes[i].ip.is_none() {
+                    if ip.is_none() && o.nodes[i].ip.is_none() && !cx.nodes.dhcp[i] {
                         f.err(
                             format!("nodes[{i}].ip"),
                             "node-ip-required",
@@ -44,6 +44,7 @@ pub(super) fn check(cx: &Ctx) -> Staged<Addresses> {
                     &cx.net.machine_ok,
                     &reserved,
                     &o.nodes,
+                    &cx.nodes.dhcp,
                     &mut ips,
                 );
             }
@@ -127,7 +128,10 @@ fn secondary(f: &mut Findings, cx: &Ctx, i: usize, ip: Option<IpAddr>) {
     let second = cx.nodes.secondary_ips[i];
     let path = format!("nodes[{i}].secondary_ip");
     match second {
-        None if dual && cx.o.nodes[i].secondary_ip.is_none() && cx.o.nodes[i].network_config.is_none() => f.err(
+        None if dual
+            && cx.o.nodes[i].secondary_ip.is_none()
+            && cx.o.nodes[i].network_config.is_none()
+            && !cx.nodes.dhcp[i] => f.err(
             &path,
             "node-secondary-ip-required",
             "dual-stack networks need each node's address in the second family too",
@@ -195,6 +199,7 @@ fn allocate(
     machine: &[Cidr],
     reserved: &BTreeSet<IpAddr>,
     nodes: &[NodeOpt],
+    dhcp: &[bool],
     ips: &mut [Option<IpAddr>],
 ) {
     let Some((net, start, end)) = pool_range(f, pool, machine) else {
@@ -202,7 +207,8 @@ fn allocate(
     };
     let mut next = Some(start);
     for (i, slot) in ips.iter_mut().enumerate() {
-        if slot.is_some() || nodes[i].ip.is_some() {
+        // A DHCP node's address is the DHCP server's to give.
+        if slot.is_some() || nodes[i].ip.is_some() || dhcp[i] {
             continue;
         }
         // Skip reserved addresses and the network/broadcast addresses.

@@ -173,6 +173,31 @@ fn dependencies(f: &mut Findings, cx: &Ctx, baseline: &str, extra: &[String]) {
             ),
         );
     }
+    // Only baremetal and none run without the cloud-credential operator; only they, and external
+    // without its own cloud controller manager, without the cloud-controller-manager operator.
+    let platform = cx.topo.platform;
+    if platform == "external" && knows("CloudCredential") && !has("CloudCredential") {
+        f.err(
+            PATH,
+            "capability-cloud-credential",
+            format!("disabling CloudCredential capability available only for baremetal platforms (platform {platform}, baseline {baseline})"),
+        );
+    }
+    let external_ccm =
+        cx.o.external
+            .as_ref()
+            .and_then(|e| e.cloud_controller_manager.as_deref());
+    if platform == "external"
+        && external_ccm == Some("External")
+        && knows("CloudControllerManager")
+        && !has("CloudControllerManager")
+    {
+        f.err(
+            PATH,
+            "capability-cloud-controller-manager",
+            "disabling CloudControllerManager on External platform supported only with cloudControllerManager value none",
+        );
+    }
     if knows("Ingress") && !has("Ingress") {
         f.err(
             PATH,
@@ -184,7 +209,7 @@ fn dependencies(f: &mut Findings, cx: &Ctx, baseline: &str, extra: &[String]) {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
     use crate::plan::fixtures::*;
@@ -354,6 +379,40 @@ mod tests {
             "capabilities",
             json!({"baseline_capability_set": "None", "additional_enabled_capabilities": ["Ingress"]}),
         ));
+    }
+
+    /// installer `ValidateInstallConfig` (TestValidateInstallConfig "valid disabled CloudController
+    /// configuration platform External", "… External 2", "invalid disabled CloudController
+    /// configuration platform External 2"): on platform external CloudCredential stays enabled, and
+    /// CloudControllerManager may be disabled only without the platform's own one.
+    #[test]
+    fn rule_capability_external() {
+        let ext = |ccm: &str, extra: Value| {
+            with(
+                with(
+                    with(sno(), "platform", json!("external")),
+                    "external",
+                    json!({"cloud_controller_manager": ccm}),
+                ),
+                "capabilities",
+                json!({"baseline_capability_set": "None", "additional_enabled_capabilities": extra}),
+            )
+        };
+        ok_plan(&ext("", json!(["CloudCredential", "Ingress"])));
+        fails(
+            ext("External", json!(["CloudCredential", "Ingress"])),
+            "capabilities.additional_enabled_capabilities",
+            "capability-cloud-controller-manager",
+        );
+        ok_plan(&ext(
+            "External",
+            json!(["CloudCredential", "CloudControllerManager", "Ingress"]),
+        ));
+        fails(
+            ext("", json!(["Ingress"])),
+            "capabilities.additional_enabled_capabilities",
+            "capability-cloud-credential",
+        );
     }
 
     /// installer `ValidateInstallConfig`: "the marketplace capability requires the

@@ -80,6 +80,15 @@ fn check_host(f: &mut Findings, cx: &Ctx, seen: &mut Seen, i: usize, n: &NodeOpt
     };
     let (network_config, interface, interfaces) = match &n.network_config {
         Some(doc) => user_config(f, seen, &h, doc),
+        // DHCP: only the interface that identifies the host (agent-config `interfaces`).
+        None if cx.nodes.dhcp[i] => (
+            Value::Null,
+            h.interface.clone(),
+            vec![PlanInterface {
+                name: h.interface.clone(),
+                mac: h.mac.clone(),
+            }],
+        ),
         None => generated_config(f, cx, seen, &h),
     };
     if !network_config.is_null() {

@@ -33,7 +33,7 @@ pub use capabilities::{baseline_members, baseline_sets, known_capabilities};
 pub use context::Problem;
 pub use version::parse_version;
 
-use crate::model::{Options, Plan, PlanClusterNetwork};
+use crate::model::{ExternalOpt, Options, Plan, PlanClusterNetwork};
 
 use context::{Ctx, Findings};
 
@@ -61,6 +61,7 @@ pub fn plan(o: &Options) -> Planned {
     cx.vips = found.take(vips::parse(&cx));
     cx.addresses = found.take(addresses::check(&cx));
     cx.topo = found.take(topology::check(&cx));
+    found.take(names::on_platform(&cx));
     found.take(stack::check(&cx));
     found.take(vips::check(&cx));
     cx.rendezvous = found.take(rendezvous::check(&cx));
@@ -92,6 +93,12 @@ fn assemble(cx: Ctx) -> Plan {
         version: o.version.clone(),
         topology: cx.topo.topology,
         platform: cx.topo.platform.to_string(),
+        external: (cx.topo.platform == "external").then(|| {
+            o.external.clone().unwrap_or(ExternalOpt {
+                platform_name: "Unknown".into(),
+                cloud_controller_manager: None,
+            })
+        }),
         control_plane_replicas: cx.topo.masters,
         compute_replicas: cx.topo.workers,
         network_type: cx.net.network_type,
@@ -152,7 +159,7 @@ mod tests {
         assert_eq!(
             rules,
             [
-                "cluster-name-dns-label",
+                "cluster-name-dns-subdomain",
                 "base-domain-dns-subdomain",
                 "pull-secret-format"
             ]

@@ -19,6 +19,9 @@ pub(super) struct Nodes {
     pub static_ips: Vec<Option<IpAddr>>,
     /// Each node's `secondary_ip` (dual stack), when given and valid.
     pub secondary_ips: Vec<Option<IpAddr>>,
+    /// Each node takes its addresses from DHCP: no networkConfig, its `ip` (optional) is the
+    /// address the DHCP server reserves for it.
+    pub dhcp: Vec<bool>,
 }
 
 pub(super) fn check(cx: &Ctx) -> Staged<Nodes> {
@@ -58,6 +61,15 @@ pub(super) fn check(cx: &Ctx) -> Staged<Nodes> {
             .as_deref()
             .and_then(|s| f.ip(s, &format!("nodes[{i}].secondary_ip")));
         nodes.secondary_ips.push(secondary);
+        let dhcp = n.dhcp.unwrap_or(o.dhcp);
+        if dhcp && n.network_config.is_some() {
+            f.err(
+                format!("nodes[{i}].network_config"),
+                "dhcp-network-config",
+                "a DHCP node has no static networkConfig; drop network_config or set dhcp: false",
+            );
+        }
+        nodes.dhcp.push(dhcp);
     }
     f.with(nodes)
 }

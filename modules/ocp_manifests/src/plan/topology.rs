@@ -10,7 +10,7 @@ pub(super) struct Topo {
     pub masters: usize,
     pub workers: usize,
     pub topology: Topology,
-    /// `baremetal` or `none`.
+    /// `baremetal`, `none` or `external`.
     pub platform: &'static str,
 }
 
@@ -34,16 +34,18 @@ pub(super) fn check(cx: &Ctx) -> Staged<Topo> {
     let topology = topology(&mut f, cx, masters, workers);
     let platform = match (cx.o.platform.as_str(), topology) {
         ("auto", Topology::Sno) | ("none", _) => "none",
+        ("external", _) => "external",
         ("baremetal", Topology::Sno) => {
             f.err(
                 "platform",
                 "sno-platform-none",
-                "only platform none supports 1 control-plane node and 0 workers",
+                "only platform none and external support 1 control-plane node and 0 workers",
             );
             "baremetal"
         }
         _ => "baremetal",
     };
+    external(&mut f, cx, platform);
     f.with(Topo {
         roles,
         masters,
@@ -51,6 +53,24 @@ pub(super) fn check(cx: &Ctx) -> Staged<Topo> {
         topology,
         platform,
     })
+}
+
+/// Platform `external` (openshift/installer pkg/types/external): `platformName` is free text
+/// (informational); the agent's `validatePlatformsByName` (pkg/asset/agent/installconfig.go)
+/// requires `cloudControllerManager: External` for platform name `oci`.
+fn external(f: &mut Findings, cx: &Ctx, platform: &str) {
+    let Some(ext) = &cx.o.external else { return };
+    if platform != "external" {
+        f.warn(format!("external is ignored with platform {platform}"));
+    } else if ext.platform_name == "oci"
+        && ext.cloud_controller_manager.as_deref() != Some("External")
+    {
+        f.err(
+            "external.cloud_controller_manager",
+            "external-oci-ccm",
+            "when using external oci platform, platform.external.cloudControllerManager must be set to External",
+        );
+    }
 }
 
 /// Explicit roles win; the first unroled nodes become masters until there are 1 (fewer than 3
@@ -134,6 +154,7 @@ mod tests {
 
     use crate::model::Topology;
     use crate::plan::fixtures::*;
+    use crate::plan::plan;
 
     #[test]
     fn topologies_are_derived() {
@@ -192,6 +213,49 @@ mod tests {
             (p.topology, p.control_plane_replicas),
             (Topology::Compact, 5)
         );
+    }
+
+    /// Platform external: SNO and multi-node alike (validateSNOConfiguration allows 1 control-plane
+    /// node and 0 workers on none and external), no VIPs, `platformName` and
+    /// `cloudControllerManager` rendered as given.
+    #[test]
+    fn platform_external() {
+        let p = ok_plan(&with(sno(), "platform", json!("external")));
+        assert_eq!(
+            (p.topology, p.platform.as_str()),
+            (Topology::Sno, "external")
+        );
+        assert_eq!(p.external.as_ref().unwrap().platform_name, "Unknown");
+        let v = with(
+            with(compact(), "platform", json!("external")),
+            "external",
+            json!({"platform_name": "oci", "cloud_controller_manager": "External"}),
+        );
+        let planned = plan(&options(&v));
+        let p = planned.plan.unwrap();
+        assert!(p.api_vips.is_empty() && p.load_balancer.is_none());
+        assert!(planned
+            .warnings
+            .iter()
+            .any(|w| w.contains("ignored with platform external")));
+        let (ic, _) = crate::render::render(&p, None).unwrap();
+        assert!(
+            ic.contains("  external:\n    platformName: \"oci\"\n    cloudControllerManager: \"External\"\n"),
+            "{ic}"
+        );
+        // validatePlatformsByName: oci needs its cloud controller manager.
+        fails(
+            set(v, "/external/cloud_controller_manager", json!("")),
+            "external.cloud_controller_manager",
+            "external-oci-ccm",
+        );
+        let on_none = with(sno(), "external", json!({"platform_name": "x"}));
+        let planned = plan(&options(&on_none));
+        assert!(planned.plan.unwrap().external.is_none());
+        assert!(planned
+            .warnings
+            .iter()
+            .any(|w| w == "external is ignored with platform none"));
     }
 
     #[test]

@@ -71,10 +71,10 @@ pub(super) fn check(cx: &Ctx) -> Staged<()> {
             }
         }
     } else if !api.is_empty() || !ingress.is_empty() {
-        f.warn("api_vips/ingress_vips are ignored with platform none (DNS points at the node or an external load balancer)");
+        f.warn(format!("api_vips/ingress_vips are ignored with platform {platform} (DNS points at the node or an external load balancer)"));
     }
-    if platform == "none" && cx.topo.topology != Topology::Sno {
-        f.warn("platform none with several nodes: api, api-int and *.apps DNS and their load balancer are your job");
+    if platform != "baremetal" && cx.topo.topology != Topology::Sno {
+        f.warn(format!("platform {platform} with several nodes: api, api-int and *.apps DNS and their load balancer are your job"));
     }
     if o.load_balancer.is_some() && platform != "baremetal" {
         f.warn("load_balancer is ignored unless platform is baremetal");
@@ -120,7 +120,15 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
 
 /// validateAPIAndIngressVIPs: at most two, and two are one IPv4 and one IPv6 address. In dual stack
 /// the first VIP is the primary one: its family must be the primary (first) family of the machine,
-/// service and cluster networks alike (the installer names each list that differs).
+/// service and cluster networks alike (the installer names each list that differs: "<list> primary
+/// IP Family and primary IP family for the API VIP should match"). Checked against
+/// TestValidateInstallConfig at 5c29e905 ("baremetal API VIP set to an incorrect IP Family", "… with
+/// invalid primary IPv6 network" — only the service network's primary differs there — and the
+/// Ingress pair; corpus networking.yaml). Releases before IPv6-primary dual stack compared a single
+/// VIP with the machine network's primary family only ("VIP for the API must be of the same IP family
+/// with machine network's primary IP Family") and a pair only for one address of each family; here
+/// a pair's first VIP must be of the primary family in every release (an IPv6-first pair on IPv4-first
+/// networks, which those releases took, is refused: list the IPv4 VIP first).
 fn families(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>]) {
     let parsed: Vec<IpAddr> = list.iter().flatten().copied().collect();
     match list.len() {
