@@ -102,6 +102,10 @@ struct Cli {
     /// Fault scenario file (YAML/JSON) applied at start.
     #[arg(long)]
     scenario: Option<PathBuf>,
+    /// Directory in which uploads are spooled while they arrive (PVE: /var/tmp); the simulator
+    /// makes its own directory there and removes it on exit. Default: the system temp dir.
+    #[arg(long)]
+    upload_dir: Option<PathBuf>,
 }
 
 /// What stops the binary; printed as `pvesim: <error>`.
@@ -123,6 +127,22 @@ fn main() {
         eprintln!("pvesim: {e}");
         std::process::exit(1);
     }
+}
+
+/// SIGINT or SIGTERM: either ends serving normally (state dump, upload spool removed).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn run(cli: Cli) -> Result<(), MainError> {
@@ -165,6 +185,7 @@ fn run(cli: Cli) -> Result<(), MainError> {
         bind: cli.listen,
         faults,
         dump_on_exit: cli.dump_state.clone(),
+        upload_dir: cli.upload_dir.clone(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -177,11 +198,7 @@ fn run(cli: Cli) -> Result<(), MainError> {
         if bound.ca_pem.is_some() {
             println!("CA certificate written to {}", cli.ca_out.display());
         }
-        bound
-            .serve(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await;
+        bound.serve(stop_signal()).await;
         Ok(())
     })
 }

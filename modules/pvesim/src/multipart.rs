@@ -40,6 +40,8 @@ pub enum MultipartError {
     NoDisposition,
     #[error("multipart boundary not followed by a line end")]
     BadDelimiter,
+    #[error("more than one file part")]
+    SecondFile,
 }
 
 /// A part's headers: its form field name and, for a file, the file name.
@@ -75,7 +77,7 @@ enum State {
 /// Headers of one part larger than this are refused (pve-http-server allows about 2 KiB).
 const MAX_HEAD: usize = 16 * 1024;
 
-/// The incremental parser: `feed` each chunk, then take `next` events until it answers `None`;
+/// The incremental parser: `feed` each chunk, then take `next_event`s until it answers `None`;
 /// `finish` at the end of the body says whether the body was complete.
 #[derive(Debug)]
 pub struct Parser {
@@ -127,7 +129,7 @@ impl Parser {
 
     /// The next event from what was fed so far; `None` when more input is needed (or the
     /// closing delimiter was seen).
-    pub fn next(&mut self) -> Result<Option<Event<'_>>, MultipartError> {
+    pub fn next_event(&mut self) -> Result<Option<Event<'_>>, MultipartError> {
         loop {
             let rest = &self.buf[self.pos..];
             // Bytes that could be the start of a delimiter must wait for the next chunk.
@@ -234,7 +236,7 @@ pub fn parse_chunked(
     let mut parts: Vec<Part> = Vec::new();
     for piece in body.chunks(chunk.max(1)) {
         p.feed(piece);
-        while let Some(ev) = p.next()? {
+        while let Some(ev) = p.next_event()? {
             match ev {
                 Event::Part(h) => parts.push(Part {
                     name: h.name,
