@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use sha2::digest::DynDigest;
-
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::Volume;
@@ -143,21 +141,28 @@ pub struct Checksum {
 }
 
 /// A running digest in one of `checksum-algorithm`'s algorithms, fed as the upload streams in.
+/// ring's assembly (SHA extensions where the CPU has them) for all but SHA-224, which ring lacks.
 pub struct Hasher {
     algorithm: String,
-    digest: Box<dyn DynDigest + Send>,
+    digest: Digest,
+}
+
+enum Digest {
+    Ring(ring::digest::Context),
+    Sha224(sha2::Sha224),
 }
 
 impl Hasher {
     /// The digest for `algorithm`; `None` for md5, which the simulator does not compute, and for
     /// names PVE does not know (the parameter check refuses those).
     pub fn new(algorithm: &str) -> Option<Hasher> {
-        let digest: Box<dyn DynDigest + Send> = match algorithm {
-            "sha1" => Box::new(sha1::Sha1::default()),
-            "sha224" => Box::new(sha2::Sha224::default()),
-            "sha256" => Box::new(sha2::Sha256::default()),
-            "sha384" => Box::new(sha2::Sha384::default()),
-            "sha512" => Box::new(sha2::Sha512::default()),
+        use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY, SHA256, SHA384, SHA512};
+        let digest = match algorithm {
+            "sha1" => Digest::Ring(Context::new(&SHA1_FOR_LEGACY_USE_ONLY)),
+            "sha224" => Digest::Sha224(sha2::Sha224::default()),
+            "sha256" => Digest::Ring(Context::new(&SHA256)),
+            "sha384" => Digest::Ring(Context::new(&SHA384)),
+            "sha512" => Digest::Ring(Context::new(&SHA512)),
             _ => return None,
         };
         Some(Hasher {
@@ -167,13 +172,20 @@ impl Hasher {
     }
 
     pub fn update(&mut self, data: &[u8]) {
-        self.digest.update(data);
+        match &mut self.digest {
+            Digest::Ring(c) => c.update(data),
+            Digest::Sha224(d) => sha2::Digest::update(d, data),
+        }
     }
 
     pub fn finish(self) -> Checksum {
+        let hex = match self.digest {
+            Digest::Ring(c) => hex(c.finish().as_ref()),
+            Digest::Sha224(d) => hex(&sha2::Digest::finalize(d)),
+        };
         Checksum {
             algorithm: self.algorithm,
-            hex: hex(&self.digest.finalize()),
+            hex,
         }
     }
 }
