@@ -39,7 +39,7 @@ INVENTORY_VMS = 500
 UPLOAD_MIB = 1024
 
 
-def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED):
+def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED, extra: list[str] | None = None):
     """pvesim with `seed` (the lab's) plus the agent ISO on the shared storage (every node can attach it)."""
     seed = yaml.safe_load(seed.read_text())
     for node in seed["nodes"]:
@@ -48,7 +48,7 @@ def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED):
                 st["files"] = [{"name": "iso/agent.x86_64.iso", "size": "1G"}]
     path = d / "seed.yaml"
     path.write_text(yaml.safe_dump(seed))
-    return _running_pvesim(d, seed=path, time_scale=time_scale)
+    return _running_pvesim(d, seed=path, time_scale=time_scale, extra=extra)
 
 
 class Bench:
