@@ -7,6 +7,7 @@ are marked pass/fail; the script never fails on them (only on a broken setup).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -35,9 +36,10 @@ BENCH_VENV = Path(os.environ.get("BENCH_VENV", "/var/cache/proxshift/bench-venv"
 COLLECTION_MODULES = ["proxmox_vm", "vm_lifecycle", "proxmox_access", "hashicorp_vault", "ocp_manifests", "acm_import",
                       "cluster_auth", "proxmox_vm_info", "hashicorp_vault_info", "acm_cluster_info"]
 INVENTORY_VMS = 500
+UPLOAD_MIB = 1024
 
 
-def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED):
+def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED, extra: list[str] | None = None):
     """pvesim with `seed` (the lab's) plus the agent ISO on the shared storage (every node can attach it)."""
     seed = yaml.safe_load(seed.read_text())
     for node in seed["nodes"]:
@@ -46,7 +48,7 @@ def running_pvesim(d: Path, time_scale: str, seed: Path = LAB_SEED):
                 st["files"] = [{"name": "iso/agent.x86_64.iso", "size": "1G"}]
     path = d / "seed.yaml"
     path.write_text(yaml.safe_dump(seed))
-    return _running_pvesim(d, seed=path, time_scale=time_scale)
+    return _running_pvesim(d, seed=path, time_scale=time_scale, extra=extra)
 
 
 class Bench:
@@ -304,6 +306,102 @@ def inventory(b: Bench) -> None:
           f"{ours - floor:.2f} s", f"{theirs - floor:.2f} s", f"{above:.1f}× faster", "informational", None)
 
 
+def make_iso(path: Path, mib: int) -> str:
+    """`mib` MiB of incompressible, non-sparse content written 4 MiB at a time; returns its SHA-256."""
+    block = os.urandom(4 << 20)
+    sha = hashlib.sha256()
+    with open(path, "wb") as f:
+        for i in range(mib // 4):
+            chunk = i.to_bytes(8, "big") + block[8:]
+            f.write(chunk)
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def vm_hwm_kib(pid: int) -> int:
+    """A process's peak resident set so far (VmHWM)."""
+    line = next(l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("VmHWM:"))
+    return int(line.split()[1])
+
+
+def timed_module(binary: Path, args: dict, f: Path) -> tuple[float, int, dict]:
+    """Wall time, peak RSS (KiB) and result of one module run under GNU time, as the footprint rows run it."""
+    f.write_text(json.dumps(args))
+    p = subprocess.run(["/usr/bin/time", "-f", "%e %M", str(binary), str(f)], capture_output=True, text=True,
+                       timeout=1800)
+    secs, kib = p.stderr.strip().splitlines()[-1].split()
+    result = json.loads(p.stdout)
+    if result.get("failed"):
+        raise RuntimeError(f"proxmox_vm failed: {result.get('msg')}")
+    return float(secs), int(kib), result
+
+
+def upload(b: Bench) -> None:
+    """A 1 GiB ISO to pvesim (HTTPS, instant tasks): `proxmox_vm`'s binary with an args file, as ansible-core
+    runs it, under GNU time (its peak RSS), against `curl -F` to the same simulator, taking turns, each run
+    under a new file name so that each uploads. curl sends the same checksum fields (computed beforehand);
+    the module's own SHA-256 pass over the file (it names the upload by its content) counts in its time."""
+    d = b.work / "upload"
+    spool = d / "spool"
+    spool.mkdir(parents=True)
+    iso = d / "agent.x86_64.iso"
+    sha = make_iso(iso, UPLOAD_MIB)
+    size = iso.stat().st_size
+    binary = module_binary("proxmox_vm")
+    repeats = max(1, min(REPEATS, 3))
+    with running_pvesim(d, time_scale="0", extra=["--upload-dir", str(spool)]) as sim:
+        conn = connection(sim)
+        vm = {**conn, **BENCH_VM, "name": "bench-upload", "cdrom": {"slot": "ide2"}}
+        small = d / "small.iso"
+        small.write_bytes(b"\0" * 4096)
+        timed_module(binary, {**vm, "agent_iso": {"src": str(small), "storage": "local"}}, d / "args-vm.json")
+        sim_before = vm_hwm_kib(sim.proc.pid)
+        ours, rss, theirs = [], [], []
+        for r in range(repeats):
+            t, kib, res = timed_module(binary, {**vm, "agent_iso": {"src": str(iso), "storage": "local",
+                                                                    "filename": f"bench-module-{r}.iso"}},
+                                       d / f"args-{r}.json")
+            assert res["iso_uploaded"], res
+            ours.append(t)
+            rss.append(kib)
+            cmd = ["curl", "-sS", "--fail", "--cacert", str(sim.ca_path),
+                   "-H", f"Authorization: PVEAPIToken={sim.token_id}={sim.token_secret}",
+                   "-F", "content=iso", "-F", "checksum-algorithm=sha256", "-F", f"checksum={sha}",
+                   "-F", f"filename=@{iso};filename=bench-curl-{r}.iso",
+                   f"{sim.url}/api2/json/nodes/pve1/storage/local/upload"]
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            theirs.append(time.perf_counter() - t0)
+            if p.returncode != 0 or "imgcopy" not in p.stdout:
+                raise RuntimeError(f"curl upload failed: {p.stdout} {p.stderr}")
+        # The same ISO again under its content-addressed name: uploaded once, then found and skipped.
+        named = {**vm, "agent_iso": {"src": str(iso), "storage": "local"}}
+        timed_module(binary, named, d / "args-named.json")
+        seq = sim.last_seq()
+        skip, skip_kib, res = timed_module(binary, named, d / "args-named.json")
+        assert not res["iso_uploaded"] and not any(r["path"].endswith("/upload") for r in sim.requests(seq)), res
+        sim_peak = vm_hwm_kib(sim.proc.pid)
+        content = sim.api("GET", "nodes/pve1/storage/local/content?content=iso")
+        stored = {v["volid"].split("/", 1)[1]: v["size"] for v in content}
+        assert all(stored[f"bench-{w}-{r}.iso"] == size for w in ("module", "curl") for r in range(repeats)), stored
+        left = list(spool.rglob("pveupload-*"))
+        assert not left, f"spooled files left behind: {left}"
+    mib_s = lambda t: f"{size / t / 2**20:.0f} MiB/s"  # noqa: E731
+    t_ours, t_theirs, kib = median(ours), median(theirs), max(rss)
+    r = t_theirs / t_ours
+    b.row(f"ISO upload, {size >> 20} MiB: `proxmox_vm` (SHA-256 pass + upload + attach) vs `curl -F`, same pvesim",
+          f"{t_ours:.2f} s, {mib_s(t_ours)}", f"curl -F: {t_theirs:.2f} s, {mib_s(t_theirs)}",
+          f"{r:.2f}× curl's throughput", "≥ 0.8×", r >= 0.8)
+    b.row(f"ISO upload, {size >> 20} MiB: `proxmox_vm` peak RSS during the upload", f"{kib / 1024:.1f} MB",
+          "—", f"{kib / (20 * 1024):.2f}× the RSS cap", "≤ 20 MB", kib <= 20 * 1024)
+    b.row(f"ISO upload, {size >> 20} MiB: pvesim's own peak RSS (spools to disk)",
+          f"{sim_peak / 1024:.1f} MB after {2 * repeats + 1} uploads", f"{sim_before / 1024:.1f} MB before them",
+          f"{sim_peak / sim_before:.2f}×", "informational", None)
+    b.row(f"ISO already on the storage (same content, {size >> 20} MiB): `proxmox_vm` skips the upload",
+          f"{skip:.2f} s (the SHA-256 pass), peak RSS {skip_kib / 1024:.1f} MB", "—", "—", "no upload request",
+          True)
+
+
 def newest_glibc(path: Path) -> str:
     out = subprocess.run(["objdump", "-T", str(path)], capture_output=True, text=True).stdout
     versions = sorted({tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)", out)})
@@ -373,8 +471,9 @@ def version(cmd: list[str]) -> str:
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="proxshift-bench-"))
     b = Bench(work)
-    if sys.argv[1:] == ["inventory"]:  # one figure alone, for checking it
-        inventory(b)
+    alone = {"inventory": inventory, "upload": upload}
+    if len(sys.argv) == 2 and sys.argv[1] in alone:  # one figure alone, for checking it
+        alone[sys.argv[1]](b)
         for row in b.rows:
             print("| " + " | ".join(row) + " |")
         shutil.rmtree(work, ignore_errors=True)
@@ -449,6 +548,9 @@ def main() -> int:
 
     progress(f"ansible-inventory --list, {INVENTORY_VMS} VMs: ours vs community.proxmox")
     inventory(b)
+
+    progress(f"ISO upload, {UPLOAD_MIB} MiB: proxmox_vm vs curl -F")
+    upload(b)
 
     per_vm = {}
     for total, clusters in ((25, 4), (50, 8), (100, 15)):

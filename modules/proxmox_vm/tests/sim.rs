@@ -188,16 +188,29 @@ fn clone_with_fixed_macs_never_twice() {
     assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
 }
 
-#[test]
-fn agent_iso_is_uploaded_once_and_attached() {
-    let sim = sim();
-    let dir = std::env::temp_dir().join(format!("proxmox-vm-iso-{}", std::process::id()));
+/// The SNO VM with an empty CD-ROM and `agent_iso` from a 4 KiB ISO in a directory of the test's
+/// own (`tag`), optionally under a fixed `filename`: (directory, ISO path, arguments).
+fn with_agent_iso(
+    tag: &str,
+    filename: Option<&str>,
+) -> (std::path::PathBuf, std::path::PathBuf, Value) {
+    let dir = std::env::temp_dir().join(format!("proxmox-vm-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let iso = dir.join("agent.x86_64.iso");
     std::fs::write(&iso, vec![7u8; 4096]).unwrap();
     let mut args = sno();
     args["cdrom"] = json!({"slot": "ide2"});
     args["agent_iso"] = json!({"src": iso.to_string_lossy(), "storage": "local"});
+    if let Some(f) = filename {
+        args["agent_iso"]["filename"] = json!(f);
+    }
+    (dir, iso, args)
+}
+
+#[test]
+fn agent_iso_is_uploaded_once_and_attached() {
+    let sim = sim();
+    let (dir, iso, mut args) = with_agent_iso("iso", None);
     let r = run(&sim, &args);
     ok(&r);
     assert_eq!(r["iso_uploaded"], json!(true));
@@ -234,6 +247,39 @@ fn agent_iso_is_uploaded_once_and_attached() {
     args["agent_iso"]["storage"] = json!("local-lvm");
     let msg = failed(&run(&sim, &args));
     assert!(msg.contains("cannot hold ISO images"), "{msg}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With a fixed `agent_iso.filename` PVE cannot tell contents apart (it keeps no checksum of a
+/// volume): a volume of that name and the ISO's size is taken as the same ISO, one of another
+/// size is uploaded again (and overwritten).
+#[test]
+fn a_fixed_iso_filename_is_uploaded_again_only_when_the_size_differs() {
+    let sim = sim();
+    let (dir, iso, args) = with_agent_iso("fixed-iso", Some("fixed.iso"));
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["iso_uploaded"], json!(true));
+    assert_eq!(r["iso_volid"], json!("local:iso/fixed.iso"));
+    let size = |sim: &SimHandle| {
+        sim.with_sim(|s| s.storage("pve1", "local").unwrap().volumes["iso/fixed.iso"].size)
+    };
+
+    // Same size, other bytes: taken as the same ISO (what the sidecar documents).
+    std::fs::write(&iso, vec![8u8; 4096]).unwrap();
+    sim.clear_requests();
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["iso_uploaded"], json!(false));
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+
+    // Another size: uploaded again over the old volume.
+    std::fs::write(&iso, vec![9u8; 6000]).unwrap();
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(r["iso_uploaded"], json!(true));
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(size(&sim), 6000);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

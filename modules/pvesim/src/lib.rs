@@ -20,9 +20,11 @@ pub mod model;
 pub mod multipart;
 pub mod ops;
 pub mod propstr;
+pub mod receive;
 pub mod schema;
 pub mod server;
 pub mod sim;
+pub mod spool;
 pub mod tasks;
 pub mod tls;
 pub mod vmconfig;
@@ -114,6 +116,8 @@ pub struct Config {
     pub faults: Vec<Fault>,
     /// Write the final state (seed format, YAML) here on shutdown.
     pub dump_on_exit: Option<PathBuf>,
+    /// Where the upload spool directory goes (default: the system temp dir).
+    pub upload_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -126,6 +130,7 @@ impl Default for Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             faults: Vec::new(),
             dump_on_exit: None,
+            upload_dir: None,
         }
     }
 }
@@ -212,6 +217,7 @@ impl Simulator {
             listener,
             shared: Arc::new(Shared {
                 sim: Mutex::new(sim),
+                spool: spool::Spool::new(&config.upload_dir.unwrap_or_else(std::env::temp_dir)),
             }),
             https: acceptor.is_some(),
             acceptor: acceptor.map(tokio_rustls::TlsAcceptor::from),
@@ -348,6 +354,10 @@ impl SimHandle {
     /// The generated CA certificate (PEM), when serving with `Tls::Generated`.
     pub fn ca_pem(&self) -> Option<&str> {
         self.ca_pem.as_deref()
+    }
+    /// The directory uploads are spooled in while they arrive (made at the first upload).
+    pub fn upload_dir(&self) -> PathBuf {
+        self.shared.spool.dir().to_path_buf()
     }
     /// Runs `f` on the state (with due tasks completed first).
     pub fn with_sim<R>(&self, f: impl FnOnce(&mut Sim) -> R) -> R {

@@ -104,6 +104,10 @@ struct Cli {
     /// Fault scenario file (YAML/JSON) applied at start.
     #[arg(long)]
     scenario: Option<PathBuf>,
+    /// Directory in which uploads are spooled while they arrive (PVE: /var/tmp); the simulator
+    /// makes its own directory there and removes it on exit. Default: the system temp dir.
+    #[arg(long)]
+    upload_dir: Option<PathBuf>,
 }
 
 /// What stops the binary; printed as `pvesim: <error>`.
@@ -167,6 +171,7 @@ fn run(cli: Cli) -> Result<(), MainError> {
         bind: cli.listen,
         faults,
         dump_on_exit: cli.dump_state.clone(),
+        upload_dir: cli.upload_dir.clone(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -174,10 +179,12 @@ fn run(cli: Cli) -> Result<(), MainError> {
         .map_err(MainError::Runtime)?;
     rt.block_on(async move {
         let bound = pvesim::Simulator::bind(config).await?;
-        // Take SIGINT over before announcing the address: whoever reads that line may interrupt
-        // at once (`ctrl_c()` would only install its handler when first polled, inside `serve`).
-        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(MainError::Runtime)?;
+        // Take SIGINT and SIGTERM over before announcing the address: whoever reads that line may
+        // stop pvesim at once (`ctrl_c()` would only install its handler when first polled, inside
+        // `serve`). Either signal ends serving normally (state dump, upload spool removed).
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut sigint = signal(SignalKind::interrupt()).map_err(MainError::Runtime)?;
+        let mut sigterm = signal(SignalKind::terminate()).map_err(MainError::Runtime)?;
         let scheme = if bound.https { "https" } else { "http" };
         println!("pvesim listening on {scheme}://{}/api2/json", bound.addr);
         if bound.ca_pem.is_some() {
@@ -185,7 +192,10 @@ fn run(cli: Cli) -> Result<(), MainError> {
         }
         bound
             .serve(async move {
-                sigint.recv().await;
+                tokio::select! {
+                    _ = sigint.recv() => {}
+                    _ = sigterm.recv() => {}
+                }
             })
             .await;
         Ok(())

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
 use hyper::{Request, Response, StatusCode};
@@ -15,29 +15,25 @@ use serde_json::{json, Map, Value};
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::handlers;
+use crate::receive::Upload;
 use crate::schema::{self, MethodDef, RouteMatch};
 use crate::sim::{RequestRecord, Sim};
 
 pub const API_PREFIX: &str = "/api2/json";
 pub const ADMIN_PREFIX: &str = "/_pvesim";
-/// pve-http-server's limit for non-upload bodies.
-const MAX_BODY: usize = 512 * 1024;
+/// pve-http-server's limit for non-upload bodies (and for an upload's form fields).
+pub(crate) const MAX_BODY: usize = 512 * 1024;
 
 pub struct Shared {
     pub sim: Mutex<Sim>,
+    /// Where uploads are written while they arrive.
+    pub spool: crate::spool::Spool,
 }
 
 impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, Sim> {
         self.sim.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// A file part of a multipart upload.
-#[derive(Debug, Clone)]
-pub struct Upload {
-    pub filename: String,
-    pub data: Bytes,
 }
 
 /// Everything a handler sees.
@@ -241,9 +237,32 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
     let ctype = header(&parts.headers, CONTENT_TYPE.as_str())
         .unwrap_or_default()
         .to_string();
-    let bytes = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return Ok(json_response(400, &json!({"data": null}))),
+    let is_multipart = ctype.starts_with("multipart/form-data");
+    let mut received = None;
+    let bytes = if is_multipart
+        && matches!(method.as_str(), "POST" | "PUT")
+        && path.starts_with(API_PREFIX)
+    {
+        // An upload goes to a spool file while it arrives, never whole into memory.
+        match crate::receive::receive(body, &ctype, &shared.spool).await {
+            Ok(r) => received = Some(r),
+            Err(e) => return Ok(error_response(&e, shared.lock().opts.error_message)),
+        }
+        Bytes::new()
+    } else if path.starts_with(ADMIN_PREFIX) {
+        match body.collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => return Ok(json_response(400, &json!({"data": null}))),
+        }
+    } else {
+        match Limited::new(body, MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                let e = ErrorReply::new(413, "request entity too large");
+                return Ok(error_response(&e, shared.lock().opts.error_message));
+            }
+            Err(_) => return Ok(json_response(400, &json!({"data": null}))),
+        }
     };
 
     if let Some(rest) = path.strip_prefix(ADMIN_PREFIX) {
@@ -267,11 +286,6 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
         record(&shared, &method, &api_path, BTreeMap::new(), None, 501);
         return Ok(error_response(&e, with_message));
     }
-    let is_multipart = ctype.starts_with("multipart/form-data");
-    if bytes.len() > MAX_BODY && !is_multipart {
-        let e = ErrorReply::new(413, "request entity too large");
-        return Ok(error_response(&e, with_message));
-    }
 
     // Parameters: body, then query merged over it.
     let mut params = BTreeMap::new();
@@ -286,14 +300,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp,
                     return Ok(error_response(&e, with_message));
                 }
             }
-        } else if is_multipart {
-            match parse_upload(&ctype, &bytes) {
-                Ok((fields, file)) => {
-                    params.extend(fields);
-                    upload = file;
-                }
-                Err(e) => return Ok(error_response(&e, with_message)),
-            }
+        } else if let Some(r) = received {
+            params.extend(r.fields);
+            upload = r.upload;
         } else {
             parse_form(&String::from_utf8_lossy(&bytes), &mut params);
         }
@@ -609,46 +618,6 @@ fn new_ctx<'a>(
         upload,
         arrived,
     }
-}
-
-/// Parses an upload body. PVE requires the file part to be named `filename`.
-fn parse_upload(
-    ctype: &str,
-    body: &[u8],
-) -> ReplyResult<(BTreeMap<String, Value>, Option<Upload>)> {
-    let boundary = crate::multipart::boundary(ctype)
-        .ok_or_else(|| ErrorReply::new(400, "unable to parse multipart boundary"))?;
-    let parts = crate::multipart::parse(body, &boundary)
-        .map_err(|e| ErrorReply::new(400, format!("multipart parse error: {e}")))?;
-    let mut fields = BTreeMap::new();
-    let mut file = None;
-    for p in parts {
-        match p.filename {
-            Some(fname) => {
-                if p.name != "filename" {
-                    return Err(ErrorReply::new(
-                        400,
-                        format!(
-                            "wrong field name '{}' for file upload, expected 'filename'",
-                            p.name
-                        ),
-                    ));
-                }
-                fields.insert("filename".into(), Value::String(fname.clone()));
-                file = Some(Upload {
-                    filename: fname,
-                    data: Bytes::from(p.data),
-                });
-            }
-            None => {
-                fields.insert(
-                    p.name,
-                    Value::String(String::from_utf8_lossy(&p.data).to_string()),
-                );
-            }
-        }
-    }
-    Ok((fields, file))
 }
 
 #[cfg(test)]

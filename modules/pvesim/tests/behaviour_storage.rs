@@ -2,7 +2,10 @@
 
 mod common;
 
-use common::{agent, start, Api, Auth, Resp, ROOT_PASSWORD, ROOT_TOKEN};
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use common::{agent, realtime, start, start_with, Api, Auth, Resp, ROOT_PASSWORD, ROOT_TOKEN};
 use pvesim::Fault;
 use serde_json::json;
 use sha2::Digest;
@@ -135,6 +138,102 @@ fn iso_upload_creates_a_volume() {
         api.exit(&upid),
         format!("checksum mismatch: got '{sum}' != expect '00ff'")
     );
+}
+
+/// POSTs `body` over a plain socket in `piece`-byte writes (so the simulator receives many small
+/// frames, with delimiters split across them) and returns the answer.
+fn upload_in_pieces(
+    sim: &pvesim::SimHandle,
+    path: &str,
+    ctype: &str,
+    body: &[u8],
+    piece: usize,
+) -> Resp {
+    let mut s = std::net::TcpStream::connect(sim.addr()).unwrap();
+    s.set_nodelay(true).unwrap();
+    let head = format!(
+        "POST /api2/json{path} HTTP/1.1\r\nHost: {}\r\nAuthorization: PVEAPIToken={ROOT_TOKEN}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        sim.addr(),
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    for p in body.chunks(piece) {
+        s.write_all(p).unwrap();
+    }
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8(answer).unwrap();
+    let (head, json) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Resp {
+        status,
+        body: serde_json::from_str(json).unwrap(),
+    }
+}
+
+/// The files spooled by the simulator right now.
+fn spooled(sim: &pvesim::SimHandle) -> usize {
+    std::fs::read_dir(sim.upload_dir())
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_streamed_upload_is_spooled_while_its_task_runs_and_removed_after() {
+    // Realistic durations: the `imgcopy` task runs until the clock is moved on.
+    let sim = start_with(realtime());
+    let api = Api::root(&sim);
+    let data: Vec<u8> = (0..(3u32 << 20) + 12345)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let sum = hex(&sha2::Sha256::digest(&data));
+    let path = "/nodes/pve1/storage/local/upload";
+    for (checksum, exit) in [
+        (sum.as_str(), "OK".to_string()),
+        (
+            "00ff",
+            format!("checksum mismatch: got '{sum}' != expect '00ff'"),
+        ),
+    ] {
+        let (ct, body) = multipart(
+            &[
+                ("content", "iso"),
+                ("checksum-algorithm", "sha256"),
+                ("checksum", checksum),
+            ],
+            "filename",
+            "streamed.iso",
+            &data,
+        );
+        let upid = upload_in_pieces(&sim, path, &ct, &body, 1500).upid();
+        assert_eq!(spooled(&sim), 1, "the upload waits on disk for its task");
+        sim.advance(Duration::from_secs(60));
+        assert_eq!(api.exit(&upid), exit);
+        assert_eq!(spooled(&sim), 0, "the task removed the spooled file");
+    }
+    let content = api
+        .get("/nodes/pve1/storage/local/content", &[("content", "iso")])
+        .ok()
+        .clone();
+    let vol = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["volid"] == "local:iso/streamed.iso")
+        .unwrap();
+    assert_eq!(vol["size"], data.len());
+    // Refused by the checks once the body is in: nothing stays behind.
+    let (ct, body) = multipart(&[("content", "iso")], "filename", "a.txt", &data);
+    let r = upload_in_pieces(&sim, path, &ct, &body, 4096);
+    assert_eq!(r.body["errors"]["filename"], "wrong file extension");
+    let mut cut = body.clone();
+    cut.truncate(body.len() - 20);
+    let r = upload_in_pieces(&sim, path, &ct, &cut, 4096);
+    assert_eq!(
+        r.body["message"],
+        "multipart parse error: unterminated multipart part\n"
+    );
+    assert_eq!(spooled(&sim), 0);
 }
 
 #[test]

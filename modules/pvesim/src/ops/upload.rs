@@ -1,13 +1,16 @@
-//! `POST /nodes/{node}/storage/{storage}/upload` — pve-manager's storage `upload`: content,
-//! storage type, extension and checksum checks, then the `imgcopy` worker stores the file.
+//! `POST /nodes/{node}/storage/{storage}/upload` — pve-storage's `upload`
+//! (`src/PVE/API2/Storage/Status.pm`): content, storage type, extension and checksum checks,
+//! then the `imgcopy` worker stores the file. The file part arrives spooled on disk
+//! (`crate::receive`, as pve-http-server hands the API a `tmpfilename`); the worker removes it.
 
-use sha2::Digest;
+use std::sync::Arc;
 
 use crate::auth::Principal;
 use crate::error::{ErrorReply, ReplyResult};
 use crate::model::Volume;
-use crate::server::Upload;
+use crate::receive::Upload;
 use crate::sim::{Sim, Spawn};
+use crate::spool::SpoolFile;
 use crate::tasks::{base_duration, Action, TaskResult};
 
 /// An upload as parsed by the handler (the file part is present).
@@ -31,6 +34,8 @@ pub struct NewFile {
     pub content: String,
     /// The task fails with this (a checksum mismatch is reported by the worker).
     pub checksum_error: Option<String>,
+    /// The spooled upload, removed when the worker ends.
+    pub spooled: Arc<SpoolFile>,
 }
 
 /// Checks the upload and starts the `imgcopy` worker; returns its UPID.
@@ -72,7 +77,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: UploadFile) -> ReplyResult<Str
         return Err(ErrorReply::param("filename", "wrong file extension"));
     }
     let checksum_error = checksum_error(&req)?;
-    let size = file.data.len() as u64;
+    let size = file.size;
     // Larger files take longer (≈100 MiB/s before scaling).
     let secs = base_duration("imgcopy") + size as f64 / (100.0 * 1048576.0);
     let new = NewFile {
@@ -82,6 +87,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: UploadFile) -> ReplyResult<Str
         size,
         content: content.clone(),
         checksum_error,
+        spooled: file.file.clone(),
     };
     Ok(sim.spawn(
         who,
@@ -106,17 +112,13 @@ fn extension_ok(content: &str, fname: &str) -> bool {
     }
 }
 
-/// The worker's error when the given checksum does not match the data.
+/// The worker's error when the given checksum does not match the data (pve-storage's
+/// `upload` worker: "checksum mismatch: got '…' != expect '…'", compared case-insensitively).
 fn checksum_error(req: &UploadFile) -> ReplyResult<Option<String>> {
-    let data = &req.file.data;
     match (&req.checksum, &req.checksum_algorithm) {
         (Some(want), Some(alg)) => {
-            let got = match alg.as_str() {
-                "sha1" => hex(&sha1::Sha1::digest(data)),
-                "sha224" => hex(&sha2::Sha224::digest(data)),
-                "sha256" => hex(&sha2::Sha256::digest(data)),
-                "sha384" => hex(&sha2::Sha384::digest(data)),
-                "sha512" => hex(&sha2::Sha512::digest(data)),
+            let got = match &req.file.checksum {
+                Some(c) if &c.algorithm == alg => c.hex.clone(),
                 // md5 is not computed by the simulator: accept it as given.
                 _ => want.to_lowercase(),
             };
@@ -131,12 +133,75 @@ fn checksum_error(req: &UploadFile) -> ReplyResult<Option<String>> {
     }
 }
 
+/// A checksum of uploaded content, lower-case hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checksum {
+    pub algorithm: String,
+    pub hex: String,
+}
+
+/// A running digest in one of `checksum-algorithm`'s algorithms, fed as the upload streams in.
+/// ring's assembly (SHA extensions where the CPU has them) for all but SHA-224, which ring lacks.
+pub struct Hasher {
+    algorithm: String,
+    digest: Digest,
+}
+
+enum Digest {
+    Ring(ring::digest::Context),
+    Sha224(sha2::Sha224),
+}
+
+impl Hasher {
+    /// The digest for `algorithm`; `None` for md5, which the simulator does not compute, and for
+    /// names PVE does not know (the parameter check refuses those).
+    pub fn new(algorithm: &str) -> Option<Hasher> {
+        use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY, SHA256, SHA384, SHA512};
+        let digest = match algorithm {
+            "sha1" => Digest::Ring(Context::new(&SHA1_FOR_LEGACY_USE_ONLY)),
+            "sha224" => Digest::Sha224(sha2::Sha224::default()),
+            "sha256" => Digest::Ring(Context::new(&SHA256)),
+            "sha384" => Digest::Ring(Context::new(&SHA384)),
+            "sha512" => Digest::Ring(Context::new(&SHA512)),
+            _ => return None,
+        };
+        Some(Hasher {
+            algorithm: algorithm.to_string(),
+            digest,
+        })
+    }
+
+    pub fn update(&mut self, data: &[u8]) {
+        match &mut self.digest {
+            Digest::Ring(c) => c.update(data),
+            Digest::Sha224(d) => sha2::Digest::update(d, data),
+        }
+    }
+
+    pub fn finish(self) -> Checksum {
+        let hex = match self.digest {
+            Digest::Ring(c) => hex(c.finish().as_ref()),
+            Digest::Sha224(d) => hex(&sha2::Digest::finalize(d)),
+        };
+        Checksum {
+            algorithm: self.algorithm,
+            hex,
+        }
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The `imgcopy` worker: stores the file if the storage has room.
 pub fn finish(sim: &mut Sim, f: NewFile, log: &mut Vec<String>) -> TaskResult {
+    // The simulator keeps sizes, not contents: the spooled file's work is done either way.
+    log.push(format!(
+        "starting file import from: {}",
+        f.spooled.path().display()
+    ));
+    f.spooled.remove();
     if let Some(e) = f.checksum_error {
         return Err(e.into());
     }

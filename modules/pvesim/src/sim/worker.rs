@@ -146,7 +146,7 @@ impl Sim {
         self.release_flock(&action, ends_at);
     }
 
-    /// A failed create/clone leaves no VM behind.
+    /// A failed create/clone leaves no VM behind, a failed upload no spooled file.
     fn cleanup_failed(&mut self, action: &Action) {
         match action {
             Action::Create { vmid, .. } => {
@@ -155,6 +155,8 @@ impl Sim {
             Action::Clone { newid, .. } => {
                 self.vms.remove(newid);
             }
+            // pve-storage's `upload` worker unlinks its temporary file when it fails too.
+            Action::Upload(upload) => upload.spooled.remove(),
             _ => {}
         }
     }
