@@ -339,8 +339,9 @@ def timed_module(binary: Path, args: dict, f: Path) -> tuple[float, int, dict]:
 def upload(b: Bench) -> None:
     """A 1 GiB ISO to pvesim (HTTPS, instant tasks): `proxmox_vm`'s binary with an args file, as ansible-core
     runs it, under GNU time (its peak RSS), against `curl -F` to the same simulator, taking turns, each run
-    under a new file name so that each uploads. curl sends the same checksum fields (computed beforehand);
-    the module's own SHA-256 pass over the file (it names the upload by its content) counts in its time."""
+    under a new file name so that each uploads. Both are given the checksum computed beforehand (curl as its
+    form fields, the module as `agent_iso.sha256`, as the site flow passes ocp_manifests' `iso_sha256`); a
+    third run per turn lets the module hash the file itself (informational)."""
     d = b.work / "upload"
     spool = d / "spool"
     spool.mkdir(parents=True)
@@ -356,13 +357,19 @@ def upload(b: Bench) -> None:
         small.write_bytes(b"\0" * 4096)
         timed_module(binary, {**vm, "agent_iso": {"src": str(small), "storage": "local"}}, d / "args-vm.json")
         sim_before = vm_hwm_kib(sim.proc.pid)
-        ours, rss, theirs = [], [], []
+        ours, rss, theirs, hashing = [], [], [], []
         for r in range(repeats):
-            t, kib, res = timed_module(binary, {**vm, "agent_iso": {"src": str(iso), "storage": "local",
+            t, kib, res = timed_module(binary, {**vm, "agent_iso": {"src": str(iso), "storage": "local", "sha256": sha,
                                                                     "filename": f"bench-module-{r}.iso"}},
                                        d / f"args-{r}.json")
             assert res["iso_uploaded"], res
             ours.append(t)
+            rss.append(kib)
+            t, kib, res = timed_module(binary, {**vm, "agent_iso": {"src": str(iso), "storage": "local",
+                                                                    "filename": f"bench-hashing-{r}.iso"}},
+                                       d / f"args-hashing-{r}.json")
+            assert res["iso_uploaded"], res
+            hashing.append(t)
             rss.append(kib)
             cmd = ["curl", "-sS", "--fail", "--cacert", str(sim.ca_path),
                    "-H", f"Authorization: PVEAPIToken={sim.token_id}={sim.token_secret}",
@@ -383,19 +390,24 @@ def upload(b: Bench) -> None:
         sim_peak = vm_hwm_kib(sim.proc.pid)
         content = sim.api("GET", "nodes/pve1/storage/local/content?content=iso")
         stored = {v["volid"].split("/", 1)[1]: v["size"] for v in content}
-        assert all(stored[f"bench-{w}-{r}.iso"] == size for w in ("module", "curl") for r in range(repeats)), stored
+        assert all(stored[f"bench-{w}-{r}.iso"] == size for w in ("module", "hashing", "curl")
+                   for r in range(repeats)), stored
         left = list(spool.rglob("pveupload-*"))
         assert not left, f"spooled files left behind: {left}"
     mib_s = lambda t: f"{size / t / 2**20:.0f} MiB/s"  # noqa: E731
     t_ours, t_theirs, kib = median(ours), median(theirs), max(rss)
     r = t_theirs / t_ours
-    b.row(f"ISO upload, {size >> 20} MiB: `proxmox_vm` (SHA-256 pass + upload + attach) vs `curl -F`, same pvesim",
-          f"{t_ours:.2f} s, {mib_s(t_ours)}", f"curl -F: {t_theirs:.2f} s, {mib_s(t_theirs)}",
-          f"{r:.2f}× curl's throughput", "≥ 0.8×", r >= 0.8)
+    b.row(f"ISO upload, {size >> 20} MiB: `proxmox_vm` (upload + attach, `agent_iso.sha256` given) vs `curl -F` "
+          "(checksum given), same pvesim", f"{t_ours:.2f} s, {mib_s(t_ours)}",
+          f"curl -F: {t_theirs:.2f} s, {mib_s(t_theirs)}", f"{r:.2f}× curl's throughput", "≥ 0.8×", r >= 0.8)
+    t_hash = median(hashing)
+    b.row("the same, the module hashing the ISO itself (SHA-256 pass + upload + attach)",
+          f"{t_hash:.2f} s, {mib_s(t_hash)}", f"curl -F: {t_theirs:.2f} s", f"{t_theirs / t_hash:.2f}× curl's throughput",
+          "informational", None)
     b.row(f"ISO upload, {size >> 20} MiB: `proxmox_vm` peak RSS during the upload", f"{kib / 1024:.1f} MB",
           "—", f"{kib / (20 * 1024):.2f}× the RSS cap", "≤ 20 MB", kib <= 20 * 1024)
     b.row(f"ISO upload, {size >> 20} MiB: pvesim's own peak RSS (spools to disk)",
-          f"{sim_peak / 1024:.1f} MB after {2 * repeats + 1} uploads", f"{sim_before / 1024:.1f} MB before them",
+          f"{sim_peak / 1024:.1f} MB after {3 * repeats + 1} uploads", f"{sim_before / 1024:.1f} MB before them",
           f"{sim_peak / sim_before:.2f}×", "informational", None)
     b.row(f"ISO already on the storage (same content, {size >> 20} MiB): `proxmox_vm` skips the upload",
           f"{skip:.2f} s (the SHA-256 pass), peak RSS {skip_kib / 1024:.1f} MB", "—", "—", "no upload request",

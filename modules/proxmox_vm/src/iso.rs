@@ -19,7 +19,10 @@ impl VmRun<'_, '_> {
             path: src.to_path_buf(),
             source,
         })?;
-        let sha = sha256_file(src)?;
+        let sha = match &iso.sha256 {
+            Some(given) => checked_sha256(given)?,
+            None => sha256_file(src)?,
+        };
         let filename = match &iso.filename {
             Some(f) => f.clone(),
             None => {
@@ -91,5 +94,31 @@ impl VmRun<'_, '_> {
         }
         cache.insert(key, volid.clone());
         Ok(volid)
+    }
+}
+
+/// A SHA-256 the caller gave: 64 hex digits, in PVE's lower case. A wrong one cannot slip through:
+/// PVE's upload task verifies the file against it.
+fn checked_sha256(given: &str) -> Result<String, VmError> {
+    let sha = given.trim().to_ascii_lowercase();
+    if sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(sha)
+    } else {
+        Err(VmError::Refused(format!(
+            "agent_iso.sha256 '{given}' is not a SHA-256 (64 hexadecimal digits)"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checked_sha256;
+
+    #[test]
+    fn a_given_sha256_must_be_one() {
+        let upper = "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD";
+        assert_eq!(checked_sha256(upper).unwrap(), upper.to_ascii_lowercase());
+        let e = checked_sha256("abc123").unwrap_err().to_string();
+        assert!(e.contains("agent_iso.sha256") && e.contains("64"), "{e}");
     }
 }

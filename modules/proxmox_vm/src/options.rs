@@ -132,6 +132,7 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
             Opt::path("src").required(),
             Opt::str("storage").required(),
             Opt::str("filename"),
+            Opt::str("sha256"),
         ])),
         d(Opt::str("owner_tag"), "proxshift".into()),
         d(Opt::bool("adopt"), false.into()),
@@ -205,6 +206,10 @@ pub struct AgentIso {
     pub storage: String,
     #[serde(default)]
     pub filename: Option<String>,
+    /// The ISO's SHA-256 when the caller knows it (ocp_manifests' `iso_sha256`): the file is then
+    /// read once, by the upload, and not at all when the storage already has it.
+    #[serde(default)]
+    pub sha256: Option<String>,
 }
 
 /// One VM's options after merging a `vms` item over the shared defaults.

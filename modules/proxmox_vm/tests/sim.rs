@@ -250,6 +250,37 @@ fn agent_iso_is_uploaded_once_and_attached() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `agent_iso.sha256` given (the site flow passes ocp_manifests' `iso_sha256`): it names the ISO
+/// as the module's own hash would, and PVE's upload task checks the file against it, so a wrong
+/// one fails the run and no volume is stored.
+#[test]
+fn a_given_iso_sha256_names_the_iso_and_a_wrong_one_never_lands() {
+    let sim = sim();
+    let (dir, iso, mut args) = with_agent_iso("iso-sha", None);
+    let sha = pve_client::sha256_file(&iso).unwrap();
+    args["agent_iso"]["sha256"] = json!(sha.to_uppercase());
+    let r = run(&sim, &args);
+    ok(&r);
+    assert_eq!(
+        r["iso_volid"],
+        json!(format!("local:iso/agent.x86_64-{}.iso", &sha[..12]))
+    );
+    let wrong = "0".repeat(64);
+    args["agent_iso"]["sha256"] = json!(wrong);
+    let msg = failed(&run(&sim, &args));
+    assert!(msg.contains("checksum mismatch"), "{msg}");
+    let stored = sim.with_sim(|s| {
+        s.storage("pve1", "local")
+            .unwrap()
+            .volumes
+            .contains_key("iso/agent.x86_64-000000000000.iso")
+    });
+    assert!(!stored);
+    args["agent_iso"]["sha256"] = json!("not-a-sha");
+    assert!(failed(&run(&sim, &args)).contains("agent_iso.sha256"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// With a fixed `agent_iso.filename` PVE cannot tell contents apart (it keeps no checksum of a
 /// volume): a volume of that name and the ISO's size is taken as the same ISO, one of another
 /// size is uploaded again (and overwritten).

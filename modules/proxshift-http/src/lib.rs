@@ -87,17 +87,33 @@ pub enum BuildError {
     Client(#[source] reqwest::Error),
 }
 
+/// The same settings on reqwest's blocking and async builders (two types with the same methods).
+macro_rules! build_with {
+    ($builder:expr, $opts:expr) => {{
+        let opts: &ClientOptions = $opts;
+        let mut b = $builder
+            .timeout(opts.timeout)
+            .connect_timeout(opts.connect_timeout)
+            .user_agent(opts.user_agent.clone())
+            .use_preconfigured_tls(tls_config(&opts.tls)?);
+        if !opts.follow_redirects {
+            b = b.redirect(reqwest::redirect::Policy::none());
+        }
+        b.build().map_err(BuildError::Client)
+    }};
+}
+
 /// A blocking client honouring `validate_certs`, extra CAs and an optional client identity.
 pub fn client(opts: &ClientOptions) -> Result<Client, BuildError> {
-    let mut b = Client::builder()
-        .timeout(opts.timeout)
-        .connect_timeout(opts.connect_timeout)
-        .user_agent(opts.user_agent.clone())
-        .use_preconfigured_tls(tls_config(&opts.tls)?);
-    if !opts.follow_redirects {
-        b = b.redirect(reqwest::redirect::Policy::none());
-    }
-    b.build().map_err(BuildError::Client)
+    build_with!(Client::builder(), opts)
+}
+
+/// An async client with exactly [`client`]'s settings, for the one kind of request the blocking
+/// client is slow at: a large streamed body. Its body pump hands the runtime 8 KiB at a time
+/// (reqwest `blocking::body::send_future`), which caps an upload far below the link; an async body
+/// sends the frames it is given. Drive it on a runtime of the caller's (`tokio` `rt`).
+pub fn async_client(opts: &ClientOptions) -> Result<reqwest::Client, BuildError> {
+    build_with!(reqwest::Client::builder(), opts)
 }
 
 /// rustls settings for [`Tls`]: named CAs first, the OS store on demand (see [`trust`]).

@@ -63,6 +63,8 @@ const RENEW_AFTER: Duration = Duration::from_secs(60 * 60);
 #[derive(Debug)]
 pub struct Client {
     http: Http,
+    /// What `http` was built with, for the async client of uploads (`upload.rs`).
+    http_options: ClientOptions,
     base: String,
     auth: Auth,
     session: Mutex<Option<Session>>,
@@ -85,7 +87,7 @@ impl Client {
     pub fn new(opts: &ConnectionOptions) -> Result<Client, Error> {
         let base = opts.base_url()?;
         let auth = opts.auth()?;
-        let http = proxshift_http::client(&ClientOptions {
+        let http_options = ClientOptions {
             tls: Tls {
                 validate_certs: opts.validate_certs,
                 ca_path: opts.ca_path.clone(),
@@ -93,10 +95,12 @@ impl Client {
             },
             timeout: opts.timeout(),
             ..Default::default()
-        })
-        .map_err(|e| Error::invalid(e.to_string()))?;
+        };
+        let http =
+            proxshift_http::client(&http_options).map_err(|e| Error::invalid(e.to_string()))?;
         Ok(Client {
             http,
+            http_options,
             base,
             auth,
             session: Mutex::new(None),
@@ -257,19 +261,28 @@ impl Client {
     }
 
     /// Add credentials; writes with a ticket also need the CSRF header.
-    fn authorize(&self, rb: RequestBuilder, write: bool) -> Result<RequestBuilder, Error> {
+    fn authorize(&self, mut rb: RequestBuilder, write: bool) -> Result<RequestBuilder, Error> {
+        for (name, value) in self.auth_headers(write)? {
+            rb = rb.header(name, value);
+        }
+        Ok(rb)
+    }
+
+    /// The headers that authenticate a request: the token, or the session's ticket (and, for a
+    /// write, its CSRF token).
+    pub(crate) fn auth_headers(&self, write: bool) -> Result<Vec<(&'static str, String)>, Error> {
         match &self.auth {
-            Auth::Token { id, secret } => {
-                Ok(rb.header("Authorization", format!("PVEAPIToken={id}={secret}")))
-            }
+            Auth::Token { id, secret } => Ok(vec![(
+                "Authorization",
+                format!("PVEAPIToken={id}={secret}"),
+            )]),
             Auth::Password { .. } => {
                 let s = self.session()?;
-                let rb = rb.header("Cookie", format!("PVEAuthCookie={}", s.ticket));
-                Ok(if write {
-                    rb.header("CSRFPreventionToken", s.csrf)
-                } else {
-                    rb
-                })
+                let mut h = vec![("Cookie", format!("PVEAuthCookie={}", s.ticket))];
+                if write {
+                    h.push(("CSRFPreventionToken", s.csrf));
+                }
+                Ok(h)
             }
         }
     }
@@ -352,12 +365,8 @@ impl Client {
             .and_then(|s| s.as_ref().map(|s| s.ticket.clone()))
     }
 
-    pub(crate) fn http(&self) -> &Http {
-        &self.http
-    }
-
-    pub(crate) fn authorize_upload(&self, rb: RequestBuilder) -> Result<RequestBuilder, Error> {
-        self.authorize(rb, true)
+    pub(crate) fn http_options(&self) -> &ClientOptions {
+        &self.http_options
     }
 }
 
@@ -390,13 +399,23 @@ pub(crate) fn read_response(method: &str, path: &str, resp: Response) -> Result<
         detail: proxshift_http::describe(&e),
         transient: method == "GET",
     })?;
-    if !status.is_success() {
-        return Err(from_response(method, path, status.as_u16(), &reason, &body));
+    envelope(method, path, (status.as_u16(), &reason), &body)
+}
+
+/// The JSON envelope of an answer, or the [`Error`] its status and PVE's text (`reason`) make.
+pub(crate) fn envelope(
+    method: &str,
+    path: &str,
+    (status, reason): (u16, &str),
+    body: &str,
+) -> Result<Value, Error> {
+    if !(200..300).contains(&status) {
+        return Err(from_response(method, path, status, reason, body));
     }
     if body.trim().is_empty() {
         return Ok(serde_json::json!({"data": null}));
     }
-    serde_json::from_str(&body).map_err(|e| {
+    serde_json::from_str(body).map_err(|e| {
         Error::invalid(format!(
             "{method} {path}: the answer is not JSON ({e}): {}",
             body.chars().take(200).collect::<String>()
