@@ -385,14 +385,21 @@ pub(crate) fn transport_error(
     }
 }
 
+/// The reason phrase as sent (PVE puts its error text there), else the status's standard one.
+pub(crate) fn reason_phrase(
+    status: proxshift_http::reqwest::StatusCode,
+    extensions: &hyper::http::Extensions,
+) -> String {
+    extensions
+        .get::<hyper::ext::ReasonPhrase>()
+        .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string())
+}
+
 /// Turn a response into the JSON envelope or an [`Error`], reading PVE's text from the reason phrase.
 pub(crate) fn read_response(method: &str, path: &str, resp: Response) -> Result<Value, Error> {
     let status = resp.status();
-    let reason = resp
-        .extensions()
-        .get::<hyper::ext::ReasonPhrase>()
-        .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
-        .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
+    let reason = reason_phrase(status, resp.extensions());
     let body = resp.text().map_err(|e| Error::Transport {
         method: method.to_string(),
         path: path.to_string(),

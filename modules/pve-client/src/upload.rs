@@ -17,7 +17,7 @@ use proxshift_http::reqwest::multipart::{Form, Part};
 use proxshift_http::reqwest::{Body, Method};
 use serde_json::Value;
 
-use crate::client::{envelope, transport_error, Client};
+use crate::client::{envelope, reason_phrase, transport_error, Client};
 use crate::error::Error;
 use crate::task::TaskOutcome;
 
@@ -149,11 +149,7 @@ impl Client {
                 .await
                 .map_err(|e| transport_error(&Method::POST, path, &e))?;
             let status = resp.status();
-            let reason = resp
-                .extensions()
-                .get::<hyper::ext::ReasonPhrase>()
-                .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
-                .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
+            let reason = reason_phrase(status, resp.extensions());
             let body = resp
                 .text()
                 .await
