@@ -134,6 +134,23 @@ class PveSim:
         assert status == 200, f"{method} {path}: {status} {body}"
         return body.get("data")
 
+    def root_api(self, method: str, path: str, form: dict | None = None):
+        """The same as root@pam logged in with its password: what PVE keeps for a root session (`qm unlock`'s
+        `delete=lock`, raw host devices), which no token may do, root's own included."""
+        status, login = self._call("POST", f"{self.url}/api2/json/access/ticket",
+                                   form={"username": "root@pam", "password": self.root_password})
+        assert status == 200, f"root login: {status} {login}"
+        ticket = login["data"]
+        status, body = self._call(
+            method,
+            f"{self.url}/api2/json/{path.lstrip('/')}",
+            headers={"Cookie": f"PVEAuthCookie={ticket['ticket']}",
+                     "CSRFPreventionToken": ticket["CSRFPreventionToken"]},
+            form=form,
+        )
+        assert status == 200, f"{method} {path}: {status} {body}"
+        return body.get("data")
+
     def requests(self, since: int = 0) -> list[dict]:
         status, body = self.admin("GET", f"requests?since={since}")
         assert status == 200, body

@@ -85,7 +85,8 @@ def set_options(**o):
 
 def unlock(sim: PveSim):
     sim.clear_faults()
-    sim.api("PUT", f"nodes/pve1/qemu/{VMID}/config", form={"delete": "lock"})
+    # `qm unlock`: a root@pam session's privilege (lock is in none of qemu-server's option tables).
+    sim.root_api("PUT", f"nodes/pve1/qemu/{VMID}/config", form={"delete": "lock"})
 
 
 def both(*fns):
