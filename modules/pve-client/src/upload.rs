@@ -67,14 +67,13 @@ impl HttpBody for FileBody {
             return Poll::Ready(None);
         }
         let mut buf = vec![0u8; self.left.min(FRAME as u64) as usize];
-        let read = match self.file.read(&mut buf) {
-            Ok(0) => Err(std::io::Error::new(
+        let read = self.file.read(&mut buf).and_then(|n| match n {
+            0 => Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 "the file got shorter while it was uploaded",
             )),
-            Ok(n) => Ok(n),
-            Err(e) => Err(e),
-        };
+            n => Ok(n),
+        });
         Poll::Ready(Some(read.map(|n| {
             buf.truncate(n);
             self.left -= n as u64;
