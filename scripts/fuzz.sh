@@ -8,16 +8,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-25}"
 command -v cargo-fuzz >/dev/null || bash scripts/deps/fuzz.sh
+# libFuzzer's sanitizer flags are nightly features. The nightly toolchain when rustup has (or can install)
+# one; otherwise stable with RUSTC_BOOTSTRAP=1, which unlocks the same flags: the step runs either way.
+if rustup run nightly rustc --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal >&2; then
+  fuzz() { cargo +nightly fuzz "$@"; }
+else
+  echo "fuzz.sh: no nightly toolchain; fuzzing with stable and RUSTC_BOOTSTRAP=1" >&2
+  fuzz() { RUSTC_BOOTSTRAP=1 cargo +stable fuzz "$@"; }
+fi
 # Own target dir: the sanitizer build must not invalidate the normal build's artefacts.
 export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-${CARGO_TARGET_DIR:-$PWD/target}-fuzz}"
 cd fuzz
-targets=$(cargo +nightly fuzz list)
-cargo +nightly fuzz build -O
+targets=$(fuzz list)
+fuzz build -O
 for t in $targets; do
   mkdir -p "corpus/$t" "seeds/$t" "artifacts/$t"
   echo "== fuzz $t for ${SECONDS_EACH}s"
   log="artifacts/$t/last-run.log"
-  if ! cargo +nightly fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
+  if ! fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
       -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="artifacts/$t/" >"$log" 2>&1; then
     tail -n 60 "$log" >&2
