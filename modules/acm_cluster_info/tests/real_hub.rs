@@ -1,4 +1,4 @@
-//! acm_cluster_info against a real kube-apiserver v1.20.2 + etcd with the upstream ACM CRDs: the test
+//! acm_cluster_info against a real kube-apiserver 1.34 + etcd with the upstream ACM CRDs: the test
 //! writes ManagedClusters (playing the hub's controllers for their status) and reads them back in
 //! check mode; the objects' resourceVersions show nothing was changed.
 

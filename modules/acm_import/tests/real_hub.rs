@@ -1,4 +1,4 @@
-//! acm_import end to end against a real kube-apiserver v1.20.2 + etcd with the upstream ACM CRDs.
+//! acm_import end to end against a real kube-apiserver 1.34 + etcd with the upstream ACM CRDs.
 //! The test plays the hub's controllers: it renders `<cluster>-import`, patches ManagedCluster
 //! conditions and deletes the auto-import-secret after "importing". The spoke is the same API server
 //! reached under another name (`localhost` instead of `127.0.0.1`, both in its certificate), since

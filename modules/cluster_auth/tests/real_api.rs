@@ -1,5 +1,5 @@
 //! cluster_auth end to end (the module's `run` through the Ansible protocol layer) against a real
-//! kube-apiserver v1.20.2 + etcd, and against the repository's fake OpenShift OAuth endpoint.
+//! kube-apiserver 1.34 + etcd, and against the repository's fake OpenShift OAuth endpoint.
 
 use kube_client::objects::known;
 use kube_client::testenv::{FakeOAuth, TestEnv, ADMIN_TOKEN, KUBECONFIG_TOKEN, VIEWER_TOKEN};

@@ -1,6 +1,11 @@
-//! A real etcd + kube-apiserver (+ kube-controller-manager) for integration tests, found by the
-//! envtest convention: `KUBEBUILDER_ASSETS` names a folder with `kube-apiserver` and `etcd`
-//! (default: the cache `scripts/deps/kube.sh` fills, `/var/cache/proxshift/kube-v1.20.2/bin`).
+//! A real etcd + kube-apiserver + kube-controller-manager for integration tests, found by the
+//! envtest convention: `KUBEBUILDER_ASSETS` names a folder with `kube-apiserver`, `etcd` and
+//! `kube-controller-manager` (default: the cache `scripts/deps/kube.sh` builds from Go modules,
+//! `/var/cache/proxshift/kube-current/bin`: Kubernetes 1.34, etcd 3.6).
+//!
+//! The cluster is live, as a real one is: kube-controller-manager signs approved CSRs, marks a node
+//! whose kubelet stops renewing its Lease `Ready=Unknown` and taints it `unreachable`, collects
+//! garbage, finalises deleted namespaces and fills service-account token Secrets.
 //!
 //! Missing binaries are a test FAILURE with instructions, never a silent pass. One environment is
 //! shared by all tests of a test binary; a watchdog shell stops the servers (by PID) and removes the
@@ -18,11 +23,22 @@ use crate::client::Client;
 use crate::kubeconfig::{render_token_kubeconfig, Connection};
 use crate::objects::Resource;
 
-pub const DEFAULT_ASSETS: &str = "/var/cache/proxshift/kube-v1.20.2/bin";
+pub const DEFAULT_ASSETS: &str = "/var/cache/proxshift/kube-current/bin";
 pub const ADMIN_TOKEN: &str = "admin-token-canary-5f1e";
 pub const VIEWER_TOKEN: &str = "viewer-token-canary-9c2a";
 /// A second cluster-admin token, for kubeconfigs (tests keep it out of no_log options).
 pub const KUBECONFIG_TOKEN: &str = "kubeconfig-token-canary-41b7";
+/// kube-controller-manager's identity, so its writes are told apart from the tests' and the modules'.
+pub const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
+const CONTROLLER_MANAGER_TOKEN: &str = "kcm-token-3e9d";
+/// The kubelets' identity ([`Kubelets`]); the audit policy leaves their Lease renewals out.
+pub const KUBELETS_USER: &str = "proxshift-test:kubelets";
+const KUBELETS_TOKEN: &str = "kubelets-token-77c0";
+/// How often the kubelets renew their node Lease (upstream: a tenth of the 40 s lease, 10 s; shorter
+/// here to match the shorter [`NODE_MONITOR_GRACE_SECONDS`]).
+const LEASE_RENEW_EVERY: Duration = Duration::from_secs(2);
+/// A file in [`TestEnv::dir`] listing, one per line, the nodes whose kubelet is stopped.
+pub const STOPPED_KUBELETS_FILE: &str = "stopped-kubelets";
 
 pub struct TestEnv {
     pub dir: PathBuf,
@@ -42,7 +58,8 @@ pub struct TestEnv {
     pub ingress_ca_path: PathBuf,
     pub ingress_cert: PathBuf,
     pub ingress_key: PathBuf,
-    /// Whether kube-controller-manager runs (namespace deletion finalises only then).
+    /// Whether kube-controller-manager runs (always, since 1.34: a missing binary fails the start;
+    /// kept for the callers that report it).
     pub controller_manager: bool,
     pids: Vec<u32>,
 }
@@ -142,12 +159,22 @@ fn scratch_dir() -> PathBuf {
     // what it answered) instead of timing the module.
     std::fs::write(
         dir.join("audit-policy.yaml"),
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+        format!(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n\
+             - level: None\n  users: [\"{KUBELETS_USER}\"]\n\
+             - level: None\n  users: [\"{CONTROLLER_MANAGER_USER}\"]\n  verbs: [get, list, watch]\n\
+             - level: Metadata\n"
+        ),
     )
     .expect("audit policy");
     std::fs::write(
         dir.join("tokens.csv"),
-        format!("{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n{KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n"),
+        format!(
+            "{ADMIN_TOKEN},admin,1000,\"system:masters\"\n{VIEWER_TOKEN},viewer,1001,\n\
+             {KUBECONFIG_TOKEN},kc-admin,1002,\"system:masters\"\n\
+             {CONTROLLER_MANAGER_TOKEN},{CONTROLLER_MANAGER_USER},1003,\"system:masters\"\n\
+             {KUBELETS_TOKEN},{KUBELETS_USER},1004,\"system:masters\"\n"
+        ),
     )
     .expect("tokens");
     dir
@@ -203,7 +230,28 @@ fn start_apiserver(dir: &Path, apiserver: &Path, etcd_url: &str, port: u16) -> u
     )
 }
 
-/// The namespace and garbage-collector controllers, so namespaces really terminate.
+/// How long a node may go without a kubelet heartbeat (Lease renewal or status post) before the
+/// node-lifecycle controller marks it `Ready=Unknown` and taints it `unreachable`. Upstream's default
+/// is 50 s (`--node-monitor-grace-period`, kube-controller-manager 1.32+); the tests' kubelets
+/// renew every 2 s, so 20 s keeps dead-node tests short without judging a live node dead.
+pub const NODE_MONITOR_GRACE_SECONDS: u64 = 20;
+
+/// The controllers a cluster runs that the project meets: CSR signing (an approved CSR gets its
+/// certificate, signed by the test CA as the cluster's kubelet signer), node lifecycle, garbage
+/// collection, namespace deletion, service-account tokens. Controller names as
+/// `kube-controller-manager --controllers` lists them (k8s.io/kubernetes
+/// `cmd/kube-controller-manager/names`). Not run: the taint-eviction controller (pods tolerate the
+/// `unreachable` taint for 300 s by default, longer than any test), pod GC, and everything that needs
+/// a cloud, a scheduler or kubelets running containers.
+pub const CONTROLLERS: &[&str] = &[
+    "certificatesigningrequest-signing-controller",
+    "node-lifecycle-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "serviceaccount-token-controller",
+    "serviceaccount-controller",
+];
+
 fn start_controller_manager(dir: &Path, kcm: &Path) -> u32 {
     let d = |p: &str| path_in(dir, p);
     spawn(
@@ -211,14 +259,17 @@ fn start_controller_manager(dir: &Path, kcm: &Path) -> u32 {
         "kube-controller-manager",
         kcm,
         &[
-            format!("--kubeconfig={}", d("admin.kubeconfig")),
+            format!("--kubeconfig={}", d("controller-manager.kubeconfig")),
             "--bind-address=127.0.0.1".into(),
             format!("--secure-port={}", free_port()),
-            "--port=0".into(),
             "--leader-elect=false".into(),
-            "--controllers=namespace,garbagecollector".into(),
+            format!("--controllers={}", CONTROLLERS.join(",")),
             format!("--service-account-private-key-file={}", d("sa.key")),
             format!("--root-ca-file={}", d("ca.crt")),
+            format!("--cluster-signing-cert-file={}", d("ca.crt")),
+            format!("--cluster-signing-key-file={}", d("ca.key")),
+            "--node-monitor-period=2s".into(),
+            format!("--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s"),
         ],
     )
 }
@@ -263,13 +314,17 @@ impl TestEnv {
 
     fn start() -> TestEnv {
         let assets = assets_dir();
-        let (apiserver, etcd) = (assets.join("kube-apiserver"), assets.join("etcd"));
-        for b in [&apiserver, &etcd] {
+        let (apiserver, etcd, kcm) = (
+            assets.join("kube-apiserver"),
+            assets.join("etcd"),
+            assets.join("kube-controller-manager"),
+        );
+        for b in [&apiserver, &etcd, &kcm] {
             assert!(
                 b.is_file(),
-                "{} is missing. These tests need a real etcd + kube-apiserver: run `scripts/deps/kube.sh` \
-                 (builds kube-apiserver v1.20.2 from Debian's source package, ~12 min, cached in {DEFAULT_ASSETS}) \
-                 or set KUBEBUILDER_ASSETS to a folder with kube-apiserver and etcd.",
+                "{} is missing. These tests need a real etcd, kube-apiserver and kube-controller-manager: \
+                 run `scripts/deps/kube.sh` (builds Kubernetes 1.34 and etcd 3.6 from Go modules, ~20 min \
+                 once, cached in {DEFAULT_ASSETS}) or set KUBEBUILDER_ASSETS to a folder with all three.",
                 b.display()
             );
         }
@@ -309,14 +364,24 @@ impl TestEnv {
             },
         );
         env.write_kubeconfigs();
-        let kcm = assets.join("kube-controller-manager");
-        if kcm.is_file() {
-            let pid = start_controller_manager(&dir, &kcm);
-            env.pids.push(pid);
-            reap_when_done(&dir, &[pid]);
-            env.controller_manager = true;
-        }
+        let pid = start_controller_manager(&dir, &kcm);
+        env.pids.push(pid);
+        reap_when_done(&dir, &[pid]);
+        env.controller_manager = true;
+        Kubelets::start(env.client(KUBELETS_TOKEN), dir.join(STOPPED_KUBELETS_FILE));
         env
+    }
+
+    /// Stop the kubelet of `node`: its Lease is no longer renewed, so the node-lifecycle controller
+    /// marks it `Ready=Unknown` and taints it `unreachable` after [`NODE_MONITOR_GRACE_SECONDS`].
+    pub fn stop_kubelet(&self, node: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(STOPPED_KUBELETS_FILE))
+            .expect("stopped-kubelets file");
+        writeln!(f, "{node}").expect("stopped-kubelets file");
     }
 
     /// `admin.kubeconfig` (bearer token) and the client-certificate kubeconfig.
@@ -324,6 +389,11 @@ impl TestEnv {
         let dir = &self.dir;
         std::fs::write(dir.join("admin.kubeconfig"), self.kubeconfig(ADMIN_TOKEN))
             .expect("kubeconfig");
+        std::fs::write(
+            dir.join("controller-manager.kubeconfig"),
+            self.kubeconfig(CONTROLLER_MANAGER_TOKEN),
+        )
+        .expect("kubeconfig");
         let b64 = |p: &str| {
             use base64::Engine;
             base64::engine::general_purpose::STANDARD
@@ -441,6 +511,59 @@ impl TestEnv {
 
     pub fn pids(&self) -> &[u32] {
         &self.pids
+    }
+}
+
+/// The kubelets of every Node in the cluster, reduced to what the control plane sees of a running
+/// kubelet: it renews its Lease `kube-node-lease/<node>` (owned by the Node, so the garbage collector
+/// removes it with the Node), as the kubelet's `nodelease` controller does
+/// (k8s.io/component-helpers `apimachinery/lease` controller, used by `pkg/kubelet/kubelet.go`).
+/// A Node appears with a kubelet running; [`TestEnv::stop_kubelet`] stops one for good. Node status
+/// (conditions, addresses) stays the tests' to write, as each scenario needs.
+struct Kubelets;
+
+impl Kubelets {
+    #[allow(clippy::new_ret_no_self)]
+    fn start(client: Client, stopped_file: PathBuf) {
+        std::thread::spawn(move || loop {
+            let stopped = std::fs::read_to_string(&stopped_file).unwrap_or_default();
+            let stopped: Vec<&str> = stopped.lines().map(str::trim).collect();
+            if let Ok(nodes) = client.list(&crate::objects::known::nodes(), None, None) {
+                for node in nodes {
+                    let name = node.pointer("/metadata/name").and_then(Value::as_str);
+                    let uid = node.pointer("/metadata/uid").and_then(Value::as_str);
+                    if let (Some(name), Some(uid)) = (name, uid) {
+                        if !stopped.contains(&name) {
+                            // A node deleted meanwhile, a conflict: the next round renews.
+                            let _ = Self::renew(&client, name, uid);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(LEASE_RENEW_EVERY);
+        });
+    }
+
+    fn renew(client: &Client, node: &str, uid: &str) -> Result<(), crate::KubeError> {
+        let leases = Resource::new("coordination.k8s.io/v1", "Lease", "leases", true);
+        let now = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": node, "namespace": "kube-node-lease", "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}]},
+            "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now},
+        });
+        client
+            .apply_as(
+                &leases,
+                Some("kube-node-lease"),
+                node,
+                &lease,
+                "kubelet",
+                true,
+                false,
+            )
+            .map(drop)
     }
 }
 

@@ -1,4 +1,4 @@
-//! kube-client against a real kube-apiserver v1.20.2 + etcd (see `kube_client::testenv`).
+//! kube-client against a real kube-apiserver 1.34 + etcd (see `kube_client::testenv`).
 
 use std::time::Duration;
 
@@ -337,11 +337,11 @@ fn discovery_resolves_crd_kinds() {
 #[test]
 fn subresources_by_discovery_and_field_selectors() {
     let c = env().admin();
-    // Kubernetes 1.20 serves evictions as policy/v1beta1 (policy/v1 from 1.22): discovery says which.
+    // Evictions are policy/v1 since Kubernetes 1.22 (policy/v1beta1 before): discovery says which.
     assert_eq!(
         c.subresource_kind("v1", "pods/eviction")
             .expect("discovery"),
-        Some(("policy/v1beta1".to_string(), "Eviction".to_string()))
+        Some(("policy/v1".to_string(), "Eviction".to_string()))
     );
     assert_eq!(
         c.subresource_kind("v1", "pods/no-such").expect("discovery"),

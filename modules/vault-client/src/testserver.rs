@@ -472,7 +472,7 @@ pub enum KubeCallError {
 
 /// A real kube-apiserver (+ etcd) for the Kubernetes auth method: Vault verifies a service-account
 /// JWT by sending a TokenReview to it. Binaries come from `KUBEBUILDER_ASSETS` (the envtest
-/// convention) or `/var/cache/proxshift/kube-v1.20.2/bin`; missing ones fail the test with a message.
+/// convention) or `/var/cache/proxshift/kube-current/bin`; missing ones fail the test with a message.
 pub struct KubeApi {
     etcd: Child,
     apiserver: Child,
@@ -498,12 +498,12 @@ fn kube_assets() -> PathBuf {
     let dir = std::env::var_os("KUBEBUILDER_ASSETS")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/proxshift/kube-v1.20.2/bin"));
+        .unwrap_or_else(|| PathBuf::from("/var/cache/proxshift/kube-current/bin"));
     for bin in ["kube-apiserver", "etcd"] {
         assert!(
             dir.join(bin).is_file(),
             "{bin} not found in {}: the Kubernetes auth test needs a real kube-apiserver and etcd \
-             (set KUBEBUILDER_ASSETS to a folder holding both; the OpenShift area's deps script builds them)",
+             (set KUBEBUILDER_ASSETS to a folder holding both; `scripts/deps/kube.sh` builds them from Go modules)",
             dir.display()
         );
     }
