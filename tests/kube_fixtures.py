@@ -1,6 +1,10 @@
-"""Fixtures for the cluster_auth / acm_import playbook tests: a real etcd + kube-apiserver v1.20.2 (+
-kube-controller-manager) with the fixture CRDs loaded, a fake OpenShift OAuth endpoint, and a small
-API helper that plays the hub's controllers.
+"""Fixtures for the OpenShift-side playbook tests: a real etcd 3.6 + kube-apiserver 1.34 +
+kube-controller-manager (built from Go modules by `scripts/deps/kube.sh`) with the fixture CRDs loaded, the
+real External Secrets controller, a fake OpenShift OAuth endpoint, and a small API helper.
+
+The cluster is live: kube-controller-manager signs approved CSRs, marks a node whose kubelet stopped
+`Ready=Unknown` with the `unreachable` taints, collects garbage and finalises namespaces. Every Node has a
+running kubelet (its Lease is renewed by the test environment) until `KubeApi.stop_kubelet` stops it.
 
 The API server is started by the same Rust harness the cargo tests use (`kube_client::testenv`, through
 `cargo run --example testenv`), found by the envtest convention: KUBEBUILDER_ASSETS, defaulting to the
@@ -20,13 +24,19 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+import yaml
 
 from testlib import REPO
 
 OAUTH_PASSWORD = "Canary-Pass-98765-zyxwv"
+# kube_client::testenv::CONTROLLER_MANAGER_USER
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 
 
 class KubeApi:
@@ -46,7 +56,19 @@ class KubeApi:
     def request(self, method: str, path: str, body=None, *, token: str | None = None,
                 content_type: str = "application/json", headers: list[tuple[str, str]] | None = None):
         """Returns (status, parsed JSON or text). `headers`: more (name, value) pairs, a name may repeat
-        (`Impersonate-Group`)."""
+        (`Impersonate-Group`). A 429 with `retryAfterSeconds` (the apiserver's "storage is (re)initializing"
+        while a new CRD's watch cache fills, or priority and fairness) is tried again after that long, up
+        to 10 times, as client-go's request does (`rest.Request.request` with `checkWait`)."""
+        for _ in range(10):
+            status, out = self._request_once(method, path, body, token=token, content_type=content_type,
+                                             headers=headers)
+            if status != 429 or not isinstance(out, dict):
+                return status, out
+            time.sleep(min(int(out.get("details", {}).get("retryAfterSeconds", 1) or 1), 5))
+        return status, out
+
+    def _request_once(self, method: str, path: str, body=None, *, token: str | None = None,
+                      content_type: str = "application/json", headers: list[tuple[str, str]] | None = None):
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {token or self.admin_token}")
@@ -86,11 +108,6 @@ class KubeApi:
         except ValueError:
             return status, raw.decode()
 
-    def audit_events(self) -> list[dict]:
-        """The API server's audit log so far (one event per request; see kube_client::testenv)."""
-        lines = (Path(self.info["dir"]) / "audit.log").read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-
     def ok(self, method: str, path: str, body=None, **kw):
         status, out = self.request(method, path, body, **kw)
         assert 200 <= status < 300, f"{method} {path}: HTTP {status}: {out}"
@@ -107,13 +124,51 @@ class KubeApi:
     def patch_status(self, path: str, status: dict):
         return self.ok("PATCH", path + "/status", {"status": status}, content_type="application/merge-patch+json")
 
-    def audit_events(self) -> list[dict]:
+    def audit_events(self, controllers: bool = False) -> list[dict]:
         """The API server's audit log so far (one event per request: user.username, verb, requestURI,
-        responseStatus.code), as `kube_client::testenv` writes it."""
+        responseStatus.code), as `kube_client::testenv` writes it. kube-controller-manager's own requests
+        (it patches node taints and conditions, finalises namespaces, …) only with `controllers=True`: the
+        tests ask what the modules and the test did."""
         path = Path(self.info["dir"]) / "audit.log"
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        events = []
+        for line in path.read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue  # a line being written
+            if controllers or e.get("user", {}).get("username") != CONTROLLER_MANAGER_USER:
+                events.append(e)
+        return events
+
+    def stop_kubelet(self, node: str) -> None:
+        """The node's kubelet dies: its Lease is no longer renewed, so kube-controller-manager's
+        node-lifecycle controller marks the node `Ready=Unknown` and taints it `unreachable` after
+        `node_monitor_grace_seconds`."""
+        with open(Path(self.info["dir"]) / "stopped-kubelets", "a") as f:
+            f.write(node + "\n")
+
+    def install_crds(self, folder: Path) -> None:
+        """Create the CRDs of every `*.yaml` in `folder` (kept when they exist) and wait until each is
+        Established and served."""
+        names = []
+        for path in sorted(folder.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc:
+                    continue
+                names.append(doc["metadata"]["name"])
+                status, out = self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
+                assert status in (201, 409), f"installing {path.name}: HTTP {status}: {out}"
+        deadline = time.monotonic() + 60
+        for name in names:
+            while True:
+                crd = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
+                if any(c["type"] == "Established" and c["status"] == "True"
+                       for c in crd.get("status", {}).get("conditions", [])):
+                    break
+                assert time.monotonic() < deadline, f"CRD {name} not Established in 60 s: {crd.get('status')}"
+                time.sleep(0.2)
 
     def kubeconfig(self, token: str) -> str:
         ca = base64.b64encode(Path(self.ca_cert).read_bytes()).decode()
@@ -124,6 +179,73 @@ class KubeApi:
             "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
             "current-context": "t",
         }, indent=1)
+
+
+def kube_assets() -> Path:
+    """The folder with the control plane and controller binaries (the envtest convention)."""
+    return Path(os.environ.get("KUBEBUILDER_ASSETS") or "/var/cache/proxshift/kube-current/bin")
+
+
+ESO_CRDS = REPO / "tests" / "fixtures" / "crds" / "external-secrets"
+
+
+@contextmanager
+def external_secrets_controller(api: KubeApi, workdir: Path) -> Iterator[Path]:
+    """The real External Secrets controller (github.com/external-secrets/external-secrets, built by
+    `scripts/deps/kube.sh`) running against `api` with its CRDs installed, as its Deployment runs it on a
+    cluster but without the webhook and the cert controller (the CRDs need no conversion webhook). Yields
+    its log file. It talks to the API with the admin token, and to Vault as each store says."""
+    binary = kube_assets() / "external-secrets"
+    if not binary.is_file():
+        pytest.fail(f"{binary} is missing: run scripts/deps/kube.sh (builds the External Secrets controller "
+                    "from Go modules) or set KUBEBUILDER_ASSETS")
+    api.install_crds(ESO_CRDS)
+    kubeconfig = workdir / "eso.kubeconfig"
+    kubeconfig.write_text(api.kubeconfig(api.admin_token))
+    log = workdir / "external-secrets.log"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "KUBECONFIG": str(kubeconfig)}
+    # Stores re-validated every 2 s instead of 5 min, so a test sees a store's condition change quickly.
+    cmd = [str(binary), "--metrics-addr=0", "--enable-leader-election=false", "--loglevel=debug",
+           "--zap-time-encoding=iso8601", "--store-requeue-interval=2s"]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while "Starting workers" not in log.read_text():
+            assert proc.poll() is None, f"the External Secrets controller exited:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"the External Secrets controller did not start:\n{log.read_text()[-3000:]}"
+            time.sleep(0.2)
+        yield log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def external_secret(api: KubeApi, ns: str, name: str, store: str, key: str) -> None:
+    """An application's ExternalSecret: `password` of Vault `key` (under the store's KV mount) into Secret `name`."""
+    if api.get(f"/api/v1/namespaces/{ns}") is None:
+        api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    api.ok("POST", f"/apis/external-secrets.io/v1/namespaces/{ns}/externalsecrets", {
+        "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "metadata": {"name": name, "namespace": ns},
+        "spec": {"refreshInterval": "10s", "secretStoreRef": {"kind": "ClusterSecretStore", "name": store},
+                 "target": {"name": name},
+                 "data": [{"secretKey": "password", "remoteRef": {"key": key, "property": "password"}}]}})
+
+
+def ready_condition(api: KubeApi, path: str, timeout: float = 60) -> dict:
+    """The object's Ready condition once the controller has set one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        obj = api.get(path) or {}
+        ready = [c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+        if ready:
+            return ready[0]
+        assert time.monotonic() < deadline, f"no Ready condition on {path} in {timeout} s: {obj.get('status')}"
+        time.sleep(0.5)
 
 
 def b64(s: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 
 
 class FakeController:
@@ -29,7 +30,8 @@ class FakeController:
         while not self._stop.is_set():
             try:
                 self.tick()
-            except BaseException as e:  # reported by __exit__
-                self.error = e
+            except BaseException as e:  # re-raised by __exit__; shown now too, since a test failing
+                self.error = e           # inside the `with` block would hide it
+                traceback.print_exc()
                 return
             time.sleep(0.1)

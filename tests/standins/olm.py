@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fake_controller import FakeController
+from standins.controller import FakeController
 from kube_fixtures import KubeApi
 
 OPS = "/apis/operators.coreos.com/v1alpha1/namespaces"

@@ -9,6 +9,7 @@ gets an empty work folder of its own.
 """
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -17,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fake_cvo import CV, FakeCVO, releases
-from kube_fixtures import KubeApi, kube_api, spoke_api  # noqa: F401 (pytest fixtures)
+from standins.cvo import CV, FakeCVO, releases
+from kube_fixtures import (KubeApi, external_secret, external_secrets_controller, kube_api,  # noqa: F401 (fixtures)
+                           ready_condition, spoke_api)
+from standins.olm import FakeOlm
 from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
 from test_full_install import make_cluster_ready
 from testlib import REPO, ansible_env
@@ -233,6 +236,37 @@ def test_phase_table_matches_the_tags_of_site_yaml():
         for need in row["needs"]:
             before, needed = rows[need]
             assert before < i or row["phase"] in needed["tags"], row
+
+
+def test_external_secrets_phase_syncs_a_secret_from_vault_with_the_real_controller(flow, site, provisioned, tmp_path,
+                                                                                     spoke_api: KubeApi):  # noqa: F811
+    """site.yaml's external_secrets phase alone on the installed lab-sno (`external_secrets.enabled`), with the
+    real External Secrets controller running against the cluster: the store the phase wrote logs in to the real
+    OpenBao with the cluster's own service account (OpenBao reviews the token against the cluster's API), an
+    application's ExternalSecret gets its Secret from the cluster's Vault path, and another cluster's path
+    stays unreadable through that store. A rerun changes nothing."""
+    site.bao.kv_put(f"clusters/{PROVISIONED}/app", {"password": "lab-sno-app-password"})
+    site.bao.kv_put("clusters/lab-compact/app", {"password": "another-clusters-password"})
+    eso = {"external_secrets": {"enabled": True, "namespace": "external-secrets", "store_name": "vault"}}
+    with FakeOlm(spoke_api, "external-secrets"), external_secrets_controller(spoke_api, tmp_path) as log:
+        run = flow(PROVISIONED, tags="external_secrets", extra=eso)
+        assert run.rc == 0, run.output
+        store = ready_condition(spoke_api, "/apis/external-secrets.io/v1/clustersecretstores/vault")
+        assert store["status"] == "True", store
+        app_ns = "lab-sno-app"
+        external_secret(spoke_api, app_ns, "db", "vault", f"clusters/{PROVISIONED}/app")
+        synced = ready_condition(spoke_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/db")
+        assert synced["status"] == "True", (synced, log.read_text()[-3000:])
+        secret = spoke_api.get(f"/api/v1/namespaces/{app_ns}/secrets/db")
+        assert base64.b64decode(secret["data"]["password"]).decode() == "lab-sno-app-password"
+        external_secret(spoke_api, app_ns, "theirs", "vault", "clusters/lab-compact/app")
+        refused = ready_condition(spoke_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/theirs")
+        assert refused["status"] == "False" and refused["reason"] == "SecretSyncedError", refused
+        assert spoke_api.get(f"/api/v1/namespaces/{app_ns}/secrets/theirs") is None
+        again = flow(PROVISIONED, tags="external_secrets", extra=eso)
+        assert again.rc == 0, again.output
+        assert again.changed_tasks() == [], again.changed_tasks()
+    assert site.canary not in run.output + again.output
 
 
 def test_raising_ocp_version_upgrades_the_installed_cluster(run_flow, flow, site, hub, cluster_kubeconfig,

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 import yaml
 
-from csr_fixtures import allow_csr_creation
+from standins.kubelet import allow_csr_creation
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixture)
 from testlib import REPO
 
@@ -68,7 +68,7 @@ def test_reset_then_replace_an_unhealthy_worker(run_flow, site, kube_api: KubeAp
         site.bao.kv_put(f"openshift/clusters/{CLUSTER}", record)
         info = tmp_path / "api.json"
         info.write_text(json.dumps(kube_api.info))
-        hook = f"{shlex.quote(sys.executable)} {REPO}/tests/fixtures/kubelet_join.py {info} {SICK} \"$1\""
+        hook = f"{shlex.quote(sys.executable)} {REPO}/tests/standins/kubelet_join.py {info} {SICK} \"$1\""
         seq = site.sim.last_seq()
         replaced = run_flow("remediate.yaml", CLUSTER, with_installer=True, env_more={"PROXSHIFT_TEST_ON_MONITOR": hook},
                             extra={**TIMEOUT, "scale_poll_interval": 1})

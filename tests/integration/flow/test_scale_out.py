@@ -12,7 +12,7 @@ import shutil
 
 import yaml
 
-from csr_fixtures import allow_csr_creation, approved, client_csr, serving_csr
+from standins.kubelet import allow_csr_creation, approved, client_csr, serving_csr
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixture)
 from testlib import REPO
 

@@ -1,4 +1,4 @@
-"""proxshift.openshift.cluster_nodes through real ansible-playbook against the real kube-apiserver v1.20.2
+"""proxshift.openshift.cluster_nodes through real ansible-playbook against the real kube-apiserver 1.34
 (see kube_fixtures.py). The tests play the kubelets (CSRs made with `cryptography` and created under the
 identity a kubelet has, through impersonation) and the disruption controller (a PodDisruptionBudget's
 status); the module's requests are read back from the API server's audit log."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from csr_fixtures import BOOTSTRAPPER, CSRS, SERVING, allow_csr_creation, approved, client_csr, create_csr, make_request, serving_csr
+from standins.kubelet import BOOTSTRAPPER, CSRS, SERVING, allow_csr_creation, approved, client_csr, create_csr, make_request, serving_csr
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
 
 

@@ -1,5 +1,5 @@
 """proxshift.openshift.cluster_upgrade against a real kube-apiserver (the ClusterVersion and ClusterOperator CRDs
-of openshift/api loaded), the test playing the cluster-version operator (tests/fake_cvo.py). The module
+of openshift/api loaded), the test playing the cluster-version operator (tests/standins/cvo.py). The module
 authenticates as `kc-admin`, the test and the fake operator as `admin`: what the module wrote is read from the
 API server's audit log by that user."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fake_cvo import CO, CV, Audit, FakeCVO, conditions, image, releases, replace_status
+from standins.cvo import CO, CV, Audit, FakeCVO, conditions, image, releases, replace_status
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixtures)
 
 OPERATORS = ["etcd", "kube-apiserver", "dns"]

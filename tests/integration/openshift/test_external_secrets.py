@@ -1,23 +1,22 @@
-"""External Secrets Operator wired to Vault (role proxshift.openshift.external_secrets) with real
-ansible-playbook, the real kube-apiserver (kube_fixtures.py, with ESO's upstream ClusterSecretStore CRD) and a
-real OpenBao.
+"""External Secrets wired to Vault (role proxshift.openshift.external_secrets) with real ansible-playbook, the
+real kube-apiserver (kube_fixtures.py), a real OpenBao and the real External Secrets controller
+(github.com/external-secrets/external-secrets, built from Go modules by scripts/deps/kube.sh).
 
-Two controllers are played by threads, and only their part: `FakeOlm` (tests/fake_olm.py) installs the
-operator's CSV as OLM would; `FakeEso` plays ESO's store validation — for the ClusterSecretStore the role
-applied it requests a token for the store's service account through the real TokenRequest API, logs in to
-OpenBao at the store's auth mount and role (OpenBao checks that token with a real TokenReview against the
-kube-apiserver, over TLS with the CA the role took from the kubeconfig), and sets `Ready` from the answer.
-The test itself then logs in the same way and shows the Vault token reads this cluster's path and not
-another cluster's.
+Only OLM is played (`FakeOlm`, tests/standins/olm.py: it marks the operator's CSV Succeeded, as OLM would). The
+controller does the rest itself, as on a cluster: for the ClusterSecretStore the role applied it requests a
+token for the store's service account (TokenRequest), logs in to OpenBao at the store's auth mount and role
+(OpenBao checks that token with a real TokenReview against the kube-apiserver, over TLS with the CA the role
+took from the kubeconfig) and sets `Ready`; for an ExternalSecret in an application namespace it reads the
+cluster's Vault path and writes the Secret. Another cluster's path stays unreadable through the store.
 """
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
-from fake_controller import FakeController
-from fake_olm import FakeOlm
-from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
+from standins.olm import FakeOlm
+from kube_fixtures import KubeApi, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.external_secrets"
@@ -35,22 +34,6 @@ def vault_login(bao: OpenBao, api: KubeApi, store: dict) -> tuple[int, dict]:
     k = store["spec"]["provider"]["vault"]["auth"]["kubernetes"]
     jwt = sa_token(api, k["serviceAccountRef"]["namespace"], k["serviceAccountRef"]["name"])
     return bao.api("POST", f"auth/{k['mountPath']}/login", {"role": k["role"], "jwt": jwt}, token="")
-
-
-class FakeEso(FakeController):
-    """ESO's ClusterSecretStore validation for one store: a real login through Vault's Kubernetes auth."""
-
-    def __init__(self, api: KubeApi, bao: OpenBao, store: str):
-        super().__init__()
-        self.api, self.bao, self.store = api, bao, store
-
-    def tick(self):
-        store = self.api.get(f"{STORES}/{self.store}")
-        if store and not store.get("status", {}).get("conditions"):
-            status, body = vault_login(self.bao, self.api, store)
-            ready = (condition("Ready", "True", "store validated") if status == 200 else
-                     condition("Ready", "False", f"unable to validate store: vault login: HTTP {status}: {body}"))
-            self.api.patch_status(f"{STORES}/{self.store}", {"conditions": [ready]})
 
 
 def play(kubeconfig: Path, bao: OpenBao, token: str, **role_vars) -> str:
@@ -73,7 +56,7 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     openbao.kv_put("clusters/another/app", {"password": "canary-other-cluster"})
     pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
               external_secrets_service_account=sa, external_secrets_store_name=store)
-    with FakeOlm(kube_api, ns), FakeEso(kube_api, openbao, store):
+    with FakeOlm(kube_api, ns), external_secrets_controller(kube_api, tmp_path) as eso_log:
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
         assert kube_api.get(f"/api/v1/namespaces/{ns}") is None, "check mode must not create"
@@ -90,6 +73,19 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
             "serviceAccountRef": {"name": sa, "namespace": ns}}
         # Nothing on the cluster carries a Vault token: the store names an account, not a secret.
         assert "tokenSecretRef" not in json.dumps(live["spec"])
+
+        # An application's ExternalSecret: the real controller reads this cluster's path and writes the Secret.
+        app_ns = unique("eso-app")
+        external_secret(kube_api, app_ns, "own", store, f"clusters/{cluster}/app")
+        assert ready_condition(kube_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/own")[
+            "status"] == "True", eso_log.read_text()[-3000:]
+        synced = kube_api.get(f"/api/v1/namespaces/{app_ns}/secrets/own")
+        assert base64.b64decode(synced["data"]["password"]).decode() == "canary-own-cluster"
+        # Another cluster's path through the same store: Vault refuses, no Secret is written.
+        external_secret(kube_api, app_ns, "other", store, "clusters/another/app")
+        other = ready_condition(kube_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/other")
+        assert other["status"] == "False" and other["reason"] == "SecretSyncedError", other
+        assert kube_api.get(f"/api/v1/namespaces/{app_ns}/secrets/other") is None
 
         run = run_playbook(pb)
         assert run.rc == 0, run.output
@@ -125,7 +121,7 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
                           f"POST sys/auth/kubernetes/{cluster}: Vault answered HTTP 403"), msg
 
     # The fix, a token that may manage auth methods: the rerun converges.
-    with FakeEso(kube_api, openbao, store):
+    with external_secrets_controller(kube_api, tmp_path):
         run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
     assert run.rc == 0, run.output
     assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200

@@ -2,7 +2,7 @@
 post_install role) with real ansible-playbook against the real kube-apiserver (kube_fixtures.py) carrying
 OLM's upstream CRDs (tests/fixtures/crds/operators.coreos.com_*.yaml).
 
-No OLM runs here: `FakeOlm` (tests/fake_olm.py) plays its part by writing what OLM writes — the Subscription's status
+No OLM runs here: `FakeOlm` (tests/standins/olm.py) plays its part by writing what OLM writes — the Subscription's status
 (currentCSV, installedCSV, installPlanRef, conditions), the InstallPlans and the ClusterServiceVersion with
 its status phase — from the Subscription the role applied. It moves a CSV from Installing to Succeeded only
 after the role has read it once (the audit log shows the GET), so the role's wait is seen to wait.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_olm import GROUPS, MISSING_SOURCE, OPS, SUCCEEDED, UNKNOWN_CHANNEL, FakeOlm
+from standins.olm import GROUPS, MISSING_SOURCE, OPS, SUCCEEDED, UNKNOWN_CHANNEL, FakeOlm
 from kube_fixtures import KubeApi, kube_api, unique  # noqa: F401 (fixtures)
 
 ROLE = "proxshift.openshift.olm_operator"
