@@ -247,47 +247,37 @@ mod tests {
 
     #[test]
     fn rule_mirrors() {
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "quay.io/ocp:4.16", "mirrors": ["m.lab/ocp"]}]),
+        let sources = |v: serde_json::Value| with(compact(), "image_digest_sources", v);
+        // validateNamedRepository: no tag, no digest, and a path only behind a registry host.
+        for (source, mirror, path) in [
+            (
+                "quay.io/ocp:4.16",
+                "m.lab/ocp",
+                "image_digest_sources[0].source",
             ),
-            "image_digest_sources[0].source",
-            "mirror-repository",
-        );
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "quay.io/ocp", "mirrors": ["m.lab/ocp@sha256:ab"]}]),
+            (
+                "quay.io/ocp",
+                "m.lab/ocp@sha256:ab",
+                "image_digest_sources[0].mirrors[0]",
             ),
-            "image_digest_sources[0].mirrors[0]",
-            "mirror-repository",
-        );
-        ok_plan(&with(
-            compact(),
-            "image_digest_sources",
-            json!([{"source": "quay.io/ocp", "mirrors": []}]),
-        ));
-        // validateNamedRepository: a path without a registry host in front is refused.
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "ocp/release-x.y", "mirrors": ["mirror.example.com:5000"]}]),
+            (
+                "ocp/release-x.y",
+                "mirror.example.com:5000",
+                "image_digest_sources[0].source",
             ),
-            "image_digest_sources[0].source",
-            "mirror-repository",
-        );
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "q.io/ocp/release-x.y", "mirrors": ["ocp/openshift-x.y"]}]),
+            (
+                "q.io/ocp/release-x.y",
+                "ocp/openshift-x.y",
+                "image_digest_sources[0].mirrors[0]",
             ),
-            "image_digest_sources[0].mirrors[0]",
-            "mirror-repository",
-        );
+        ] {
+            fails(
+                sources(json!([{"source": source, "mirrors": [mirror]}])),
+                path,
+                "mirror-repository",
+            );
+        }
+        // validateImageDigestSources accepts a source without mirrors.
+        ok_plan(&sources(json!([{"source": "quay.io/ocp", "mirrors": []}])));
     }
 }
