@@ -227,12 +227,12 @@ def test_phase_table_matches_the_tags_of_site_yaml():
     for row in table:
         assert sorted(row["tags"]) in tags_of_tasks, row
     assert [row["phase"] for row in table] == list(FRESH_NEEDS)
-    # A phase needs only earlier ones, or one whose task carries its tag too (secrets serves preflight).
+    # A phase needs only earlier ones, or one read for it (secrets serves preflight).
     rows = {row["phase"]: (i, row) for i, row in enumerate(table)}
     for i, row in enumerate(table):
         for need in row["needs"]:
             before, needed = rows[need]
-            assert before < i or row["phase"] in needed["tags"], row
+            assert before < i or row["phase"] in needed.get("read_for", []), row
 
 
 def test_raising_ocp_version_upgrades_the_installed_cluster(run_flow, flow, site, hub, cluster_kubeconfig,
