@@ -10,18 +10,25 @@ import json
 from test_installer_versions import double_copy, inventory, run_site  # noqa: F401 (run_site is a fixture)
 
 
+def refused_by_the_preflight(run_site, site, cluster: str, inv) -> str:
+    """Run the preflight of `cluster`; it must fail with nothing written to Proxmox and no installer run.
+    Returns the run's output."""
+    run, calls = run_site
+    seq = site.sim.last_seq()
+    r = run(cluster, inv, tags="preflight")
+    assert r.rc != 0, r.output
+    assert site.sim.writes_since(seq) == []
+    assert not calls.exists(), "an installer was run"
+    return r.output
+
+
 def test_an_unquoted_installer_version_key_is_refused_naming_the_fix(run_site, site, tmp_path):
     old = double_copy(tmp_path / "installers", "oi-4.16", "4.16.3")
     # `4.16:` unquoted is the YAML number 4.16 (and `4.10:` would be 4.1).
     inv = inventory(tmp_path, f"openshift_installers: {{4.16: \"{old}\"}}\n")
-    run, calls = run_site
-    seq = site.sim.last_seq()
-    r = run("old-lab", inv, tags="preflight")
-    assert r.rc != 0
-    assert "openshift_installers has the unquoted version key(s) 4.16" in r.output, r.output
-    assert 'Quote every version, e.g. openshift_installers: {"4.10": /opt/oi-4.10}' in r.output, r.output
-    assert site.sim.writes_since(seq) == []
-    assert not calls.exists(), "an installer was run"
+    out = refused_by_the_preflight(run_site, site, "old-lab", inv)
+    assert "openshift_installers has the unquoted version key(s) 4.16" in out, out
+    assert 'Quote every version, e.g. openshift_installers: {"4.10": /opt/oi-4.10}' in out, out
 
 
 def test_skip_tags_iso_leaves_the_secrets_to_the_preflight(run_flow, site):
@@ -41,15 +48,10 @@ def test_preflight_names_an_installer_cache_it_cannot_extract_into(run_site, sit
     blocker.write_text("")
     cache = blocker / "installers"
     inv = inventory(tmp_path, f'openshift_install_cache: "{cache}"\nrequire_installer: true\n')
-    run, calls = run_site
-    seq = site.sim.last_seq()
-    r = run("new-lab", inv, tags="preflight")
-    assert r.rc != 0
-    assert "Preflight found" in r.output, r.output
-    assert f"openshift_install_cache {cache} is not writable" in r.output, r.output
-    assert "give a writable folder" in r.output, r.output
-    assert site.sim.writes_since(seq) == []
-    assert not calls.exists(), "an installer was run"
+    out = refused_by_the_preflight(run_site, site, "new-lab", inv)
+    assert "Preflight found" in out, out
+    assert f"openshift_install_cache {cache} is not writable" in out, out
+    assert "give a writable folder" in out, out
 
 
 ACM_PLAY = """
