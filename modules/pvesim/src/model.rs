@@ -20,7 +20,9 @@ impl<'de> Deserialize<'de> for ByteSize {
         }
         match Raw::deserialize(d)? {
             Raw::N(n) => Ok(ByteSize(n)),
-            Raw::S(s) => parse_size(&s)
+            // A seed (a layout a user wrote, e.g. through `proxshift rehearse`) may spell the unit in
+            // lower case or after a space; the number itself follows PVE's rule.
+            Raw::S(s) => parse_size(&s.split_whitespace().collect::<String>().to_uppercase())
                 .map(ByteSize)
                 .ok_or_else(|| serde::de::Error::custom(format!("invalid size '{s}'"))),
         }
@@ -551,6 +553,16 @@ mod tests {
         }
         // Perl's int(): the fraction of a byte is dropped, not rounded.
         assert_eq!(parse_size("1.9"), Some(1));
+    }
+
+    #[test]
+    fn seed_sizes_take_any_unit_case_but_pve_numbers() {
+        let size = |t: &str| serde_yaml_ng::from_str::<ByteSize>(t).map(|b| b.0).ok();
+        assert_eq!(size("128g"), Some(128 << 30));
+        assert_eq!(size("\"1.5 T\""), Some(3 << 39));
+        assert_eq!(size("1024"), Some(1024));
+        assert_eq!(size("\".5G\""), None);
+        assert_eq!(size("\"1.G\""), None);
     }
 
     #[test]
