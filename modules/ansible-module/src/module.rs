@@ -24,6 +24,8 @@ pub struct Module {
     pub no_log: bool,
     pub verbosity: u64,
     pub module_name: String,
+    /// Options the task did not give that their environment fallback filled (`K8S_AUTH_HOST` …).
+    pub from_env: Vec<String>,
     /// `_ansible_keep_remote_files`: leave scratch files for debugging.
     pub keep_remote_files: bool,
     tmpdir: Option<PathBuf>,
@@ -335,6 +337,7 @@ where
             .and_then(Value::as_u64)
             .unwrap_or(0),
         module_name,
+        from_env: v.from_env,
         keep_remote_files: flag("_ansible_keep_remote_files"),
         tmpdir: internal
             .get("_ansible_tmpdir")

@@ -17,6 +17,8 @@ pub struct Validated {
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
     pub no_log_values: Vec<String>,
+    /// The top-level options the task did not give that an environment fallback filled.
+    pub from_env: Vec<String>,
 }
 
 /// Validate `raw` (user options only, no `_ansible_*` keys) for the module `module_name`.
@@ -100,7 +102,7 @@ fn validate_level(
     // Secrets first, from the raw input, so even a rejected value is masked.
     collect_secrets(raw, spec, out);
     let mut given = resolve_names(raw, spec, ctx, out);
-    apply_env_fallbacks(spec, &mut given, out);
+    apply_env_fallbacks(spec, &mut given, ctx, out);
     check_given_rules(spec, &given, ctx, out);
     let params = convert_all(spec, &given, ctx, out);
     // required_if is checked on converted values, so `state: "absent"` and aliases compare right.
@@ -169,7 +171,12 @@ fn resolve_names(
 }
 
 /// Environment fallbacks for options not given.
-fn apply_env_fallbacks(spec: &ArgSpec, given: &mut Map<String, Value>, out: &mut Validated) {
+fn apply_env_fallbacks(
+    spec: &ArgSpec,
+    given: &mut Map<String, Value>,
+    ctx: &Level,
+    out: &mut Validated,
+) {
     for opt in &spec.options {
         if given.contains_key(opt.name) {
             continue;
@@ -182,6 +189,9 @@ fn apply_env_fallbacks(spec: &ArgSpec, given: &mut Map<String, Value>, out: &mut
         {
             if opt.no_log {
                 out.no_log_values.push(val.clone());
+            }
+            if ctx.path.is_none() {
+                out.from_env.push(opt.name.to_string());
             }
             given.insert(opt.name.to_string(), Value::String(val));
         }
@@ -580,6 +590,8 @@ mod tests {
         std::env::remove_var("PS_TEST_PASSWORD_VAR");
         assert_eq!(r.params["api_password"], json!("from-env"));
         assert!(r.no_log_values.contains(&"from-env".to_string()));
+        // The module learns which options came from the environment, not from the task.
+        assert_eq!(r.from_env, ["api_password"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! timeout passes, and then says what was still pending. `state: absent` revokes an OAuth token.
 
 pub mod readiness;
+pub mod source;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -86,6 +87,36 @@ impl Opts {
     }
 }
 
+/// The API URL to connect to: `K8S_AUTH_HOST` only for a login whose credentials come from the
+/// same environment (see [`source`]).
+fn api_url(m: &mut Module, o: &Opts) -> Result<Option<String>, Failure> {
+    let given: Vec<&'static str> = [
+        ("kubeconfig", o.kubeconfig.is_some()),
+        ("api_key", o.api_key.is_some()),
+        ("username", o.username.is_some()),
+        ("password", o.password.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .collect();
+    let env_host = o.api_url.as_deref().unwrap_or_default();
+    match source::api_url_source(&m.from_env, &given) {
+        source::ApiUrl::AsGiven => Ok(o.api_url.clone()),
+        source::ApiUrl::DropEnvHost => {
+            m.warn(format!(
+                "api_url: K8S_AUTH_HOST ({env_host}) is not used: the task's kubeconfig names the cluster's server"
+            ));
+            Ok(None)
+        }
+        source::ApiUrl::Refuse(own) => Err(Failure::new(format!(
+            "api_url is required: the task gives its own {} but no api_url, and K8S_AUTH_HOST ({env_host}) is the \
+             address of the credential that set the environment (under AWX the job's Kubernetes credential, \
+             usually the hub), not of this cluster. Give api_url: https://api.<cluster>.<base_domain>:6443",
+            own.join(" and ")
+        ))),
+    }
+}
+
 fn kube_fail(what: &str, e: KubeError) -> Failure {
     Failure::new(format!("{what}: {e}"))
 }
@@ -109,10 +140,11 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.ingress_ca.is_some() && o.password.is_none() {
         m.warn("ingress_ca has no effect without password (it is the OAuth server's CA)");
     }
+    let host = api_url(m, &o)?;
     let params = ConnectionParams {
         kubeconfig: o.kubeconfig.clone(),
         context: o.context.clone(),
-        host: o.api_url.clone(),
+        host,
         api_key: o.api_key.clone(),
         ca_cert: o.ca_cert.clone(),
         validate_certs: o.validate_certs,
@@ -513,5 +545,25 @@ mod tests {
             "openshift",
             "cluster_auth",
         );
+    }
+
+    /// Under AWX's bearer-token credential K8S_AUTH_HOST is the hub: a spoke's password login
+    /// without api_url is refused before any connection, naming the fix (the only test of this
+    /// binary that sets the variable).
+    #[test]
+    fn a_spoke_login_never_takes_the_hub_address_from_the_environment() {
+        std::env::set_var("K8S_AUTH_HOST", "https://api.hub.example.com:6443");
+        let args = serde_json::json!({"username": "kubeadmin", "password": "secret-pass"});
+        let (r, rc) = ansible_module::execute(
+            &args.to_string(),
+            "cluster_auth",
+            &super::argument_spec(),
+            super::run,
+        );
+        std::env::remove_var("K8S_AUTH_HOST");
+        assert_eq!(rc, 1, "{r}");
+        let msg = r["msg"].as_str().unwrap();
+        assert!(msg.starts_with("api_url is required"), "{msg}");
+        assert!(msg.contains("https://api.hub.example.com:6443"), "{msg}");
     }
 }

@@ -27,6 +27,9 @@ struct Case {
     platform: String,
     #[serde(default)]
     set: Map<String, Value>,
+    /// Options of the generated hosts to change, by position (agent-config cases).
+    #[serde(default)]
+    hosts: Vec<Map<String, Value>>,
     installer: String,
     #[serde(default)]
     rules: Vec<String>,
@@ -94,6 +97,16 @@ fn cluster(corpus: &Corpus, c: &Case) -> Value {
             }
             if let Some(ip) = at(!primary_v4, 10 + i).filter(|_| dual) {
                 n["secondary_ip"] = ip;
+            }
+            n
+        })
+        .collect();
+    let nodes = nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut n)| {
+            if let (Some(patch), Some(node)) = (c.hosts.get(i), n.as_object_mut()) {
+                node.extend(patch.clone());
             }
             n
         })

@@ -104,6 +104,8 @@ pub enum RepositoryError {
     Host { repo: String, host: String },
     #[error("'{0}' has an invalid registry port")]
     Port(String),
+    #[error("'{repo}' names no registry host: '{first}' is taken as a path (a host has a '.' or a ':port', or is localhost), e.g. registry.example.com/{repo}")]
+    NoRegistryHost { repo: String, first: String },
     #[error("'{0}' contains a tag; give the repository only")]
     Tag(String),
     #[error(
@@ -344,6 +346,14 @@ pub fn parse_url(s: &str) -> Result<(String, String), UrlError> {
     Ok((scheme.to_ascii_lowercase(), host))
 }
 
+/// containers/image `splitDockerDomain`: the first component is a registry host when it has a
+/// '.' or a ':', is `localhost`, or has an uppercase letter.
+fn names_registry(first: &str) -> bool {
+    first.contains(['.', ':'])
+        || first == "localhost"
+        || first.bytes().any(|b| b.is_ascii_uppercase())
+}
+
 /// An image repository `host[:port][/path…]` without tag or digest, as the installer requires for
 /// mirror sources and mirrors.
 pub fn check_repository(s: &str) -> Result<(), RepositoryError> {
@@ -355,6 +365,16 @@ pub fn check_repository(s: &str) -> Result<(), RepositoryError> {
     }
     let mut parts = s.split('/');
     let host = parts.next().unwrap_or_default();
+    if s.contains('/') && !names_registry(host) {
+        // installer pkg/types/validation `validateNamedRepository`: containers/image's
+        // `reference.ParseNamed` takes a first component without '.', ':' or uppercase, other
+        // than `localhost`, as a path under docker.io, not canonical; the fallback that follows
+        // accepts only a bare `host[:port]`, so `openshift/release` is refused.
+        return Err(RepositoryError::NoRegistryHost {
+            repo: s.into(),
+            first: host.into(),
+        });
+    }
     let (h, port) = host
         .split_once(':')
         .map_or((host, None), |(h, p)| (h, Some(p)));
@@ -514,6 +534,14 @@ pub(crate) mod tests {
             .to_string()
             .contains("digest"));
         assert!(check_repository("https://quay.io/x").is_err());
+        // validateNamedRepository: a path needs a registry host in front of it.
+        assert!(matches!(
+            check_repository("openshift/release"),
+            Err(RepositoryError::NoRegistryHost { .. })
+        ));
+        assert!(check_repository("localhost/ocp").is_ok());
+        assert!(check_repository("registry:5000/ocp").is_ok());
+        assert!(check_repository("mirror").is_ok());
     }
 
     #[test]

@@ -409,6 +409,23 @@ pub fn mac_interfaces(doc: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether the document configures the interface `name`: as an interface of its own, a bond's
+/// port or a VLAN's base interface.
+pub fn mentions_interface(doc: &Value, name: &str) -> bool {
+    let is = |v: Option<&Value>| v.and_then(Value::as_str) == Some(name);
+    doc.get("interfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|i| {
+            is(i.get("name"))
+                || is(i.pointer("/vlan/base-iface"))
+                || i.pointer("/link-aggregation/port")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ports| ports.iter().any(|p| is(Some(p))))
+        })
+}
+
 /// Every static address of a document.
 pub fn addresses(doc: &Value) -> Vec<IpAddr> {
     let mut out = Vec::new();

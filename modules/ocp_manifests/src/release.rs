@@ -45,6 +45,14 @@ pub enum Unavailable {
     NoCache,
     #[error("no pull secret to authenticate to the registry with")]
     NoPullSecret,
+    /// The cache cannot take the extracted installer (a read-only folder of an execution
+    /// environment): found before anything is extracted, so the preflight names it.
+    #[error(
+        "openshift_install_cache {path} is not writable ({reason}): give a writable folder (in an execution \
+         environment, PROXSHIFT_INSTALLER_CACHE on a writable volume) or put the installer of the cluster's \
+         version there"
+    )]
+    CacheNotWritable { path: String, reason: String },
 }
 
 /// Why an extraction failed.
@@ -146,6 +154,7 @@ pub fn plan(i: &Inputs) -> Result<Extraction, Unavailable> {
     };
     let cache = i.cache.ok_or(Unavailable::NoCache)?.to_path_buf();
     let oc = find_oc(i.oc, &cache, i.version)?;
+    writable(&cache)?;
     if i.pull_secret.trim().is_empty() {
         return Err(Unavailable::NoPullSecret);
     }
@@ -155,6 +164,35 @@ pub fn plan(i: &Inputs) -> Result<Extraction, Unavailable> {
         oc,
         cache,
     })
+}
+
+/// Whether the extraction can write into `cache`: the folder, or the nearest existing folder it
+/// would be created in, takes a new file (created and removed again; the permission bits alone do
+/// not tell, a read-only mount or another owner does).
+fn writable(cache: &Path) -> Result<(), Unavailable> {
+    let refused = |reason: String| Unavailable::CacheNotWritable {
+        path: cache.display().to_string(),
+        reason,
+    };
+    let Some(existing) = cache.ancestors().find(|p| p.exists()) else {
+        return Err(refused("no part of the path exists".into()));
+    };
+    if !existing.is_dir() {
+        return Err(refused(format!("{} is not a folder", existing.display())));
+    }
+    let probe = existing.join(format!(".proxshift-write-check-{}", std::process::id()));
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| {
+            refused(format!(
+                "cannot create a file in {}: {e}",
+                existing.display()
+            ))
+        })?;
+    let _ = fs::remove_file(&probe);
+    Ok(())
 }
 
 /// `oc_binary` (a path, or a name on PATH); for the default `oc` not on PATH, the cache's (see
@@ -450,6 +488,27 @@ pub(crate) mod tests {
             }),
             Unavailable::NoPullSecret
         );
+        // A cache that cannot take the installer is named before anything is extracted; one that
+        // does not exist yet is fine when its parent takes files.
+        let file = d.join("a-file");
+        fs::write(&file, "").unwrap();
+        let under_file = file.join("cache");
+        assert!(matches!(
+            no(Inputs {
+                cache: Some(&under_file),
+                ..base
+            }),
+            Unavailable::CacheNotWritable { reason, .. } if reason.contains("is not a folder")
+        ));
+        plan(&Inputs {
+            cache: Some(&d.join("not-yet")),
+            ..base
+        })
+        .unwrap();
+        assert!(fs::read_dir(&d).unwrap().flatten().all(|e| !e
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".proxshift-write-check")));
         // The default oc not on PATH: the cache's oc-<version> (as the execution environment has it),
         // else its minor's, else the newest; another name is looked for on PATH only.
         let cached = |v: &str| {

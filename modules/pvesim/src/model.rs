@@ -20,37 +20,41 @@ impl<'de> Deserialize<'de> for ByteSize {
         }
         match Raw::deserialize(d)? {
             Raw::N(n) => Ok(ByteSize(n)),
-            Raw::S(s) => parse_size(&s)
+            // A seed (a layout a user wrote, e.g. through `proxshift rehearse`) may spell the unit in
+            // lower case or after a space; the number itself follows PVE's rule.
+            Raw::S(s) => parse_size(&s.split_whitespace().collect::<String>().to_uppercase())
                 .map(ByteSize)
                 .ok_or_else(|| serde::de::Error::custom(format!("invalid size '{s}'"))),
         }
     }
 }
 
-/// Parses `64G`, `512M`, `1.5T`, `1024` (bytes) into bytes.
+/// Parses `64G`, `512M`, `1.5T`, `1024` (bytes) into bytes, as pve-common's
+/// `PVE::JSONSchema::parse_size` (the `disk-size` format) does: digits, an optional fraction
+/// with at least one digit on each side of the '.', an optional uppercase K/M/G/T; the bytes
+/// truncated (Perl's `int`). `1.`, `.5`, `1g` and `1 G` are refused, as PVE refuses them.
 ///
 /// pvesim keeps its own size (and property-string) parsing on purpose: the simulator must
 /// not share the client's (`pve-types`) assumptions, or a bug there would be mirrored here
 /// and no test would see it. It follows qemu-server's behaviour, not our client's.
 pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, unit) = match s.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => (&s[..i], c.to_ascii_uppercase()),
-        _ => (s, 'B'),
+    let (num, mult): (&str, u64) = match s.as_bytes().last()? {
+        b'K' => (&s[..s.len() - 1], 1 << 10),
+        b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'G' => (&s[..s.len() - 1], 1 << 30),
+        b'T' => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
     };
-    let mult: u64 = match unit {
-        'B' => 1,
-        'K' => 1 << 10,
-        'M' => 1 << 20,
-        'G' => 1 << 30,
-        'T' => 1 << 40,
-        _ => return None,
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let ok = match num.split_once('.') {
+        Some((whole, frac)) => digits(whole) && digits(frac),
+        None => digits(num),
     };
-    let n: f64 = num.trim().parse().ok()?;
-    if n < 0.0 {
+    if !ok {
         return None;
     }
-    Some((n * mult as f64).round() as u64)
+    let n: f64 = num.parse().ok()?;
+    Some((n * mult as f64) as u64)
 }
 
 /// Renders bytes the way qemu-server prints `size=` (largest exact unit).
@@ -115,7 +119,8 @@ pub struct PoolSeed {
 pub struct ClusterSeed {
     #[serde(default = "default_cluster_name")]
     pub name: String,
-    #[serde(default = "default_version")]
+    /// The PVE release played; `version: 8.3` unquoted (a YAML number) is read as `8.3`.
+    #[serde(default = "default_version", deserialize_with = "version_text")]
     pub version: String,
     /// Lowest id `/cluster/nextid` hands out.
     #[serde(default = "default_nextid_lower")]
@@ -125,6 +130,24 @@ pub struct ClusterSeed {
 fn default_cluster_name() -> String {
     "pvesim".into()
 }
+/// A seed's `cluster.version` as text: a string as given, a YAML number (`8.3` unquoted) as it
+/// prints — a YAML float keeps no trailing zero, so `8.10` would read as `8.1`; no PVE minor
+/// has two digits. `PveVersion` then checks the text.
+fn version_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        S(String),
+        U(u64),
+        F(f64),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::S(s) => s,
+        Raw::U(n) => n.to_string(),
+        Raw::F(x) => x.to_string(),
+    })
+}
+
 fn default_version() -> String {
     "9.2.11".into()
 }
@@ -510,4 +533,47 @@ pub struct AclEntry {
     pub ugid: String,
     pub roleid: String,
     pub propagate: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_as_pve_common_parse_size() {
+        assert_eq!(parse_size("64G"), Some(64 << 30));
+        assert_eq!(parse_size("1.5T"), Some(3 << 39));
+        assert_eq!(parse_size("1024"), Some(1024));
+        assert_eq!(parse_size("0.5K"), Some(512));
+        // `^(\d+(\.\d+)?)([KMGT])?$`: both sides of the '.' need a digit, units are uppercase.
+        for bad in [
+            "1.", ".5", "1.G", ".5G", "1g", "1 G", " 1G", "+1G", "1.5.5", "", "G", "-1",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+        // Perl's int(): the fraction of a byte is dropped, not rounded.
+        assert_eq!(parse_size("1.9"), Some(1));
+    }
+
+    #[test]
+    fn seed_sizes_take_any_unit_case_but_pve_numbers() {
+        let size = |t: &str| serde_yaml_ng::from_str::<ByteSize>(t).map(|b| b.0).ok();
+        assert_eq!(size("128g"), Some(128 << 30));
+        assert_eq!(size("\"1.5 T\""), Some(3 << 39));
+        assert_eq!(size("1024"), Some(1024));
+        assert_eq!(size("\".5G\""), None);
+        assert_eq!(size("\"1.G\""), None);
+    }
+
+    #[test]
+    fn an_unquoted_seed_version_is_read_as_written() {
+        let seed: ClusterSeed = serde_yaml_ng::from_str("version: 8.3").unwrap();
+        assert_eq!(seed.version, "8.3");
+        let seed: ClusterSeed = serde_yaml_ng::from_str("version: \"8.4.1\"").unwrap();
+        assert_eq!(seed.version, "8.4.1");
+        assert!(seed
+            .version
+            .parse::<crate::sim::version::PveVersion>()
+            .is_ok());
+    }
 }

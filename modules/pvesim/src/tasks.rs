@@ -54,11 +54,8 @@ pub enum Action {
         vmid: u32,
         changes: ConfigChanges,
     },
-    Resize {
-        vmid: u32,
-        disk: String,
-        size: u64,
-    },
+    /// The request as given: `resize_vm` checks it inside the worker.
+    Resize(crate::ops::resize::ResizeDisk),
     Destroy {
         vmid: u32,
         unreferenced: bool,

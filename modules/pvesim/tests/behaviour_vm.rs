@@ -709,26 +709,29 @@ fn lock_clone_is_on_the_new_vm_during_the_task() {
 }
 
 #[test]
-fn resize_grows_and_refuses_shrink_and_cdrom() {
+fn resize_grows_and_refuses_shrink_and_cdrom_inside_the_task() {
     let sim = start();
     let api = Api::root(&sim);
-    let upid = api
-        .put(
+    let resize = |disk: &str, size: &str| {
+        api.put(
             "/nodes/pve1/qemu/100/resize",
-            &[("disk", "scsi0"), ("size", "+10G")],
+            &[("disk", disk), ("size", size)],
         )
-        .upid();
+        .upid()
+    };
+    let upid = resize("scsi0", "+10G");
     assert!(upid.contains(":resize:100:"));
     assert_eq!(api.exit(&upid), "OK");
     assert_eq!(
         api.config("pve1", 100)["scsi0"],
         "local-lvm:vm-100-disk-0,size=30G"
     );
-    let r = api.put(
-        "/nodes/pve1/qemu/100/resize",
-        &[("disk", "scsi0"), ("size", "10G")],
+    // qemu-server `resize_vm` runs `$updatefn` inside `fork_worker('resize')`: the request gets
+    // its UPID and the task fails with the check's text.
+    assert_eq!(
+        api.exit(&resize("scsi0", "10G")),
+        "shrinking disks is not supported"
     );
-    assert_eq!(r.message(), "shrinking disks is not supported\n");
     // VM 100 runs: a new IDE drive would wait in [PENDING] for a restart
     // (`vmconfig_update_disk`), a SCSI one hot-plugs.
     api.put(
@@ -736,16 +739,35 @@ fn resize_grows_and_refuses_shrink_and_cdrom() {
         &[("scsi3", "local:iso/agent.x86_64.iso,media=cdrom")],
     )
     .ok();
-    let r = api.put(
-        "/nodes/pve1/qemu/100/resize",
-        &[("disk", "scsi3"), ("size", "+1G")],
+    assert_eq!(
+        api.exit(&resize("scsi3", "+1G")),
+        "you can't resize a cdrom"
     );
-    assert_eq!(r.message(), "you can't resize a cdrom\n");
-    let r = api.put(
-        "/nodes/pve1/qemu/100/resize",
-        &[("disk", "scsi5"), ("size", "+1G")],
+    assert_eq!(
+        api.exit(&resize("scsi5", "+1G")),
+        "disk 'scsi5' does not exist"
     );
-    assert_eq!(r.message(), "disk 'scsi5' does not exist\n");
+    let upid = api
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "+1G"), ("digest", "0000")],
+        )
+        .upid();
+    assert!(
+        api.exit(&upid).starts_with("checksum mis"),
+        "{}",
+        api.exit(&upid)
+    );
+    // The same size is no change: the task succeeds and writes nothing.
+    assert_eq!(api.exit(&resize("scsi0", "30G")), "OK");
+    // pve-common's disk-size pattern: `1.` and `.5` are refused by the schema (400), up front.
+    for bad in ["1.", ".5G", "1g"] {
+        let r = api.put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", bad)],
+        );
+        assert_eq!(r.status, 400, "{bad}: {}", r.message());
+    }
 }
 
 #[test]

@@ -230,12 +230,12 @@ def test_phase_table_matches_the_tags_of_site_yaml():
     for row in table:
         assert sorted(row["tags"]) in tags_of_tasks, row
     assert [row["phase"] for row in table] == list(FRESH_NEEDS)
-    # A phase needs only earlier ones, or one whose task carries its tag too (secrets serves preflight).
+    # A phase needs only earlier ones, or one read for it (secrets serves preflight).
     rows = {row["phase"]: (i, row) for i, row in enumerate(table)}
     for i, row in enumerate(table):
         for need in row["needs"]:
             before, needed = rows[need]
-            assert before < i or row["phase"] in needed["tags"], row
+            assert before < i or row["phase"] in needed.get("read_for", []), row
 
 
 def test_external_secrets_phase_syncs_a_secret_from_vault_with_the_real_controller(flow, site, provisioned, tmp_path,

@@ -60,7 +60,7 @@ fn check_host(f: &mut Findings, cx: &Ctx, seen: &mut Seen, i: usize, n: &NodeOpt
     let hints = n
         .root_device_hints
         .as_ref()
-        .map(|h| root_hints::check(f, h, i));
+        .and_then(|h| root_hints::check(f, h, i));
     let ip = cx.addresses.ips[i];
     let secondary = cx.nodes.secondary_ips[i];
     let h = Host {
@@ -124,13 +124,38 @@ fn user_config(f: &mut Findings, seen: &mut Seen, h: &Host, doc: &Value) -> Netw
             }
         }
     }
+    let mut interfaces: Vec<PlanInterface> = ifaces
+        .iter()
+        .map(|(name, mac)| PlanInterface {
+            name: name.clone(),
+            mac: mac.clone(),
+        })
+        .collect();
     let name = match ifaces.iter().find(|(_, m)| *m == h.mac) {
         Some((name, _)) => name.clone(),
+        // The host's agent-config `interfaces` entry maps the node's interface name to its MAC,
+        // so the document may name that interface without a `mac-address`: the agent binds the
+        // name through that map (assisted-service pkg/staticnetworkconfig
+        // `validateInterfaceNamesExistenceYAML` accepts an ethernet interface or bond port the
+        // mac-interface map names; `injectNMPolicyCaptures` captures it by the MAC).
+        None if names_without_mac(doc, &ifaces, &h.interface) => {
+            interfaces.insert(
+                0,
+                PlanInterface {
+                    name: h.interface.clone(),
+                    mac: h.mac.clone(),
+                },
+            );
+            h.interface.clone()
+        }
         None => {
             f.err(
                 format!("nodes[{i}].network_config"),
                 "network-config-mac",
-                format!("no interface has mac-address {} (nodes[{i}].mac)", h.n.mac),
+                format!(
+                    "no interface has mac-address {} (nodes[{i}].mac) and none is named {} (the node's interface) without a mac-address",
+                    h.n.mac, h.interface
+                ),
             );
             h.interface.clone()
         }
@@ -145,11 +170,12 @@ fn user_config(f: &mut Findings, seen: &mut Seen, h: &Host, doc: &Value) -> Netw
             );
         }
     }
-    let interfaces = ifaces
-        .into_iter()
-        .map(|(name, mac)| PlanInterface { name, mac })
-        .collect();
     (doc.clone(), name, interfaces)
+}
+
+/// The document configures `name` (the node's interface) and gives it no other MAC.
+fn names_without_mac(doc: &Value, ifaces: &[(String, String)], name: &str) -> bool {
+    nmstate::mentions_interface(doc, name) && !ifaces.iter().any(|(n, _)| n == name)
 }
 
 /// nmstate for the node's static IPs on its one interface (null when the node has no IP).
@@ -293,6 +319,40 @@ mod tests {
         );
         fails(
             set(compact(), "/nodes/0/network_config", other_mac),
+            "nodes[0].network_config",
+            "network-config-mac",
+        );
+        // No mac-address, but the node's interface name: agent-config `interfaces` maps it.
+        let by_name = {
+            let mut d = good.clone();
+            d["interfaces"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("mac-address");
+            d
+        };
+        let p = ok_plan(&set(compact(), "/nodes/0/network_config", by_name.clone()));
+        assert_eq!(p.hosts[0].interface, "ens18");
+        assert_eq!(p.hosts[0].interfaces[0].mac, "bc:24:11:00:00:01");
+        let (_, ac) = crate::render::render(&p, None).unwrap();
+        let doc: Value = serde_yaml_ng::from_str(&ac).unwrap();
+        assert_eq!(
+            doc["hosts"][0]["interfaces"][0],
+            json!({"name": "ens18", "macAddress": "bc:24:11:00:00:01"})
+        );
+        // A bond whose port is the node's interface, defined without a MAC.
+        let bond_by_name = json!({"interfaces": [
+            {"name": "bond0", "type": "bond", "state": "up", "link-aggregation": {"mode": "active-backup", "port": ["ens18"]},
+             "ipv4": {"enabled": true, "dhcp": false, "address": [{"ip": "192.168.50.10", "prefix-length": 24}]}},
+            {"name": "ens18", "type": "ethernet", "state": "up"}]});
+        ok_plan(&set(compact(), "/nodes/0/network_config", bond_by_name));
+        // Another name without a MAC maps to nothing.
+        fails(
+            set(
+                compact(),
+                "/nodes/0/network_config",
+                set(by_name, "/interfaces/0/name", json!("ens19")),
+            ),
             "nodes[0].network_config",
             "network-config-mac",
         );

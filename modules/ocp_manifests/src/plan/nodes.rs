@@ -1,10 +1,10 @@
-//! Each node as given: a DNS-label name, unique name and MAC, a valid interface name and IP.
+//! Each node as given: a hostname the agent accepts, unique name and MAC, a valid interface name and IP.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use crate::model::NodeOpt;
-use crate::net::{is_dns_label, parse_mac};
+use crate::net::parse_mac;
 use crate::nmstate;
 
 use super::context::{Ctx, Findings, Staged};
@@ -75,22 +75,50 @@ pub(super) fn check(cx: &Ctx) -> Staged<Nodes> {
 }
 
 fn check_name(f: &mut Findings, n: &NodeOpt, i: usize) {
-    if !is_dns_label(&n.name) {
+    // assisted-service internal/host/hostutil `ValidateHostname`, which the agent applies to each
+    // host's requested hostname: not one DNS label but a dotted name of lowercase labels.
+    if let Err(why) = agent_hostname(&n.name) {
         f.err(
             format!("nodes[{i}].name"),
-            "hostname-dns-label",
-            format!(
-                "'{}' must be a DNS label (lowercase letters, digits, '-')",
-                n.name
-            ),
-        );
-    } else if n.name == "localhost" {
-        f.err(
-            format!("nodes[{i}].name"),
-            "hostname-dns-label",
-            "'localhost' is rejected by the assisted installer",
+            "hostname-format",
+            format!("'{}' {why}", n.name),
         );
     }
+}
+
+/// The names assisted-service keeps for itself (`ForbiddenHostnames`).
+const FORBIDDEN_HOSTNAMES: [&str; 6] = [
+    "localhost",
+    "localhost.localdomain",
+    "localhost4",
+    "localhost4.localdomain4",
+    "localhost6",
+    "localhost6.localdomain6",
+];
+
+/// assisted-service `ValidateHostname`: at most 253 characters; a first label of 1–63 lowercase
+/// letters, digits and '-' that starts with a letter or digit, then any number of '.'-separated
+/// labels of 1–63 of those; none of the localhost names. Why not, when it is refused.
+pub(crate) fn agent_hostname(name: &str) -> Result<(), &'static str> {
+    if name.len() > 253 {
+        return Err("is longer than 253 characters");
+    }
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    let first_ok = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if !first_ok || !name.split('.').all(label_ok) {
+        return Err("must be lowercase letters, digits and '-' in '.'-separated labels of 1 to 63 characters, starting with a letter or digit");
+    }
+    if FORBIDDEN_HOSTNAMES.contains(&name) {
+        return Err("is a localhost name, which the assisted installer refuses");
+    }
+    Ok(())
 }
 
 /// The node's normalised MAC, recorded in `macs` when it is the first node with it.
@@ -153,12 +181,34 @@ mod tests {
         fails(
             set(compact(), "/nodes/1/name", json!("Master_1")),
             "nodes[1].name",
-            "hostname-dns-label",
+            "hostname-format",
         );
         fails(
             set(compact(), "/nodes/2/name", json!("master-0")),
             "nodes[2].name",
             "hostname-unique",
         );
+        // assisted-service ValidateHostname: dotted names are hostnames too.
+        let p = ok_plan(&set(
+            compact(),
+            "/nodes/1/name",
+            json!("master-1.lab.example.com"),
+        ));
+        assert_eq!(p.hosts[1].name, "master-1.lab.example.com");
+        let long = format!("{}.{}", "a".repeat(63), "b".repeat(64));
+        for bad in [
+            "-master",
+            "master..lab",
+            "master.",
+            "localhost.localdomain",
+            "Master",
+            &long,
+        ] {
+            fails(
+                set(compact(), "/nodes/1/name", json!(bad)),
+                "nodes[1].name",
+                "hostname-format",
+            );
+        }
     }
 }

@@ -45,15 +45,12 @@ fn check_proxy(f: &mut Findings, cx: &Ctx, p: &ProxyOpt) -> PlanProxy {
     }
     let entries = p.no_proxy.clone().unwrap_or_default();
     for (i, e) in entries.iter().enumerate() {
-        let ok = if e == "*" {
-            entries.len() == 1
-        } else {
-            let d = e.strip_prefix('.').unwrap_or(e).to_ascii_lowercase();
-            e.parse::<IpAddr>().is_ok() || Cidr::parse(e).is_ok() || is_dns_subdomain(&d)
-        };
-        if !ok {
-            f.err(format!("proxy.no_proxy[{i}]"), "no-proxy-entry",
-                  format!("'{e}' must be a domain (optionally with a leading '.'), an IP, a CIDR, or '*' alone; no spaces or wildcards"));
+        if let Err(why) = no_proxy_entry(e, entries.len()) {
+            f.err(
+                format!("proxy.no_proxy[{i}]"),
+                "no-proxy-entry",
+                format!("'{e}' {why}"),
+            );
         }
     }
     PlanProxy {
@@ -61,6 +58,29 @@ fn check_proxy(f: &mut Findings, cx: &Ctx, p: &ProxyOpt) -> PlanProxy {
         https_proxy: p.https_proxy.clone(),
         no_proxy: (!entries.is_empty()).then(|| entries.join(",")),
     }
+}
+
+/// One `noProxy` entry as installer pkg/types/validation `validateProxy` takes it: `*` only as the
+/// whole list; no spaces; otherwise an IP, a CIDR (Go's `net.ParseCIDR`: host bits may be set) or
+/// a domain that `validate.NoProxyDomainName` accepts — one leading and one trailing '.' dropped,
+/// the rest a DNS-1123 subdomain, so lowercase only and no wildcard.
+fn no_proxy_entry(e: &str, count: usize) -> Result<(), &'static str> {
+    if e == "*" {
+        return if count == 1 {
+            Ok(())
+        } else {
+            Err("'*' (every host) must be the only entry")
+        };
+    }
+    if e.contains(' ') {
+        return Err("must not contain spaces");
+    }
+    let domain = e.strip_prefix('.').unwrap_or(e);
+    let domain = domain.strip_suffix('.').unwrap_or(domain);
+    if e.parse::<IpAddr>().is_ok() || Cidr::parse(e).is_ok() || is_dns_subdomain(domain) {
+        return Ok(());
+    }
+    Err("must be an IP, a CIDR or a lowercase domain (optionally with a leading '.'), without wildcards")
 }
 
 /// A proxy URL: parses, uses an allowed scheme, and (as an IP) is outside the cluster networks.
@@ -105,12 +125,13 @@ fn check_mirror(f: &mut Findings, i: usize, m: MirrorOpt) -> PlanMirror {
             e.to_string(),
         );
     }
+    // installer `validateImageDigestSources` checks each mirror there is and accepts a source
+    // without any (TestValidateInstallConfig "valid release image source ImageDigstSourrce").
     if m.mirrors.is_empty() {
-        f.err(
-            format!("image_digest_sources[{i}].mirrors"),
-            "mirror-repository",
-            "at least one mirror is required",
-        );
+        f.warn(format!(
+            "image_digest_sources[{i}] ({}) lists no mirror, so it redirects nothing",
+            m.source
+        ));
     }
     for (j, r) in m.mirrors.iter().enumerate() {
         if let Err(e) = check_repository(r) {
@@ -184,33 +205,79 @@ mod tests {
     }
 
     #[test]
+    fn rule_no_proxy_entries_as_the_installer() {
+        let proxy = |np: serde_json::Value| {
+            with(
+                compact(),
+                "proxy",
+                json!({"http_proxy": "http://p.lab:3128", "no_proxy": np}),
+            )
+        };
+        // validateProxy: IPs, CIDRs (host bits allowed), domains with a leading or trailing dot.
+        ok_plan(&proxy(json!([
+            ".example.com",
+            "lab.",
+            "10.0.0.1",
+            "10.0.0.1/8",
+            "fd00::/64"
+        ])));
+        ok_plan(&proxy(json!(["*"])));
+        // NoProxyDomainName is a DNS-1123 subdomain: lowercase only.
+        fails(
+            proxy(json!(["Lab.Example.com"])),
+            "proxy.no_proxy[0]",
+            "no-proxy-entry",
+        );
+        fails(
+            proxy(json!(["lab", "a b"])),
+            "proxy.no_proxy[1]",
+            "no-proxy-entry",
+        );
+        fails(
+            proxy(json!(["lab", ""])),
+            "proxy.no_proxy[1]",
+            "no-proxy-entry",
+        );
+        fails(
+            proxy(json!(["..lab"])),
+            "proxy.no_proxy[0]",
+            "no-proxy-entry",
+        );
+    }
+
+    #[test]
     fn rule_mirrors() {
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "quay.io/ocp:4.16", "mirrors": ["m.lab/ocp"]}]),
+        let sources = |v: serde_json::Value| with(compact(), "image_digest_sources", v);
+        // validateNamedRepository: no tag, no digest, and a path only behind a registry host.
+        for (source, mirror, path) in [
+            (
+                "quay.io/ocp:4.16",
+                "m.lab/ocp",
+                "image_digest_sources[0].source",
             ),
-            "image_digest_sources[0].source",
-            "mirror-repository",
-        );
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "quay.io/ocp", "mirrors": ["m.lab/ocp@sha256:ab"]}]),
+            (
+                "quay.io/ocp",
+                "m.lab/ocp@sha256:ab",
+                "image_digest_sources[0].mirrors[0]",
             ),
-            "image_digest_sources[0].mirrors[0]",
-            "mirror-repository",
-        );
-        fails(
-            with(
-                compact(),
-                "image_digest_sources",
-                json!([{"source": "quay.io/ocp", "mirrors": []}]),
+            (
+                "ocp/release-x.y",
+                "mirror.example.com:5000",
+                "image_digest_sources[0].source",
             ),
-            "image_digest_sources[0].mirrors",
-            "mirror-repository",
-        );
+            (
+                "q.io/ocp/release-x.y",
+                "ocp/openshift-x.y",
+                "image_digest_sources[0].mirrors[0]",
+            ),
+        ] {
+            fails(
+                sources(json!([{"source": source, "mirrors": [mirror]}])),
+                path,
+                "mirror-repository",
+            );
+        }
+        // validateImageDigestSources accepts a source without mirrors.
+        ok_plan(&sources(json!([{"source": "quay.io/ocp", "mirrors": []}])));
     }
 }

@@ -6,8 +6,9 @@ use crate::model::RootDeviceHintsOpt;
 
 use super::context::Findings;
 
-/// The hints of `nodes[i]` under the installer's names (`deviceName`, `serialNumber`, …).
-pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value {
+/// The hints of `nodes[i]` under the installer's names (`deviceName`, `serialNumber`, …); None when
+/// no hint is given.
+pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Option<Value> {
     let at = |f: &str| format!("nodes[{i}].root_device_hints.{f}");
     let mut m = Map::new();
     if let Some(d) = &h.device_name {
@@ -61,14 +62,16 @@ pub(super) fn check(c: &mut Findings, h: &RootDeviceHintsOpt, i: usize) -> Value
     if let Some(r) = h.rotational {
         m.insert("rotational".into(), json!(r));
     }
+    // An empty hint set is no hint: the installer writes a host's `root-device-hints.yaml` only
+    // when the hints marshal to something other than `{}` (pkg/asset/agent/agentconfig
+    // `AgentHosts.HostConfigFiles`), and the agent then picks the installation disk itself.
     if m.is_empty() {
-        c.err(
-            format!("nodes[{i}].root_device_hints"),
-            "root-device-hint",
-            "give at least one hint (device_name, wwn, serial_number, …)",
-        );
+        c.warn(format!(
+            "nodes[{i}].root_device_hints is empty: no hint is written and the agent chooses the installation disk"
+        ));
+        return None;
     }
-    Value::Object(m)
+    Some(Value::Object(m))
 }
 
 /// `/dev/NAME`, nested only as `/dev/disk/by-path/NAME`.
@@ -131,11 +134,12 @@ mod tests {
             "nodes[0].root_device_hints.min_size_gigabytes",
             "root-device-hint",
         );
-        fails(
-            hint(json!({})),
-            "nodes[0].root_device_hints",
-            "root-device-hint",
-        );
+        // AgentHosts.HostConfigFiles: `{}` is no hint at all, accepted and not rendered.
+        let p = ok_plan(&hint(json!({})));
+        assert!(p.hosts[0].root_device_hints.is_none());
+        let (_, agent_config) = crate::render::render(&p, None).unwrap();
+        let doc: Value = serde_yaml_ng::from_str(&agent_config).unwrap();
+        assert!(doc["hosts"][0].get("rootDeviceHints").is_none());
         let p = ok_plan(&hint(
             json!({"device_name": "/dev/disk/by-path/pci-0000:00:05.0-scsi-0:0:0:0", "wwn": "0x5000c500a0b1c2d3"}),
         ));

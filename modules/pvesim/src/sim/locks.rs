@@ -86,7 +86,7 @@ impl Sim {
         let vmid = match action {
             Action::Create { vmid, .. }
             | Action::Config { vmid, .. }
-            | Action::Resize { vmid, .. }
+            | Action::Resize(crate::ops::resize::ResizeDisk { vmid, .. })
             | Action::Destroy { vmid, .. }
             | Action::Start { vmid }
             | Action::Stop { vmid }

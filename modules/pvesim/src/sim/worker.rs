@@ -175,7 +175,7 @@ impl Sim {
                 ..
             } => ops::clone::finish(self, src, newid, full, storage, format, log),
             Action::Config { vmid, changes } => ops::config::finish(self, vmid, &changes, log),
-            Action::Resize { vmid, disk, size } => ops::resize::finish(self, vmid, &disk, size),
+            Action::Resize(req) => ops::resize::finish(self, &req),
             Action::Destroy { vmid, unreferenced } => {
                 ops::destroy::finish(self, vmid, unreferenced, log)
             }
