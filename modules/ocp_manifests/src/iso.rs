@@ -252,9 +252,12 @@ fn create_image(bin: &Path, work: &Path) -> Result<(), (BuildErrorKind, Vec<Stri
     if let Some(path) = oc_shim(bin, &oc_dir) {
         cmd.env("PATH", path);
     }
+    // `--dir=<work>`: one argument, never taken for a flag of its own (the command has no positionals).
+    let mut dir_flag = std::ffi::OsString::from("--dir=");
+    dir_flag.push(work);
     let out = cmd
-        .args(["agent", "create", "image", "--dir"])
-        .arg(work)
+        .args(["agent", "create", "image"])
+        .arg(dir_flag)
         .output();
     let _ = fs::remove_dir_all(&oc_dir);
     let out = out.map_err(|source| {

@@ -200,7 +200,8 @@ pub(crate) fn nmstatectl_check(
             });
             continue;
         }
-        let out = Command::new(bin).arg("gc").arg(&file).output();
+        // `--`: clap ends the options there, so the file is a file whatever its name.
+        let out = Command::new(bin).args(["gc", "--"]).arg(&file).output();
         let _ = std::fs::remove_file(&file);
         match out {
             Ok(o) if o.status.success() => {}

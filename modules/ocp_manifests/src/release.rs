@@ -300,7 +300,8 @@ pub fn extract(x: &Extraction, pull_secret: &str, tmp: &Path) -> Result<Extracte
     })
 }
 
-/// `oc adm release extract --command=openshift-install --to=<work> --registry-config=<f> <image>`.
+/// `oc adm release extract --command=openshift-install --to=<work> --registry-config=<f> -- <image>`:
+/// after `--` (cobra/pflag end the flags there) an image reference can never be read as a flag.
 fn run_oc(
     x: &Extraction,
     work: &Path,
@@ -312,6 +313,7 @@ fn run_oc(
         .args(["adm", "release", "extract", "--command=openshift-install"])
         .arg(format!("--to={}", work.display()))
         .arg(format!("--registry-config={}", auth.0.display()))
+        .arg("--")
         .arg(&x.image)
         .output();
     drop(auth);
@@ -517,7 +519,7 @@ chmod 755 "$to/openshift-install"
             call.starts_with("adm release extract --command=openshift-install --to=")
                 && call.contains(&format!("--registry-config={}", tmp.display()))
                 && call.contains(&format!(
-                    "{RELEASE_REPOSITORY}:4.19.7-x86_64 mode=600 secret={{\"auths\":{{}}}}"
+                    " -- {RELEASE_REPOSITORY}:4.19.7-x86_64 mode=600 secret={{\"auths\":{{}}}}"
                 )),
             "{call}"
         );

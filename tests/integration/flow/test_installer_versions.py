@@ -171,7 +171,7 @@ def test_the_installer_is_extracted_once_and_the_install_phase_alone_waits_with_
     assert manifests["installer_source"] == f"release image {image}", manifests
     [call] = oc_calls.read_text().splitlines()
     args, mode = call.split("\t")
-    assert args.startswith(f"adm release extract --command=openshift-install --to={cache}/") and args.endswith(image), call
+    assert args.startswith(f"adm release extract --command=openshift-install --to={cache}/") and args.endswith(f" -- {image}"), call
     assert mode == "registry-config=600", call
     registry_config = Path(args.split("--registry-config=")[1].split(" ")[0])
     assert not registry_config.exists(), "the registry config outlived the extraction"
