@@ -16,6 +16,7 @@
 //! for Python modules: type coercion, check mode, diff, no_log masking and the result shape. This crate
 //! does all of it; see `ARCHITECTURE.md` for the invariants.
 
+pub mod child;
 pub mod coerce;
 pub mod mask;
 pub mod module;

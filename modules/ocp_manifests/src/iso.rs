@@ -7,7 +7,7 @@
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
@@ -247,7 +247,8 @@ fn oc_shim(bin: &Path, dir: &Path) -> Option<std::ffi::OsString> {
 
 /// Run the installer in `work`; on failure the error names its last fatal line and keeps the log.
 fn create_image(bin: &Path, work: &Path) -> Result<(), (BuildErrorKind, Vec<String>)> {
-    let mut cmd = Command::new(bin);
+    // The allow-listed environment (ansible_module::child): the install-config carries what it needs.
+    let mut cmd = ansible_module::child::command(bin);
     let oc_dir = work.join(".proxshift-oc");
     if let Some(path) = oc_shim(bin, &oc_dir) {
         cmd.env("PATH", path);
