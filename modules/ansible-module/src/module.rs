@@ -159,6 +159,15 @@ fn secrets() -> &'static Mutex<Vec<String>> {
     SECRETS.get_or_init(|| Mutex::new(Vec::new()))
 }
 
+/// Forget the secrets earlier runs of this process learnt. For an in-process harness that runs one
+/// module input after another on one thread (the fuzz targets: thousands of runs would otherwise mask
+/// every result against every earlier run's secrets); a module binary runs once and never needs it.
+pub fn forget_secrets() {
+    if let Ok(mut g) = secrets().lock() {
+        g.clear();
+    }
+}
+
 fn remember(values: Vec<String>) {
     if let Ok(mut g) = secrets().lock() {
         g.extend(values.into_iter().filter(|x| !x.is_empty()));
