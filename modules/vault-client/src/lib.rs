@@ -216,6 +216,25 @@ impl fmt::Debug for Vault {
     }
 }
 
+/// Whether `url` sends tokens and secrets in clear text over a network: `http://` to a host other than
+/// the loopback (`localhost`, 127.0.0.0/8, `::1`). Pure; an unparsable URL is left to [`Vault::new`].
+pub fn cleartext_to_remote(url: &str) -> bool {
+    let Ok(u) = Url::parse(url.trim()) else {
+        return false;
+    };
+    if u.scheme() != "http" {
+        return false;
+    }
+    let host = u.host_str().unwrap_or_default();
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    !loopback
+}
+
 /// Escape the characters that would end a URL path early; `/` stays a separator.
 pub(crate) fn escape_path(p: &str) -> String {
     let mut out = String::with_capacity(p.len());
@@ -528,6 +547,27 @@ mod tests {
             e,
             Err(Error::Path(PathError::EmptySegment { .. }))
         ));
+    }
+
+    #[test]
+    fn cleartext_only_matters_off_the_loopback() {
+        for remote in [
+            "http://vault.example.com:8200",
+            "http://10.0.0.5",
+            "http://[fd00::1]:8200",
+        ] {
+            assert!(cleartext_to_remote(remote), "{remote}");
+        }
+        for fine in [
+            "https://vault.example.com",
+            "http://127.0.0.1:8200",
+            "http://127.0.0.53",
+            "http://localhost:8200",
+            "http://[::1]:8200",
+            "not a url",
+        ] {
+            assert!(!cleartext_to_remote(fine), "{fine}");
+        }
     }
 
     #[test]
