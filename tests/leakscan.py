@@ -6,14 +6,17 @@ or a dict/list of strings) or whose string VALUE contains ``canary`` — and can
 the ``canary`` fixture (``canary("value")``). A JSON canary also registers its string leaves (the ``auth``
 inside a pull secret), since that is the part that would leak.
 
-Scanned: every ``ansible-playbook`` run's stdout, stderr and recorded task results (lookup plugins run
+Scanned: every ``ansible-playbook`` run's stdout, stderr and recorded task results (every task's whole
+result, ``invocation`` included, as AWX stores it from its callback whatever the verbosity; lookup plugins run
 inside these), every ``ansible-inventory`` run's stdout and stderr (``run_inventory``: the inventory
 plugin's host vars, warnings, errors and ``-vvv`` output) (what any callback,
 AWX included, receives: ansible censors ``no_log`` results before callbacks see them, so a ``no_log`` task
 that returns a secret by design passes only if its displayed result is censored), each test's captured
 stdout/stderr/log, and at session end every ``*.log`` and ``record-*.jsonl`` artifact under the session's
 temporary directory (our own services' logs included; third-party dev servers that print their own
-credentials by design, OpenBao and the kube test environment, are not ours to scan).
+credentials by design, OpenBao and the kube test environment, are not ours to scan, nor is the installer's own
+``.openshift_install.log``) and every async job file (``ansible-async/``, where async tasks leave their whole
+result on disk).
 
 A test whose own runs leak fails at teardown, naming the canary and where it appeared. A test that shows
 a canary on purpose (the control proving the scan works) is marked ``@pytest.mark.canary_shown``.
@@ -27,8 +30,13 @@ from pathlib import Path
 
 import pytest
 
-# Third-party servers' own logs (they print their dev root token / admin credentials by design).
-NOT_OURS = {"bao.log", "testenv.log"}
+# Third-party servers' own logs (they print their dev root token / admin credentials by design), and the
+# installer's own log in its folder, which holds the kubeadmin password as auth/kubeadmin-password does
+# (the real installer writes its "Login to the console" line there too; no task result carries it).
+NOT_OURS = {"bao.log", "testenv.log", ".openshift_install.log"}
+# Folders whose every file is scanned: Ansible's async job files (ANSIBLE_ASYNC_DIR, testlib.ansible_env),
+# which keep an async task's whole result on disk.
+SCANNED_DIRS = {"ansible-async"}
 MIN_LEN = 8  # shorter values would match by accident
 
 
@@ -209,10 +217,17 @@ def _scan_artifacts(session) -> Path | None:
         return None
     if base.exists():
         for path in sorted(base.rglob("*")):
-            if path.is_file() and path.name not in NOT_OURS and (
-                    path.suffix == ".log" or (path.name.startswith("record-") and path.suffix == ".jsonl")):
+            if path.is_file() and is_artifact(path):
                 SCAN.scan_file(path)
     return base
+
+
+def is_artifact(path: Path) -> bool:
+    """Whether the session-end scan reads this file: our logs, the recorded results, async job files."""
+    if path.name in NOT_OURS:
+        return False
+    return (path.suffix == ".log" or path.parent.name in SCANNED_DIRS
+            or (path.name.startswith("record-") and path.suffix == ".jsonl"))
 
 
 # Under pytest-xdist every worker scans its own tests and artifacts (the canaries live in the processes that

@@ -133,6 +133,9 @@ def ansible_env(tmp: Path, extra: dict | None = None, venv: Path = VENV) -> dict
             "ANSIBLE_HOME": str(tmp / "ansible-home"),
             "ANSIBLE_LOCAL_TEMP": str(tmp / "ansible-local"),
             "ANSIBLE_REMOTE_TEMP": str(tmp / "ansible-remote"),
+            # Async job files (the full result of an async task, read by async_status) stay with the test
+            # and are read by the leak scan: they are on disk where the job ran.
+            "ANSIBLE_ASYNC_DIR": str(tmp / "ansible-async"),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",
             "ANSIBLE_RETRY_FILES_ENABLED": "false",
@@ -197,3 +200,6 @@ def which_or_fail(name: str, hint: str) -> str:
 # The cluster ID the installer double records (PROXSHIFT_TEST_CLUSTER_ID) and the test API server's
 # ClusterVersion answers with: one and the same cluster for the record's identity check.
 TEST_CLUSTER_ID = "6c1f5a2e-0000-4000-8000-0000000000f1"
+# The kubeadmin password the installer double generates and logs at install-complete, as the real
+# installer does (tests/fixtures/bin/openshift-install): a canary of the session's leak scan.
+KUBEADMIN_PASSWORD_CANARY = "Kcnry-Admin-Passw-Leak1"

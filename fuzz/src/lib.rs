@@ -4,9 +4,44 @@
 
 use std::collections::BTreeSet;
 
-use ansible_module::{ArgSpec, Type};
+use ansible_module::{ArgSpec, Opt, Type};
 use arbitrary::{Result, Unstructured};
 use serde_json::{Map, Number, Value};
+
+/// Every module's argument spec (and the plugin backends' `--inventory`/`--lookup` specs, which validate
+/// their stdin JSON), by name. Built once: the specs are plain data and building fifteen per input
+/// would dominate the run.
+pub fn module_specs() -> &'static [(&'static str, ArgSpec)] {
+    static SPECS: std::sync::OnceLock<Vec<(&'static str, ArgSpec)>> = std::sync::OnceLock::new();
+    SPECS.get_or_init(|| {
+        vec![
+            ("proxmox_vm", proxmox_vm::argument_spec()),
+            ("vm_lifecycle", vm_lifecycle::argument_spec()),
+            ("hashicorp_vault", hashicorp_vault::argument_spec()),
+            ("ocp_manifests", ocp_manifests::argument_spec()),
+            ("acm_import", acm_import::argument_spec()),
+            ("cluster_auth", cluster_auth::argument_spec()),
+            ("proxmox_access", proxmox_access::argument_spec()),
+            ("proxmox_vm_info", proxmox_vm_info::argument_spec()),
+            (
+                "proxshift.proxmox.proxmox",
+                proxmox_vm_info::inventory::argument_spec(),
+            ),
+            (
+                "hashicorp_vault_info",
+                hashicorp_vault_info::argument_spec(),
+            ),
+            (
+                "proxshift.hashi_vault.kv",
+                hashicorp_vault_info::lookup::argument_spec(),
+            ),
+            ("acm_cluster_info", acm_cluster_info::argument_spec()),
+            ("cluster_nodes", cluster_nodes::argument_spec()),
+            ("cluster_upgrade", cluster_upgrade::argument_spec()),
+            ("cluster_config", cluster_config::argument_spec()),
+        ]
+    })
+}
 
 /// Every option name (aliases and sub-options included) of a spec.
 pub fn option_names(spec: &ArgSpec) -> BTreeSet<&'static str> {
@@ -203,5 +238,95 @@ pub fn check_result(result: &Value, spec: &ArgSpec, body_ran: bool, input: &str)
                 || msg.contains("JSON");
             assert!(named, "failure names no option: {msg}\ninput: {input}");
         }
+    }
+}
+
+/// A canary: lowercase letters and hex digits between `nlg` and `q`, so it cannot occur in the masks
+/// (`VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`, `********`), an option name or a message by chance.
+fn canary(u: &mut Unstructured, canaries: &mut Vec<String>) -> Result<Value> {
+    let c = format!("nlg{:08x}{:04x}q", u.arbitrary::<u32>()?, canaries.len());
+    canaries.push(c.clone());
+    Ok(Value::String(c))
+}
+
+/// A value for a `no_log` option made of canaries: a string, or a list or dict of them (a no_log
+/// option may hold several secrets; a dict's keys are not secrets, as in core).
+fn canary_value(u: &mut Unstructured, canaries: &mut Vec<String>) -> Result<Value> {
+    Ok(match u.int_in_range(0..=3)? {
+        0 => Value::Array(vec![canary(u, canaries)?, canary(u, canaries)?]),
+        1 => {
+            let mut m = Map::new();
+            m.insert("k".into(), canary(u, canaries)?);
+            m.insert("nested".into(), Value::Array(vec![canary(u, canaries)?]));
+            Value::Object(m)
+        }
+        _ => canary(u, canaries)?,
+    })
+}
+
+/// Put canaries into `args` (an object [`object`] generated for `spec`): every `no_log` option, at any
+/// depth and under whichever name it was given, gets one (or is added with one), and a free dict with
+/// `no_log_keys` gets one under each of them. Returns the canaries.
+pub fn plant_canaries(
+    u: &mut Unstructured,
+    args: &mut Value,
+    spec: &ArgSpec,
+) -> Result<Vec<String>> {
+    let mut canaries = Vec::new();
+    if let Value::Object(m) = args {
+        plant_level(u, m, spec, &mut canaries)?;
+    }
+    Ok(canaries)
+}
+
+fn plant_level(
+    u: &mut Unstructured,
+    m: &mut Map<String, Value>,
+    spec: &ArgSpec,
+    canaries: &mut Vec<String>,
+) -> Result<()> {
+    for o in &spec.options {
+        let given = o.names().find(|n| m.contains_key(*n));
+        if o.no_log {
+            let name = match given {
+                Some(n) => n,
+                None if u.ratio(1, 2)? => o.name,
+                None => continue,
+            };
+            m.insert(name.to_string(), canary_value(u, canaries)?);
+            continue;
+        }
+        if let Some(v) = given.and_then(|n| m.get_mut(n)) {
+            plant_option(u, o, v, canaries)?;
+        }
+    }
+    Ok(())
+}
+
+fn plant_option(
+    u: &mut Unstructured,
+    o: &Opt,
+    v: &mut Value,
+    canaries: &mut Vec<String>,
+) -> Result<()> {
+    if let Value::Object(m) = v {
+        for key in &o.no_log_keys {
+            m.insert(key.to_string(), canary(u, canaries)?);
+        }
+    }
+    let Some(sub) = &o.options else {
+        return Ok(());
+    };
+    match v {
+        Value::Object(m) => plant_level(u, m, sub, canaries),
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                if let Value::Object(m) = item {
+                    plant_level(u, m, sub, canaries)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }

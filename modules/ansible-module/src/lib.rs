@@ -16,6 +16,7 @@
 //! for Python modules: type coercion, check mode, diff, no_log masking and the result shape. This crate
 //! does all of it; see `ARCHITECTURE.md` for the invariants.
 
+pub mod child;
 pub mod coerce;
 pub mod mask;
 pub mod module;
@@ -23,5 +24,5 @@ pub mod sidecar;
 pub mod spec;
 pub mod validate;
 
-pub use module::{execute, run, run_stdin, Failure, Module, Outcome};
+pub use module::{execute, forget_secrets, run, run_stdin, Failure, Module, Outcome};
 pub use spec::{ArgSpec, Opt, Type};

@@ -1,8 +1,12 @@
 //! no_log masking done by the module itself: ansible-core does not mask a binary module's output.
 //! Same rules as core's `remove_values`: a string equal to a secret becomes
-//! `VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`; a secret inside a longer string becomes `********`.
+//! `VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`; a secret inside a longer string becomes `********`; a number
+//! whose text holds a secret is masked whole. Dict keys are masked too, as core's `sanitize_keys` does
+//! for results that carry data as keys (a header name, a Secret's `NAMESPACE/NAME`).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::spec::{ArgSpec, Opt};
 
 pub const MASK_WHOLE: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
 pub const MASK_PART: &str = "********";
@@ -19,11 +23,114 @@ pub fn mask_value(v: &mut Value, secrets: &[String]) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(|x| mask_value(x, secrets)),
-        Value::Object(m) => m.values_mut().for_each(|x| mask_value(x, secrets)),
+        Value::Object(m) => mask_entries(m, secrets, true),
         Value::Number(n) => {
             let text = n.to_string();
-            if secrets.contains(&text) {
+            if secrets
+                .iter()
+                .any(|x| !x.is_empty() && text.contains(x.as_str()))
+            {
                 *v = Value::String(MASK_WHOLE.into());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Mask a module's whole result: as [`mask_value`], except that the keys of the result itself
+/// (`changed`, `msg`, ...) and the option names in `invocation.module_args` stay as they are, since
+/// they are the protocol, not data (a one-letter secret would otherwise take `changed` away).
+pub fn mask_result(result: &mut Value, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let Value::Object(top) = result else {
+        return mask_value(result, secrets);
+    };
+    let invocation = top.remove("invocation");
+    mask_entries(top, secrets, false);
+    if let Some(mut inv) = invocation {
+        if let Value::Object(i) = &mut inv {
+            for (_, args) in i.iter_mut() {
+                match args {
+                    Value::Object(a) => mask_entries(a, secrets, false),
+                    other => mask_value(other, secrets),
+                }
+            }
+        }
+        top.insert("invocation".into(), inv);
+    }
+}
+
+/// Mask the values of `m`, and its keys when `keys` is set.
+fn mask_entries(m: &mut Map<String, Value>, secrets: &[String], keys: bool) {
+    let entries = std::mem::take(m);
+    for (key, mut x) in entries {
+        mask_value(&mut x, secrets);
+        let key = match keys {
+            true => mask_str(&key, secrets).unwrap_or(key),
+            false => key,
+        };
+        m.insert(key, x);
+    }
+}
+
+/// The options as `invocation.module_args` shows them: every `no_log` option masked whole under
+/// whichever name it was given (aliases too), at any depth of the sub-options, and the values under a
+/// free dict's `no_log_keys`. Works on the input as given as well as on validated options, so a
+/// failure before validation finished shows no more than a success.
+pub fn mask_options(args: &Map<String, Value>, spec: &ArgSpec) -> Map<String, Value> {
+    let mut args = args.clone();
+    mask_options_in(&mut args, spec);
+    args
+}
+
+fn mask_options_in(args: &mut Map<String, Value>, spec: &ArgSpec) {
+    for opt in &spec.options {
+        for name in opt.names() {
+            if let Some(v) = args.get_mut(name) {
+                mask_option(opt, v);
+            }
+        }
+    }
+}
+
+fn mask_option(opt: &Opt, v: &mut Value) {
+    if v.is_null() {
+        return;
+    }
+    if opt.no_log {
+        *v = Value::String(MASK_WHOLE.into());
+        return;
+    }
+    mask_under_keys(v, &opt.no_log_keys);
+    if let Some(sub) = &opt.options {
+        match v {
+            Value::Object(m) => mask_options_in(m, sub),
+            Value::Array(items) => items
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(|m| mask_options_in(m, sub)),
+            _ => {}
+        }
+    }
+}
+
+fn mask_under_keys(v: &mut Value, keys: &[&str]) {
+    if keys.is_empty() {
+        return;
+    }
+    match v {
+        Value::Array(a) => a.iter_mut().for_each(|x| mask_under_keys(x, keys)),
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if keys.contains(&k.as_str()) {
+                    if !x.is_null() {
+                        *x = Value::String(MASK_WHOLE.into());
+                    }
+                } else {
+                    mask_under_keys(x, keys);
+                }
             }
         }
         _ => {}
@@ -73,8 +180,79 @@ mod tests {
 
     #[test]
     fn numeric_secrets() {
-        let mut v = json!({"pin": 1234, "other": 5});
+        let mut v = json!({"pin": 1234, "longer": 912345, "other": 5});
         mask_value(&mut v, &["1234".to_string()]);
-        assert_eq!(v, json!({"pin": MASK_WHOLE, "other": 5}));
+        assert_eq!(
+            v,
+            json!({"pin": MASK_WHOLE, "longer": MASK_WHOLE, "other": 5})
+        );
+    }
+
+    #[test]
+    fn a_result_keeps_its_own_keys_and_the_option_names() {
+        let secrets = vec!["c".to_string(), "tok".to_string()];
+        let mut v = json!({
+            "changed": false, "msg": "tok here",
+            "invocation": {"module_args": {"token": "tok", "headers": {"tok-h": 1}}},
+            "data": {"tok": "x"},
+        });
+        mask_result(&mut v, &secrets);
+        assert_eq!(v["changed"], json!(false));
+        assert_eq!(v["msg"], json!("******** here"));
+        let args = &v["invocation"]["module_args"];
+        assert_eq!(args["token"], json!(MASK_WHOLE));
+        assert_eq!(args["headers"], json!({"********-h": 1}));
+        assert_eq!(v["data"], json!({MASK_WHOLE: "x"}));
+    }
+
+    fn spec() -> ArgSpec {
+        use crate::spec::Type;
+        ArgSpec::new(vec![
+            Opt::str("token").no_log().aliases(&["api_token"]),
+            Opt::bool("pin").no_log(),
+            Opt::dict("extra").no_log_keys(&["cipassword"]),
+            Opt::list("vms", Type::Dict).options(ArgSpec::new(vec![
+                Opt::str("name"),
+                Opt::str("password").no_log(),
+                Opt::dict("extra").no_log_keys(&["cipassword"]),
+            ])),
+        ])
+    }
+
+    #[test]
+    fn options_are_masked_by_name_alias_depth_and_key() {
+        let args = json!({
+            "api_token": "t1", "pin": false,
+            "extra": {"cipassword": "c1", "tablet": 0, "nested": {"cipassword": 7}},
+            "vms": [{"name": "a", "password": "p1", "extra": {"cipassword": "c2"}}, "not a dict"],
+        });
+        let masked = mask_options(args.as_object().unwrap(), &spec());
+        assert_eq!(
+            Value::Object(masked),
+            json!({
+                "api_token": MASK_WHOLE, "pin": MASK_WHOLE,
+                "extra": {"cipassword": MASK_WHOLE, "tablet": 0, "nested": {"cipassword": MASK_WHOLE}},
+                "vms": [{"name": "a", "password": MASK_WHOLE, "extra": {"cipassword": MASK_WHOLE}}, "not a dict"],
+            })
+        );
+    }
+
+    #[test]
+    fn dict_keys_are_masked_at_any_depth() {
+        let secrets = vec!["tok-key-1".to_string()];
+        let mut v = json!({
+            "tok-key-1": 1,
+            "headers": {"x-tok-key-1-y": "v", "plain": "tok-key-1"},
+            "list": [{"tok-key-1": {"tok-key-1": true}}],
+        });
+        mask_value(&mut v, &secrets);
+        assert_eq!(
+            v,
+            json!({
+                MASK_WHOLE: 1,
+                "headers": {"x-********-y": "v", "plain": MASK_WHOLE},
+                "list": [{MASK_WHOLE: {MASK_WHOLE: true}}],
+            })
+        );
     }
 }

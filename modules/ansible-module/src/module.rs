@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use crate::mask::mask_value;
+use crate::mask::{mask_options, mask_result};
 use crate::spec::ArgSpec;
 use crate::validate::validate;
 
@@ -161,6 +161,21 @@ fn secrets() -> &'static Mutex<Vec<String>> {
     SECRETS.get_or_init(|| Mutex::new(Vec::new()))
 }
 
+/// Forget the secrets earlier runs of this process learnt. For an in-process harness that runs one
+/// module input after another on one thread (the fuzz targets: thousands of runs would otherwise mask
+/// every result against every earlier run's secrets); a module binary runs once and never needs it.
+pub fn forget_secrets() {
+    if let Ok(mut g) = secrets().lock() {
+        g.clear();
+    }
+}
+
+fn remember(values: Vec<String>) {
+    if let Ok(mut g) = secrets().lock() {
+        g.extend(values.into_iter().filter(|x| !x.is_empty()));
+    }
+}
+
 fn current_secrets() -> Vec<String> {
     secrets().lock().map(|g| g.clone()).unwrap_or_default()
 }
@@ -253,17 +268,6 @@ fn split_args(args_text: &str) -> Result<SplitArgs, String> {
         .partition(|(k, _)| k.starts_with("_ansible_")))
 }
 
-/// The options as the result's `invocation` shows them: every `no_log` option masked whole.
-fn masked_args(args: &Map<String, Value>, spec: &ArgSpec) -> Map<String, Value> {
-    let mut args = args.clone();
-    for opt in spec.options.iter().filter(|o| o.no_log) {
-        if args.get(opt.name).is_some_and(|x| !x.is_null()) {
-            args.insert(opt.name.to_string(), json!(crate::mask::MASK_WHOLE));
-        }
-    }
-    args
-}
-
 /// The testable core of [`run`]: args text in, masked result and exit code out.
 pub fn execute<F>(args_text: &str, default_name: &str, spec: &ArgSpec, body: F) -> (Value, i32)
 where
@@ -294,22 +298,22 @@ where
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|x| x == "error" || x == "always"));
 
+    // The secrets of the input are known before anything can fail or panic on it.
+    remember(crate::validate::no_log_values(&user, spec));
     let v = validate(
         &user,
         spec,
         &module_name,
         flag("_ansible_ignore_unknown_opts"),
     );
-    if let Ok(mut g) = secrets().lock() {
-        g.extend(v.no_log_values.iter().cloned());
-    }
+    remember(v.no_log_values.clone());
     let invocation = inject_invocation.then(|| {
         let args = if v.errors.is_empty() {
             &v.params
         } else {
             &user
         };
-        json!({"module_args": masked_args(args, spec)})
+        json!({"module_args": mask_options(args, spec)})
     });
 
     let mut result = Map::new();
@@ -394,7 +398,7 @@ fn finish(mut result: Value, secrets: &[String]) -> (Value, i32) {
     if let Value::Object(m) = &mut result {
         m.retain(|k, _| !k.starts_with("_ansible_"));
     }
-    mask_value(&mut result, secrets);
+    mask_result(&mut result, secrets);
     let failed = result
         .get("failed")
         .and_then(Value::as_bool)
@@ -421,16 +425,20 @@ fn install_panic_hook() {
             .location()
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let result = json!({
-            "failed": true,
-            "changed": false,
-            "msg": format!("internal error in the module (a bug; please report it): {payload}"),
-            "exception": format!("panic at {location}: {payload}"),
-        });
-        let (masked, _) = finish(result, &current_secrets());
-        emit(&masked);
+        emit(&panic_result(&payload, &location));
         std::process::exit(1);
     }));
+}
+
+/// What the panic hook prints: a failure naming the panic, masked like every other result.
+fn panic_result(payload: &str, location: &str) -> Value {
+    let result = json!({
+        "failed": true,
+        "changed": false,
+        "msg": format!("internal error in the module (a bug; please report it): {payload}"),
+        "exception": format!("panic at {location}: {payload}"),
+    });
+    finish(result, &current_secrets()).0
 }
 
 #[cfg(test)]
@@ -536,6 +544,105 @@ mod tests {
             Ok(Outcome::new(false).with("cookie", "PVEAuthCookie=abc"))
         });
         assert_eq!(r["cookie"], json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"));
+    }
+
+    /// A spec with secrets at every depth: an aliased top-level token, a list of dicts with a no_log
+    /// sub-option, a free dict with a no_log key.
+    fn secret_spec() -> ArgSpec {
+        use crate::spec::Type;
+        ArgSpec::new(vec![
+            Opt::str("name").required(),
+            Opt::str("token").no_log().aliases(&["api_token"]),
+            Opt::int("count").default(1),
+            Opt::list("users", Type::Dict).options(ArgSpec::new(vec![
+                Opt::str("user").required(),
+                Opt::str("password").no_log(),
+            ])),
+            Opt::dict("extra_config").no_log_keys(&["cipassword"]),
+        ])
+    }
+
+    fn assert_clean(r: &Value, secrets: &[&str]) {
+        let text = r.to_string();
+        for s in secrets {
+            assert!(!text.contains(s), "{s} shown in {text}");
+        }
+    }
+
+    #[test]
+    fn every_secret_is_masked_when_option_checking_fails() {
+        // `users` is not a list of dicts (the parent fails to convert, its sub-options are never
+        // validated), `count` is not an int, `name` is missing: each a failure before the body.
+        let args = r#"{"api_token": "alias-tok-1", "count": "x",
+                       "users": [{"user": "u", "password": "nested-pw-1"}, 5],
+                       "extra_config": {"cipassword": "ci-pw-1", "tablet": 0}}"#;
+        let (r, code) = execute(args, "m", &secret_spec(), |_| unreachable!());
+        assert_eq!(code, 1);
+        assert_clean(&r, &["alias-tok-1", "nested-pw-1", "ci-pw-1"]);
+        let shown = &r["invocation"]["module_args"];
+        assert_eq!(shown["api_token"], json!(crate::mask::MASK_WHOLE));
+        assert_eq!(
+            shown["users"][0]["password"],
+            json!(crate::mask::MASK_WHOLE)
+        );
+        assert_eq!(
+            shown["extra_config"]["cipassword"],
+            json!(crate::mask::MASK_WHOLE)
+        );
+        assert_eq!(shown["extra_config"]["tablet"], json!(0));
+    }
+
+    #[test]
+    fn a_parent_given_as_a_string_still_hides_its_secrets() {
+        let args =
+            r#"{"name": "a", "users": "not-a-list", "extra_config": "cipassword=ci-pw-str,x=1"}"#;
+        let (r, _) = execute(args, "m", &secret_spec(), |m| {
+            Err(Failure::new(format!(
+                "echo {}",
+                Value::Object(m.params.clone())
+            )))
+        });
+        assert_clean(&r, &["ci-pw-str"]);
+    }
+
+    #[test]
+    fn every_secret_is_masked_when_connecting_fails() {
+        let args = r#"{"name": "a", "token": "conn-tok-1",
+                       "users": [{"user": "u", "password": "conn-pw-1"}],
+                       "extra_config": {"cipassword": "conn-ci-1"}}"#;
+        let (r, code) = execute(args, "m", &secret_spec(), |m| {
+            let echoed = Value::Object(m.params.clone());
+            Err(Failure::new(format!("cannot connect with {echoed}"))
+                .with("response", json!({"conn-tok-1": echoed, "n": 77}))
+                .with("headers", json!({"authorization": "Bearer conn-tok-1"})))
+        });
+        assert_eq!(code, 1);
+        assert_clean(&r, &["conn-tok-1", "conn-pw-1", "conn-ci-1"]);
+        assert_eq!(r["response"]["n"], json!(77));
+    }
+
+    #[test]
+    fn every_secret_is_masked_on_success() {
+        let args =
+            r#"{"name": "a", "token": "ok-tok-1", "extra_config": {"cipassword": "ok-ci-1"}}"#;
+        let (r, code) = execute(args, "m", &secret_spec(), |m| {
+            Ok(Outcome::new(false).with("echo", Value::Object(m.params.clone())))
+        });
+        assert_eq!(code, 0);
+        assert_clean(&r, &["ok-tok-1", "ok-ci-1"]);
+    }
+
+    #[test]
+    fn a_panic_after_the_input_was_read_is_masked() {
+        let _ = execute(
+            r#"{"name": "a", "token": "panic-tok-1"}"#,
+            "m",
+            &secret_spec(),
+            |_| Ok(Outcome::new(false)),
+        );
+        let r = panic_result("index out of range in panic-tok-1", "src/x.rs:1");
+        assert_eq!(r["failed"], json!(true));
+        assert_clean(&r, &["panic-tok-1"]);
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct Opt {
     pub choices: Vec<Value>,
     pub aliases: Vec<&'static str>,
     pub no_log: bool,
+    /// For a free-form `dict` (no sub-options): the keys, at any depth, whose values are `no_log`
+    /// (`extra_config.cipassword`, a backed-up Secret's `data`), the rest of it shown as given.
+    pub no_log_keys: Vec<&'static str>,
     /// Environment variables consulted, in order, when the option is not given.
     pub env_fallback: Vec<&'static str>,
     /// For `list`: the type of each element.
@@ -67,6 +70,7 @@ impl Opt {
             choices: Vec::new(),
             aliases: Vec::new(),
             no_log: false,
+            no_log_keys: Vec::new(),
             env_fallback: Vec::new(),
             elements: None,
             options: None,
@@ -114,6 +118,11 @@ impl Opt {
     }
     pub fn no_log(mut self) -> Self {
         self.no_log = true;
+        self
+    }
+    /// The values under these keys of this free-form dict are `no_log` (see [`Opt::no_log_keys`]).
+    pub fn no_log_keys(mut self, keys: &[&'static str]) -> Self {
+        self.no_log_keys = keys.to_vec();
         self
     }
     pub fn env(mut self, vars: &[&'static str]) -> Self {

@@ -28,7 +28,10 @@ pub fn validate(
     module_name: &str,
     ignore_unknown: bool,
 ) -> Validated {
-    let mut out = Validated::default();
+    let mut out = Validated {
+        no_log_values: no_log_values(raw, spec),
+        ..Default::default()
+    };
     let ctx = Level {
         module_name,
         path: None,
@@ -68,12 +71,76 @@ fn scalar_string(v: &Value) -> Option<String> {
     }
 }
 
-/// Every string inside `v` (a no_log option may be a dict or list of secrets).
+/// Every string inside `v` (a no_log option may be a dict or list of secrets). As core's
+/// `_return_datastructure_name`: a dict's values, not its keys.
 fn collect_strings(v: &Value, into: &mut Vec<String>) {
     match v {
         Value::Array(a) => a.iter().for_each(|x| collect_strings(x, into)),
         Value::Object(m) => m.values().for_each(|x| collect_strings(x, into)),
         other => into.extend(scalar_string(other)),
+    }
+}
+
+/// Every string under one of `keys`, at any depth of `v`.
+fn collect_under_keys(v: &Value, keys: &[&str], into: &mut Vec<String>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| collect_under_keys(x, keys, into)),
+        Value::Object(m) => {
+            for (k, x) in m {
+                if keys.contains(&k.as_str()) {
+                    collect_strings(x, into);
+                } else {
+                    collect_under_keys(x, keys, into);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The values of every `no_log` option (and of every `no_log_keys` key) in `raw`, at any depth and
+/// under any name, read from the input as given: before, and whatever the outcome of, validation, so
+/// no exit path — a rejected type, a parent option that does not convert, a panic — can echo one.
+pub fn no_log_values(raw: &Map<String, Value>, spec: &ArgSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_level(raw, spec, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn collect_level(raw: &Map<String, Value>, spec: &ArgSpec, into: &mut Vec<String>) {
+    for opt in &spec.options {
+        for v in opt.names().filter_map(|n| raw.get(n)) {
+            collect_option(opt, v, into);
+        }
+    }
+}
+
+fn collect_option(opt: &Opt, v: &Value, into: &mut Vec<String>) {
+    if opt.no_log {
+        return collect_strings(v, into);
+    }
+    if opt.no_log_keys.is_empty() && opt.options.is_none() {
+        return;
+    }
+    // A dict may come as a string (JSON or k=v); look inside the form it converts to as well.
+    let converted = match v {
+        Value::String(_) => coerce(v, Type::Dict).ok(),
+        _ => None,
+    };
+    for v in std::iter::once(v).chain(converted.as_ref()) {
+        collect_under_keys(v, &opt.no_log_keys, into);
+        if let Some(sub) = &opt.options {
+            match v {
+                Value::Object(m) => collect_level(m, sub, into),
+                Value::Array(items) => items
+                    .iter()
+                    .filter_map(Value::as_object)
+                    .for_each(|m| collect_level(m, sub, into)),
+                _ => {}
+            }
+        }
     }
 }
 
@@ -99,8 +166,6 @@ fn validate_level(
     ctx: &Level,
     out: &mut Validated,
 ) -> Map<String, Value> {
-    // Secrets first, from the raw input, so even a rejected value is masked.
-    collect_secrets(raw, spec, out);
     let mut given = resolve_names(raw, spec, ctx, out);
     apply_env_fallbacks(spec, &mut given, ctx, out);
     check_given_rules(spec, &given, ctx, out);
@@ -108,17 +173,6 @@ fn validate_level(
     // required_if is checked on converted values, so `state: "absent"` and aliases compare right.
     check_required_if(spec, &given, &params, ctx, out);
     params
-}
-
-/// Every string of a `no_log` option, under any of its names, as given.
-fn collect_secrets(raw: &Map<String, Value>, spec: &ArgSpec, out: &mut Validated) {
-    for opt in spec.options.iter().filter(|o| o.no_log) {
-        for name in opt.names() {
-            if let Some(v) = raw.get(name) {
-                collect_strings(v, &mut out.no_log_values);
-            }
-        }
-    }
 }
 
 /// The given options under their canonical names (aliases resolved, `null`s dropped); unknown
@@ -342,6 +396,7 @@ fn convert(opt: &Opt, v: &Value, ctx: &Level, out: &mut Validated) -> Value {
     if opt.no_log {
         collect_strings(&value, &mut out.no_log_values);
     }
+    collect_under_keys(&value, &opt.no_log_keys, &mut out.no_log_values);
     let value = match (opt.ty, &value) {
         (Type::List, Value::Array(items)) => Value::Array(convert_elements(opt, items, ctx, out)),
         (Type::Dict, Value::Object(m)) => match &opt.options {

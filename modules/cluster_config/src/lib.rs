@@ -59,9 +59,12 @@ pub fn argument_spec() -> ArgSpec {
                     .default("other"),
                 Opt::str("hostname"),
             ])),
-        // Not no_log as a whole (that would mask every name and namespace it holds in the report): the
-        // module masks each Secret value in it (keep::run).
-        Opt::dict("certificates_backup").default(json!({})),
+        // The Secrets' values are no_log in every exit path (option checking and connecting included);
+        // not the whole option, which would mask every name and namespace it holds in the report. The
+        // decoded forms are masked as well once read (keep::run).
+        Opt::dict("certificates_backup")
+            .default(json!({}))
+            .no_log_keys(&["data", "stringData"]),
         Opt::int("certificate_warning_days").default(30),
     ])
     .with(cluster_opts())
@@ -106,6 +109,7 @@ fn connect(m: &mut Module, o: &Options) -> Result<kube_client::Client, Failure> 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let o: Options = m.options()?;
     if matches!(o.state.as_str(), "backup" | "restore" | "report") {
+        keep::learn_backup(m, &o);
         keep::check_options(&o)?;
         let client = connect(m, &o)?;
         return keep::run(m, &o, &client);
@@ -183,6 +187,55 @@ pub(crate) fn finish(
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine;
+    use module_testkit::TestModule;
+    use serde_json::{json, Value};
+
+    const KEY_PEM: &str =
+        "-----BEGIN PRIVATE KEY-----\nkept-key-canary-3e3e\n-----END PRIVATE KEY-----\n";
+
+    fn backup() -> Value {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        json!({"openshift-ingress/apps-cert": {
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": "apps-cert", "namespace": "openshift-ingress"},
+            "data": {"tls.key": b64.encode(KEY_PEM), "tls.crt": b64.encode("crt-canary-4f4f")},
+        }})
+    }
+
+    /// The kept keys never show, whichever check fails first: an option the spec rejects, the
+    /// certificate rules, the connection.
+    #[test]
+    fn kept_keys_are_masked_in_every_early_failure() {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let module = TestModule::new("cluster_config", super::argument_spec(), super::run)
+            .hiding(b64.encode(KEY_PEM))
+            .hiding("kept-key-canary-3e3e")
+            .hiding(b64.encode("crt-canary-4f4f"));
+        let base = json!({"state": "restore", "certificates_backup": backup(),
+                          "kubeconfig": "/nonexistent/kubeconfig",
+                          "certificates": [{"namespace": "openshift-ingress", "name": "apps-cert", "type": "ingress"}]});
+        let mut bad_type = base.clone();
+        bad_type["certificate_warning_days"] = json!("soon");
+        let mut negative = base.clone();
+        negative["certificate_warning_days"] = json!(-1);
+        let mut unknown = base.clone();
+        unknown["bogus"] = json!(1);
+        for args in [bad_type, negative, unknown, base] {
+            let r = module.failed(&args);
+            let shown = &r["invocation"]["module_args"]["certificates_backup"];
+            assert_eq!(
+                shown["openshift-ingress/apps-cert"]["data"],
+                json!(ansible_module::mask::MASK_WHOLE),
+                "{r}"
+            );
+            assert_eq!(
+                shown["openshift-ingress/apps-cert"]["metadata"]["name"],
+                json!("apps-cert")
+            );
+        }
+    }
+
     #[test]
     fn sidecar_matches_spec() {
         module_testkit::assert_sidecar_matches(

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 
 use crate::iso::{self, BinaryError};
 use crate::plan::parse_version;
@@ -235,7 +235,7 @@ pub fn version_matches(wanted: &str, found: &str) -> bool {
 
 /// Run `<path> version` and check it against `wanted`; the installer's version on success.
 pub fn verify(path: &Path, wanted: &str) -> Result<String, InstallerError> {
-    let out = Command::new(path)
+    let out = ansible_module::child::command(path)
         .arg("version")
         .output()
         .map_err(|source| InstallerError::Spawn {

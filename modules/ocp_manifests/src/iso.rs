@@ -7,7 +7,7 @@
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
@@ -247,14 +247,18 @@ fn oc_shim(bin: &Path, dir: &Path) -> Option<std::ffi::OsString> {
 
 /// Run the installer in `work`; on failure the error names its last fatal line and keeps the log.
 fn create_image(bin: &Path, work: &Path) -> Result<(), (BuildErrorKind, Vec<String>)> {
-    let mut cmd = Command::new(bin);
+    // The allow-listed environment (ansible_module::child): the install-config carries what it needs.
+    let mut cmd = ansible_module::child::command(bin);
     let oc_dir = work.join(".proxshift-oc");
     if let Some(path) = oc_shim(bin, &oc_dir) {
         cmd.env("PATH", path);
     }
+    // `--dir=<work>`: one argument, never taken for a flag of its own (the command has no positionals).
+    let mut dir_flag = std::ffi::OsString::from("--dir=");
+    dir_flag.push(work);
     let out = cmd
-        .args(["agent", "create", "image", "--dir"])
-        .arg(work)
+        .args(["agent", "create", "image"])
+        .arg(dir_flag)
         .output();
     let _ = fs::remove_dir_all(&oc_dir);
     let out = out.map_err(|source| {

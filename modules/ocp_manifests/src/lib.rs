@@ -26,7 +26,6 @@ mod schema;
 mod tests;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
@@ -200,7 +199,11 @@ pub(crate) fn nmstatectl_check(
             });
             continue;
         }
-        let out = Command::new(bin).arg("gc").arg(&file).output();
+        // `--`: clap ends the options there, so the file is a file whatever its name.
+        let out = ansible_module::child::command(bin)
+            .args(["gc", "--"])
+            .arg(&file)
+            .output();
         let _ = std::fs::remove_file(&file);
         match out {
             Ok(o) if o.status.success() => {}

@@ -19,7 +19,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 
 use crate::installer::{self, InstallerError};
 use crate::plan::parse_version;
@@ -338,7 +338,8 @@ pub fn extract(x: &Extraction, pull_secret: &str, tmp: &Path) -> Result<Extracte
     })
 }
 
-/// `oc adm release extract --command=openshift-install --to=<work> --registry-config=<f> <image>`.
+/// `oc adm release extract --command=openshift-install --to=<work> --registry-config=<f> -- <image>`:
+/// after `--` (cobra/pflag end the flags there) an image reference can never be read as a flag.
 fn run_oc(
     x: &Extraction,
     work: &Path,
@@ -346,10 +347,12 @@ fn run_oc(
     tmp: &Path,
 ) -> Result<PathBuf, ExtractError> {
     let auth = RegistryConfig::write(tmp, pull_secret)?;
-    let out = Command::new(&x.oc)
+    // The environment is the allow-list's: the registry login goes only as the 0600 file.
+    let out = ansible_module::child::command(&x.oc)
         .args(["adm", "release", "extract", "--command=openshift-install"])
         .arg(format!("--to={}", work.display()))
         .arg(format!("--registry-config={}", auth.0.display()))
+        .arg("--")
         .arg(&x.image)
         .output();
     drop(auth);
@@ -576,7 +579,7 @@ chmod 755 "$to/openshift-install"
             call.starts_with("adm release extract --command=openshift-install --to=")
                 && call.contains(&format!("--registry-config={}", tmp.display()))
                 && call.contains(&format!(
-                    "{RELEASE_REPOSITORY}:4.19.7-x86_64 mode=600 secret={{\"auths\":{{}}}}"
+                    " -- {RELEASE_REPOSITORY}:4.19.7-x86_64 mode=600 secret={{\"auths\":{{}}}}"
                 )),
             "{call}"
         );

@@ -757,7 +757,7 @@ fn nmstatectl_gc_runs_per_host_and_reports_its_error() {
     std::fs::write(
         &ok,
         format!(
-            "#!/bin/sh\necho \"$1 $(grep -c mac-address \"$2\")\" >> {}\n",
+            "#!/bin/sh\necho \"$1 $2 $(grep -c mac-address \"$3\")\" >> {}\n",
             log.display()
         ),
     )
@@ -773,7 +773,10 @@ fn nmstatectl_gc_runs_per_host_and_reports_its_error() {
     let plan = ok_plan(&ha());
     assert_eq!(crate::nmstatectl_check(None, &plan, &dir), Ok(false));
     assert_eq!(crate::nmstatectl_check(Some(&ok), &plan, &dir), Ok(true));
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "gc 1\n".repeat(5));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "gc -- 1\n".repeat(5)
+    );
     let problems = crate::nmstatectl_check(Some(&bad), &plan, &dir).unwrap_err();
     assert_eq!(problems.len(), 5);
     assert_eq!(problems[4].path, "nodes[4].network_config");

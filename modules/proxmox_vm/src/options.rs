@@ -126,7 +126,8 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
         Opt::str("nameserver"),
         Opt::str("searchdomain"),
         Opt::str("cicustom"),
-        Opt::dict("extra_config"),
+        // cipassword is the guest user's cloud-init password: no_log, the rest of the dict shown.
+        Opt::dict("extra_config").no_log_keys(&["cipassword"]),
         d(Opt::bool("purge_unlisted_disks"), false.into()),
         Opt::dict("agent_iso").options(ArgSpec::new(vec![
             Opt::path("src").required(),
@@ -393,6 +394,34 @@ pub fn vm_args(m: Map<String, Value>) -> Result<VmArgs, VmError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `extra_config.cipassword`, top level and per VM, shows in no result: not when option checking
+    /// fails, not when connecting fails (no Proxmox at that address).
+    #[test]
+    fn cipassword_is_masked_in_every_exit_path() {
+        let module = module_testkit::TestModule::new("proxmox_vm", argument_spec(), crate::run)
+            .hiding("ci-canary-top-7a7a")
+            .hiding("ci-canary-vm-8b8b");
+        let base = json!({"api_host": "127.0.0.1:9", "api_user": "root@pam", "api_password": "pw-canary-9c9c",
+                          "node": "pve1", "timeouts": {"create": 1},
+                          "extra_config": {"cipassword": "ci-canary-top-7a7a", "tablet": 0},
+                          "vms": [{"name": "vm2", "extra_config": {"cipassword": "ci-canary-vm-8b8b"}}]});
+        let mut bad = base.clone();
+        bad["memory"] = json!("lots");
+        for args in [bad, base] {
+            let r = module.failed(&args);
+            let shown = &r["invocation"]["module_args"];
+            assert_eq!(
+                shown["extra_config"]["cipassword"],
+                json!(ansible_module::mask::MASK_WHOLE)
+            );
+            assert_eq!(shown["extra_config"]["tablet"], json!(0));
+            assert_eq!(
+                shown["vms"][0]["extra_config"]["cipassword"],
+                json!(ansible_module::mask::MASK_WHOLE)
+            );
+        }
+    }
 
     #[test]
     fn items_inherit_shared_defaults_and_override_them() {

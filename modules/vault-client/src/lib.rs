@@ -79,6 +79,47 @@ pub enum Error {
     Sealed { op: String },
     /// The answer was not the JSON Vault documents.
     Decode { op: String, detail: String },
+    /// The API path has a segment no Vault path may have; nothing was sent.
+    Path(PathError),
+}
+
+/// Why an API path is refused before any request: a `.` or `..` segment would be resolved by the
+/// URL (`openshift/clusters/../../sys/policies/acl/root` is `sys/policies/acl/root`), an empty one
+/// names another path than the one meant (`clusters//x`, a template whose value was empty).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("Vault path {path:?} has an empty segment (two '/' in a row, or an empty name)")]
+    EmptySegment { path: String },
+    #[error("Vault path {path:?} has a {segment:?} segment, which would address another path")]
+    DotSegment { path: String, segment: String },
+}
+
+impl From<PathError> for Error {
+    fn from(e: PathError) -> Self {
+        Error::Path(e)
+    }
+}
+
+/// Every segment of an API path must name something: not empty, not `.` or `..`. Pure; run on
+/// every request path, whatever built it.
+pub fn check_path(path: &str) -> Result<(), PathError> {
+    for segment in path.split('/') {
+        match segment {
+            "" => {
+                return Err(PathError::EmptySegment {
+                    path: path.to_string(),
+                })
+            }
+            "." | ".." => {
+                return Err(PathError::DotSegment {
+                    path: path.to_string(),
+                    segment: segment.to_string(),
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 impl Error {
@@ -148,6 +189,7 @@ impl fmt::Display for Error {
             Error::Decode { op, detail } => {
                 write!(f, "{op}: unexpected answer from Vault: {detail}")
             }
+            Error::Path(e) => write!(f, "{e}; nothing was sent"),
         }
     }
 }
@@ -174,6 +216,25 @@ impl fmt::Debug for Vault {
     }
 }
 
+/// Whether `url` sends tokens and secrets in clear text over a network: `http://` to a host other than
+/// the loopback (`localhost`, 127.0.0.0/8, `::1`). Pure; an unparsable URL is left to [`Vault::new`].
+pub fn cleartext_to_remote(url: &str) -> bool {
+    let Ok(u) = Url::parse(url.trim()) else {
+        return false;
+    };
+    if u.scheme() != "http" {
+        return false;
+    }
+    let host = u.host_str().unwrap_or_default();
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    !loopback
+}
+
 /// Escape the characters that would end a URL path early; `/` stays a separator.
 pub(crate) fn escape_path(p: &str) -> String {
     let mut out = String::with_capacity(p.len());
@@ -189,12 +250,10 @@ pub(crate) fn escape_path(p: &str) -> String {
     out
 }
 
-/// `a//b/` → `a/b`: Vault paths never need empty segments.
+/// `/a/b/` → `a/b`: the slashes around a path are a way of writing it, not part of it. Inside, the
+/// path is kept as given, so [`check_path`] refuses an empty, `.` or `..` segment when it is used.
 pub fn clean_path(p: &str) -> String {
-    p.split('/')
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join("/")
+    p.trim_matches('/').to_string()
 }
 
 impl Vault {
@@ -258,6 +317,7 @@ impl Vault {
         body: Option<&Value>,
     ) -> Result<(u16, Value), Error> {
         let op = format!("{method} {path}");
+        check_path(path)?;
         let mut url = self
             .base
             .join(&escape_path(path))
@@ -437,8 +497,77 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("http(s)"));
-        assert_eq!(clean_path("/a//b/"), "a/b");
+        assert_eq!(clean_path("/a/b/"), "a/b");
+        assert_eq!(clean_path("/a//b/"), "a//b");
         assert_eq!(escape_path("a b/c?d#e%"), "a%20b/c%3Fd%23e%25");
+    }
+
+    #[test]
+    fn dot_and_empty_segments_are_refused() {
+        assert_eq!(check_path("secret/data/openshift/clusters/lab-sno"), Ok(()));
+        assert_eq!(check_path("secret/data/a.b/..c/c.."), Ok(()));
+        for (path, segment) in [
+            (
+                "secret/data/openshift/clusters/../../../../sys/policies/acl/root",
+                "..",
+            ),
+            ("secret/data/./x", "."),
+            ("..", ".."),
+        ] {
+            assert_eq!(
+                check_path(path),
+                Err(PathError::DotSegment {
+                    path: path.into(),
+                    segment: segment.into()
+                })
+            );
+        }
+        for path in ["secret/data/a//b", "", "secret/data/"] {
+            assert_eq!(
+                check_path(path),
+                Err(PathError::EmptySegment { path: path.into() })
+            );
+        }
+    }
+
+    /// The refusal comes before any request: no server listens at this address, and the error is
+    /// the path's, not a transport error.
+    #[test]
+    fn a_dot_segment_is_never_sent() {
+        let v = Vault::new(&Config::new("http://127.0.0.1:9")).unwrap();
+        let e = v
+            .read("secret/data/openshift/clusters/../../sys/policies/acl/root")
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Path(PathError::DotSegment { .. })),
+            "{e}"
+        );
+        let e = v.kv_read(KvVersion::V2, "secret", "openshift/clusters//x", None);
+        assert!(matches!(
+            e,
+            Err(Error::Path(PathError::EmptySegment { .. }))
+        ));
+    }
+
+    #[test]
+    fn cleartext_only_matters_off_the_loopback() {
+        for remote in [
+            "http://vault.example.com:8200",
+            "http://10.0.0.5",
+            "http://[fd00::1]:8200",
+        ] {
+            assert!(cleartext_to_remote(remote), "{remote}");
+        }
+        for fine in [
+            "https://vault.example.com",
+            "http://127.0.0.1:8200",
+            "http://127.0.0.53",
+            "http://localhost:8200",
+            "http://[::1]:8200",
+            "not a url",
+        ] {
+            assert!(!cleartext_to_remote(fine), "{fine}");
+        }
     }
 
     #[test]

@@ -97,6 +97,12 @@ impl ConnectionOptions {
         if self.retries < 0 {
             return Err("retries must be 0 or more".into());
         }
+        if crate::cleartext_to_remote(&self.url) {
+            m.warn(format!(
+                "url {} is plain http to a host other than this one: the token and every secret cross the network in clear text; use https",
+                self.url.trim()
+            ));
+        }
         let validate = self.validate_certs.unwrap_or(!skip_verify_env());
         if !validate {
             m.warn("validate_certs is false (or VAULT_SKIP_VERIFY is set): the Vault server's certificate is not checked");

@@ -74,7 +74,7 @@ mod tests {
         assert_eq!(pick(None, None), Err(Missing::Secret));
         assert_eq!(pick(Some(&secret(None)), Some("a")), Err(Missing::Deleted));
         assert_eq!(
-            Missing::Key("k".into()).describe(&location("secret/", "/a//b", Some(2))),
+            Missing::Key("k".into()).describe(&location("secret/", "/a/b/", Some(2))),
             "the secret at secret/a/b (version 2) has no key 'k'"
         );
     }

@@ -16,7 +16,9 @@ from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID
 
 # The demo seed's least-privilege token (ProxShiftProvisioner on /), not root's.
 TOKEN_SECRET = "0d3e6f2a-demo-4b1c-9c55-proxshift0001"
-# Canary values: they must never appear in any output.
+# Canary values: they must never appear in any output. The Proxmox token's secret is one too (the session's
+# leak scan registers constants named *CANARY*).
+PROXMOX_TOKEN_CANARY = TOKEN_SECRET
 CANARY_PULL_SECRET = json.dumps({"auths": {"registry.example.com": {"auth": "Y2FuYXJ5OnB1bGwtc2VjcmV0LTkxNzM="}}})
 SSH_KEY = "ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + bytes(range(32))).decode() + " flow@test"
 INSTALLER_DOUBLE = REPO / "tests" / "fixtures" / "bin"

@@ -101,7 +101,7 @@ def test_each_cluster_builds_with_the_installer_of_its_version(run_site, site, t
         assert r.rc == 0, r.output
         assert (site.work / cluster / "agent" / "agent.x86_64.iso").is_file()
     log = [line.split("\t") for line in calls.read_text().splitlines()]
-    builds = {args.split("--dir ")[1].split("/")[-2]: Path(binary) for args, binary in log
+    builds = {args.split("--dir=")[1].split("/")[-2]: Path(binary) for args, binary in log
               if args.startswith("agent create image")}
     # The work folder of each build is <work>/<cluster>/.agent-build-PID.
     assert builds == {"old-lab": old, "new-lab": new}, log
@@ -171,7 +171,7 @@ def test_the_installer_is_extracted_once_and_the_install_phase_alone_waits_with_
     assert manifests["installer_source"] == f"release image {image}", manifests
     [call] = oc_calls.read_text().splitlines()
     args, mode = call.split("\t")
-    assert args.startswith(f"adm release extract --command=openshift-install --to={cache}/") and args.endswith(image), call
+    assert args.startswith(f"adm release extract --command=openshift-install --to={cache}/") and args.endswith(f" -- {image}"), call
     assert mode == "registry-config=600", call
     registry_config = Path(args.split("--registry-config=")[1].split(" ")[0])
     assert not registry_config.exists(), "the registry config outlived the extraction"

@@ -74,7 +74,7 @@ def preflight_with_dns(run_flow, tmp_path, cluster: str, hosts: str, tags: str =
     hosts_file = tmp_path / "hosts"
     hosts_file.write_text(hosts)
     return run_flow("site.yaml", cluster, tags=tags,
-                    extra={"preflight_check_dns": True, "preflight_dns_command": [str(RESOLVER), "ahosts"], **extra},
+                    extra={"preflight_check_dns": True, "preflight_dns_command": [str(RESOLVER), "ahosts", "--"], **extra},
                     env_more={"PROXSHIFT_TEST_HOSTS": str(hosts_file)})
 
 
@@ -268,3 +268,20 @@ def test_phase_hooks_run_around_their_phase_only(run_flow, site, tmp_path):
     assert bad.rc != 0
     assert "unknown hook point(s) pre_deploy" in bad.output and f"no task file at {tmp_path / 'nope.yml'}" in bad.output
     assert log.read_text().split() == ["pre_preflight", "post_preflight"]
+
+
+def test_a_cluster_name_openshift_refuses_is_refused_before_any_use(run_flow, site, tmp_path):
+    """A group name Ansible takes but OpenShift does not (upper case, '_', a path) stops deprovision
+    before Vault is read or a folder removed."""
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        "all:\n  children:\n    clusters:\n      children:\n"
+        "        Bad_Name:\n          hosts:\n            bad-0: {ip: 192.0.2.50}\n"
+    )
+    (site.work / "Bad_Name").mkdir(parents=True)
+    for name in ["Bad_Name", "../../etc", "a..b"]:
+        run = run_flow("deprovision.yaml", name, inventory=inventory)
+        assert run.rc != 0
+        assert "is not a name OpenShift accepts" in run.output, run.output
+    assert (site.work / "Bad_Name").exists()
+    assert site.record("Bad_Name") is None

@@ -3,8 +3,11 @@ the auth inside a JSON pull secret, and must accept censored no_log output."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import leakscan
+from testlib import KUBEADMIN_PASSWORD_CANARY, REPO
 
 PULL = json.dumps({"auths": {"registry.example.com": {"auth": "bGVha3NjYW46c2VjcmV0LTAwMDE="}}})
 
@@ -100,3 +103,71 @@ def test_a_leak_in_a_workers_artifacts_fails_the_parallel_session(tmp_path):
                            capture_output=True, text=True, timeout=300, cwd=str(suite))
     assert leaky.returncode == 1, leaky.stdout + leaky.stderr
     assert "secret-leak scan" in leaky.stdout and "SERVICE_CANARY" in leaky.stdout
+
+
+def test_async_job_files_are_read_and_the_installers_own_log_is_not(tmp_path):
+    assert leakscan.is_artifact(tmp_path / "ansible-async" / "j123456789.4242")
+    assert leakscan.is_artifact(tmp_path / "record-1.jsonl")
+    assert not leakscan.is_artifact(tmp_path / "agent" / ".openshift_install.log")
+    assert not leakscan.is_artifact(tmp_path / "agent" / "auth" / "kubeconfig")
+
+
+def test_the_installer_doubles_kubeadmin_password_is_a_canary():
+    double = (REPO / "tests" / "fixtures" / "bin" / "openshift-install").read_text()
+    assert re.search(r"PROXSHIFT_TEST_KUBEADMIN_PASSWORD:-" + re.escape(KUBEADMIN_PASSWORD_CANARY) + r"\}", double)
+    assert KUBEADMIN_PASSWORD_CANARY in leakscan.SCAN.canaries
+
+
+def installer_state(dir_: Path) -> None:
+    """What `agent create image` leaves for `agent wait-for`: the state file and auth/ (the password)."""
+    (dir_ / "auth").mkdir(parents=True)
+    (dir_ / ".openshift_install_state.json").write_text("{}")
+    (dir_ / "auth" / "kubeadmin-password").write_text(KUBEADMIN_PASSWORD_CANARY)
+    (dir_ / "auth" / "kubeconfig").write_text("clusters:\n- cluster:\n    server: https://api.leak.example.com:6443\n")
+
+
+WAIT_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_role:
+        name: proxshift.openshift.install_wait
+      vars:
+        install_wait_dir: "{dir}"
+        install_wait_openshift_install: "{installer}"
+        install_wait_poll: 1
+"""
+
+
+def test_install_wait_shows_progress_without_the_kubeadmin_password(run_playbook, tmp_path):
+    """The installer double prints the password line at install-complete, as the real one does; every
+    output AWX would store (results, -vvv display, async job files) stays without it, and the summary
+    shows the redacted line. The installer sees no credential of the run's environment."""
+    agent = tmp_path / "agent"
+    installer_state(agent)
+    play = WAIT_PLAY.format(dir=agent, installer=REPO / "tests" / "fixtures" / "bin" / "openshift-install")
+    env_seen = tmp_path / "env-seen"
+    run = run_playbook(play, verbosity=3, env={
+        "VAULT_TOKEN": "hvs.wait-canary-vault", "PROXMOX_TOKEN_SECRET": "pve-wait-canary-secret",
+        "PROXSHIFT_TEST_ON_INSTALLED": f"env > {env_seen}"})
+    assert run.rc == 0, run.output
+    log = (agent / ".openshift_install.log").read_text()
+    assert f'and password: \\"{KUBEADMIN_PASSWORD_CANARY}\\"' in log, log
+    summaries = [r["result"]["install_wait_summary"] for r in run.results if "install_wait_summary" in r["result"]]
+    assert [s["stage"] for s in summaries] == ["bootstrap-complete", "install-complete"], summaries
+    assert any("password <redacted>" in line for line in summaries[1]["last_lines"]), summaries[1]
+    assert "Install complete!" in " ".join(summaries[1]["last_lines"])
+    seen = env_seen.read_text()
+    assert "wait-canary" not in seen and "PATH=" in seen, seen
+    jobs = list((tmp_path / "ansible-async").rglob("*")) if (tmp_path / "ansible-async").exists() else []
+    assert not any(KUBEADMIN_PASSWORD_CANARY in p.read_text() for p in jobs if p.is_file())
+
+
+def test_a_failed_install_wait_says_why_without_secrets(run_playbook, tmp_path):
+    agent = tmp_path / "agent"
+    installer_state(agent)
+    play = WAIT_PLAY.format(dir=agent, installer=REPO / "tests" / "fixtures" / "bin" / "openshift-install")
+    run = run_playbook(play, env={"PROXSHIFT_TEST_INSTALL_FAIL": "install-complete"})
+    assert run.rc != 0
+    assert "install-complete did not succeed (exit 1)" in run.output, run.output
+    assert "OAuthServerRouteEndpointAccessibleController_SyncError" in run.output, run.output

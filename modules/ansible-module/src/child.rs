@@ -1,0 +1,132 @@
+//! The environment of the child processes a module runs (`openshift-install`, `oc`, `nmstatectl`): built
+//! from an allow-list, never inherited. A module's own process holds credentials in its environment
+//! (AWX injects `VAULT_TOKEN`, `PROXMOX_TOKEN_SECRET`, `K8S_AUTH_API_KEY`, … for the modules' env
+//! fallbacks); none of them reaches a tool, not even an installer extracted from a tag-addressed release
+//! image. What a tool needs it gets as a file (a 0600 registry config, a kubeconfig) or a flag.
+//!
+//! Allowed: where programs and home are, the locale and time zone, the proxy variables (a tool must
+//! reach its registry as the module does), the TLS trust variables Go's crypto/x509 reads, the cache the
+//! agent installer keeps its base ISO in (`XDG_CACHE_HOME`), the installer's documented
+//! `OPENSHIFT_INSTALL_*` overrides, and the test doubles' `PROXSHIFT_TEST_*` controls. A name that
+//! looks like a credential is refused even under an allowed prefix.
+
+use std::ffi::{OsStr, OsString};
+use std::process::Command;
+
+/// Variables passed on by name.
+pub const ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "XDG_CACHE_HOME",
+];
+
+/// Variables passed on by prefix (locale categories, the installer's overrides, the test doubles).
+pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "OPENSHIFT_INSTALL_", "PROXSHIFT_TEST_"];
+
+/// Parts of a name that mark a credential: refused under a prefix (never in [`ALLOWED`]).
+const CREDENTIAL_MARKS: &[&str] = &["SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "AUTH"];
+
+/// Whether a child process may see the variable `name`.
+pub fn allowed(name: &str) -> bool {
+    if ALLOWED.contains(&name) {
+        return true;
+    }
+    let upper = name.to_ascii_uppercase();
+    ALLOWED_PREFIXES.iter().any(|p| name.starts_with(p))
+        && !CREDENTIAL_MARKS.iter().any(|m| upper.contains(m))
+}
+
+/// The allowed part of an environment (pure: the caller passes the variables).
+pub fn allowed_env<I>(vars: I) -> Vec<(OsString, OsString)>
+where
+    I: IntoIterator<Item = (OsString, OsString)>,
+{
+    vars.into_iter()
+        .filter(|(k, _)| k.to_str().is_some_and(allowed))
+        .collect()
+}
+
+/// A `Command` for `program` whose environment is the allowed part of this process's.
+pub fn command(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear().envs(allowed_env(std::env::vars_os()));
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(names: &[&str]) -> Vec<(OsString, OsString)> {
+        names
+            .iter()
+            .map(|n| (OsString::from(n), OsString::from("v")))
+            .collect()
+    }
+
+    #[test]
+    fn only_the_allow_list_passes() {
+        let kept = [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "https_proxy",
+            "NO_PROXY",
+            "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
+            "PROXSHIFT_TEST_CLUSTER_ID",
+        ];
+        let refused = [
+            "VAULT_TOKEN",
+            "VAULT_ADDR",
+            "PROXMOX_TOKEN_SECRET",
+            "K8S_AUTH_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "KUBECONFIG",
+            "OPENSHIFT_INSTALL_PULL_SECRET",
+            "PROXSHIFT_TEST_VAULT_TOKEN",
+            "LD_PRELOAD",
+        ];
+        let names: Vec<String> = allowed_env(pairs(&[kept.as_slice(), &refused].concat()))
+            .into_iter()
+            .map(|(k, _)| k.into_string().unwrap())
+            .collect();
+        assert_eq!(names, kept);
+    }
+
+    /// A real child: the parent holds Vault and Proxmox credentials, the child sees neither, and
+    /// still finds its programs and home.
+    #[test]
+    fn a_child_never_sees_the_parents_credentials() {
+        std::env::set_var("VAULT_TOKEN", "hvs.child-canary-1");
+        std::env::set_var("PROXMOX_TOKEN_SECRET", "pve-child-canary-2");
+        let out = command("/bin/sh")
+            .args([
+                "-c",
+                "echo \"${VAULT_TOKEN-unset} ${PROXMOX_TOKEN_SECRET-unset}\"; env",
+            ])
+            .output()
+            .unwrap();
+        std::env::remove_var("VAULT_TOKEN");
+        std::env::remove_var("PROXMOX_TOKEN_SECRET");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.starts_with("unset unset\n"), "{text}");
+        assert!(!text.contains("child-canary"), "{text}");
+        if std::env::var_os("PATH").is_some() {
+            assert!(text.lines().any(|l| l.starts_with("PATH=")), "{text}");
+        }
+    }
+}
