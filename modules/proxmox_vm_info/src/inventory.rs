@@ -32,7 +32,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::new("validate_certs", Type::Bool)
             .default(true)
             .env(&["PROXMOX_VALIDATE_CERTS"]),
-        Opt::path("ca_path"),
+        Opt::path("ca_path").env(&["PROXMOX_CA_PATH"]),
         Opt::int("timeout").default(30),
         Opt::bool("want_config").default(true),
         Opt::bool("want_agent_interfaces").default(true),

@@ -76,6 +76,8 @@ options:
       - PEM file with the CA that signed the API certificate (Proxmox's cluster CA), trusted in addition to the
         system store.
     type: path
+    env:
+      - name: PROXMOX_CA_PATH
   timeout:
     description:
       - Seconds per HTTP request.
@@ -158,7 +160,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import run_backend
+from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import backend_options, run_backend
 
 try:  # ansible-core >= 2.19 (data tagging): text from a plugin is untrusted, never templated, unless tagged
     from ansible._internal._datatag._tags import TrustedAsTemplate
@@ -185,16 +187,6 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         base = os.path.basename(path)
         return base in ("proxmox.yml", "proxmox.yaml") or base.endswith((".proxmox.yml", ".proxmox.yaml"))
 
-    def _backend_options(self):
-        options = {}
-        for name in BACKEND_OPTIONS:
-            value = self.get_option(name)
-            if isinstance(value, str) and self.templar.is_template(value):
-                value = self.templar.template(value)
-            if value is not None:
-                options[name] = value
-        return options
-
     def _listing(self, path, cache):
         key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache
@@ -204,7 +196,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 return self._cache[key]
             except KeyError:
                 update = True
-        result = run_backend(BACKEND, "--inventory", self._backend_options(), self.NAME, AnsibleParserError)
+        result = run_backend(
+            BACKEND, "--inventory", backend_options(self, BACKEND_OPTIONS, self.templar), self.NAME, AnsibleParserError)
         listing = {"hosts": result.get("hosts", {}), "groups": result.get("groups", {})}
         if update:
             self._cache[key] = listing

@@ -56,6 +56,27 @@ def binary_path(collection_root: str, name: str, system: str, machine: str) -> s
     return os.path.join(collection_root, *PLATFORM_DIRS[machine], name)
 
 
+def backend_options(plugin, names, templar) -> dict:
+    """The options of `plugin` (a lookup or inventory plugin) to send to its binary: those given in the task
+    or the plugin's config, as variables or in ansible.cfg, templated.
+
+    An option that comes from an environment variable, or is only a default, is left out: the binary reads
+    the same variables (the plugin's documented `env:` list is its spec's, a test compares) and applies the
+    same defaults, with the modules' rule that an empty variable counts as unset (AWX renders a credential
+    field left empty as ""). So modules and plugins read the environment one way, in one place."""
+    options = {}
+    for name in names:
+        value, origin = plugin.get_option_and_origin(name)
+        if value is None or origin == "default" or str(origin).startswith("env"):
+            continue
+        # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
+        if isinstance(value, str) and templar.is_template(value):
+            value = templar.template(value)
+        if value is not None:
+            options[name] = value
+    return options
+
+
 def run_backend(backend: str, flag: str, options: dict, name: str, error=Exception) -> dict:
     """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin (the inventory and
     lookup plugins' one way into Rust); its masked result, or `error` naming the plugin `name`."""
