@@ -223,7 +223,6 @@ from ansible.utils.unsafe_proxy import wrap_var
 from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import backend_options, run_backend
 
 
-BACKEND = "hashicorp_vault_info"
 # The options the binary takes (its Rust spec) besides the terms.
 BACKEND_OPTIONS = (
     "key", "version", "engine_mount_point", "kv_version", "url", "namespace", "ca_cert", "validate_certs",
@@ -240,5 +239,5 @@ class LookupModule(LookupBase):
         if "default" in kwargs:
             options["use_default"] = True
             options["default"] = kwargs["default"]
-        result = run_backend(BACKEND, "--lookup", options, "proxshift.hashi_vault.kv", AnsibleError)
+        result = run_backend("--lookup", options, "proxshift.hashi_vault.kv", AnsibleError)
         return [wrap_var(v) for v in result.get("values", [])]

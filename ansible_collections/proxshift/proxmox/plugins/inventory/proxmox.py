@@ -169,7 +169,6 @@ except ImportError:  # older cores template any plain string: wrap it
 MARK_UNSAFE = TrustedAsTemplate is None
 
 
-BACKEND = "proxmox_vm_info"
 # The options the binary takes (its Rust spec); the rest are Ansible's (constructed, cache).
 BACKEND_OPTIONS = (
     "url", "user", "password", "token_id", "token_secret", "validate_certs", "ca_path", "timeout",
@@ -196,8 +195,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 return self._cache[key]
             except KeyError:
                 update = True
-        result = run_backend(
-            BACKEND, "--inventory", backend_options(self, BACKEND_OPTIONS, self.templar), self.NAME, AnsibleParserError)
+        result = run_backend("--inventory", backend_options(self, BACKEND_OPTIONS, self.templar), self.NAME, AnsibleParserError)
         listing = {"hosts": result.get("hosts", {}), "groups": result.get("groups", {})}
         if update:
             self._cache[key] = listing
