@@ -1,7 +1,7 @@
 """Each ProxShift AWX credential type, injected as AWX injects it, reaches every consumer: the kv lookup, a
 module and the inventory plugin (whose templated options read the lookup). The injectors of
 `awx/credential_types/*.yml` are rendered the way AWX renders them (Jinja2 sandbox; a text input left empty is
-`""`, a box left unticked false; a `file` template written to a file named by `tower.filename`), and the job gets
+absent, so undefined, a box left unticked false; a `file` template written to a file named by `tower.filename`), and the job gets
 exactly that environment and those extra vars; an inventory update gets the environment only (AWX hands
 inventory sources no extra vars)."""
 from __future__ import annotations
@@ -27,8 +27,9 @@ def inject(type_file: str, inputs: dict, tmp: Path) -> tuple[dict, dict]:
     """(environment, extra vars) that AWX gives a job for a credential of this type with these inputs."""
     cred_type = yaml.safe_load((CREDENTIAL_TYPES / type_file).read_text())
     jinja = jinja2.sandbox.ImmutableSandboxedEnvironment()
-    # AWX's form sends a text field left empty as "" and an unticked box as false.
-    namespace = {f["id"]: False if f.get("type") == "boolean" else "" for f in cred_type["inputs"]["fields"]}
+    # As AWX's inject_credential: the inputs given, and an unticked box as false; a text input left empty is
+    # not in the namespace at all.
+    namespace = {f["id"]: False for f in cred_type["inputs"]["fields"] if f.get("type") == "boolean"}
     namespace.update(inputs)
     injectors = cred_type["injectors"]
     files = {}
@@ -73,6 +74,7 @@ def test_vault_credential_reaches_the_lookup_a_module_and_the_inventory(kind, la
     env, extra_vars = vault_credential(kind, bao, tmp_path)
     if kind == "token, no CA":
         assert env["VAULT_CACERT"] == "", env  # what the issue saw: the empty CA must count as unset
+        assert env["VAULT_NAMESPACE"] == "", env  # not Jinja's namespace() (an absent input is undefined)
     run = run_playbook(textwrap.dedent("""\
         - hosts: localhost
           gather_facts: false
