@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from testlib import string_leaves
+
 # Third-party servers' own logs (they print their dev root token / admin credentials by design).
 NOT_OURS = {"bao.log", "testenv.log"}
 MIN_LEN = 8  # shorter values would match by accident
@@ -70,7 +72,7 @@ class LeakScan:
         except ValueError:
             return
         if isinstance(parsed, (dict, list)):
-            for leaf in _leaves(parsed):
+            for leaf in string_leaves(parsed):
                 if len(leaf) >= 12:
                     self.canaries.setdefault(leaf, origin + " (inside)")
 
@@ -106,17 +108,6 @@ class LeakScan:
         except OSError:
             return
         self.scan(text, str(path), test="")
-
-
-def _leaves(v):
-    if isinstance(v, dict):
-        for x in v.values():
-            yield from _leaves(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from _leaves(x)
-    elif isinstance(v, str):
-        yield v
 
 
 SCAN = LeakScan()

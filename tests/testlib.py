@@ -165,6 +165,18 @@ def ansible_env(tmp: Path, extra: dict | None = None, venv: Path = VENV) -> dict
 COLLECTION_NAMES = sorted(set(MODULE_BINARIES.values()))
 
 
+def string_leaves(value):
+    """Every string inside a parsed JSON/YAML value (dict values and list items, recursively)."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from string_leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from string_leaves(v)
+    elif isinstance(value, str):
+        yield value
+
+
 def build_collection_tarballs(out: Path) -> dict[str, Path]:
     """`ansible-galaxy collection build` of each collection in the checkout (binaries included, so `make
     build` must have run) into `out`: {collection: tarball}."""

@@ -10,7 +10,7 @@ import textwrap
 
 import yaml
 
-from testlib import COLLECTION_NAMES, REPO, ansible_env, tool
+from testlib import COLLECTION_NAMES, REPO, ansible_env, string_leaves, tool
 
 COLLECTIONS = REPO / "ansible_collections" / "proxshift"
 FQCN = r"([a-z0-9_]+)\.([a-z0-9_]+)\.[a-z0-9_]+"
@@ -40,18 +40,7 @@ def _task_uses(task: dict) -> set[str]:
             used |= {c for c in [_collection_of(str(value.get("name", "")))] if c}
         elif (c := _collection_of(key)):
             used.add(c)
-    return used | {c for text in _strings(task) for c in _lookups(text)}
-
-
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+    return used | {c for text in string_leaves(task) for c in _lookups(text)}
 
 
 def _lookups(text: str) -> set[str]:

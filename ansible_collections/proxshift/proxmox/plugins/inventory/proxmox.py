@@ -124,8 +124,10 @@ options:
 notes:
   - Host names are VM names; a VM without one is C(vm-<vmid>), and a name shared by several VMs becomes
     C(<name>-<vmid>) for all but the lowest VMID (with a warning).
-  - Host vars (with O(facts_prefix)) are C(vmid), C(name), C(node), C(status), C(template), C(tags), C(clusters),
-    C(pool), C(lock), C(hastate), C(maxmem), with O(want_config) C(config) and C(agent_enabled), and with
+  - Host vars (with O(facts_prefix)) are C(vmid), C(name), C(node), C(status), C(template), C(tags) (a list),
+    C(tags_parsed) (the same list, community.proxmox's name), C(clusters), C(pool), C(lock), C(hastate), C(maxmem),
+    with O(want_config) C(config), every config key flat as in community.proxmox (C(proxmox_cores),
+    C(proxmox_net0); a key named like one of these vars stays only in C(config)) and C(agent_enabled), and with
     O(want_agent_interfaces) C(agent_interfaces), C(ipv4_addresses) and C(ipv6_addresses).
   - In AWX/AAP use it as an inventory source from a project (a C(proxmox.yml) file) with the
     C(PROXMOX_*) variables injected by a credential.
