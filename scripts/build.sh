@@ -29,6 +29,11 @@ newest_glibc() {
   readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1
 }
 
+# Builds of the one-binary-per-module layout (plugins/modules/NAME, builds/linux-aarch64/NAME) would be packaged
+# and found by Ansible's loader: plugins/modules/ holds only the documentation stubs now.
+find ansible_collections/proxshift/*/plugins/modules -maxdepth 1 -type f ! -name '*.py' -delete
+find ansible_collections/proxshift/*/builds -maxdepth 2 -type f ! -name 'proxshift_*' -delete 2>/dev/null || true
+
 fail=0
 for arch in "${ARCHES[@]}"; do
   out="${CARGO_TARGET_DIR:-target}/$arch-unknown-linux-gnu/release"
