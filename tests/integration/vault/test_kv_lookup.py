@@ -62,11 +62,19 @@ def test_kv2_kv1_versions_and_defaults(bao, run_playbook):
 - name: never templated again
   ansible.builtin.set_fact:
     raw: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='template') }}"
+- name: with metadata
+  ansible.builtin.set_fact:
+    meta: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='template', version=1,
+                     return_metadata=true) }}"
+    meta_kv1: "{{ lookup('proxshift.hashi_vault.kv', 'app/db', key='user', engine_mount_point='kv1',
+                         return_metadata=true) }}"
 - name: compare
   ansible.builtin.assert:
     that:
       - latest == pull_secret
       - first == 'old-value'
+      - meta.data == raw and meta.metadata.version == 1 and 'created_time' in meta.metadata
+      - "meta_kv1 == {'data': 'app', 'metadata': none}"
       - "kv1 == [{'user': 'app', 'password': 'kv1-pw'}] * 2"
       - dflt == 'fallback'
       - none_dflt is none

@@ -52,6 +52,13 @@ options:
     description: KV engine version of the mount; detected when not given.
     type: int
     choices: [1, 2]
+  return_metadata:
+    description:
+      - Return C({data, metadata}) per term instead of the value alone - the value (the whole secret, or O(key)'s)
+        and the secret's KV v2 metadata (C(version), C(created_time), C(custom_metadata), ...; C(null) on KV v1).
+      - A default returned for a missing secret is returned as it is.
+    type: bool
+    default: false
   url:
     description: Vault address, for example C(https://vault.example.com:8200).
     type: str
@@ -211,7 +218,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _raw:
-  description: One value per term - the whole secret (a dict) or, with O(key), that key's value. Marked unsafe.
+  description:
+    - One value per term - the whole secret (a dict) or, with O(key), that key's value; with O(return_metadata)
+      C({data, metadata}). Marked unsafe.
   type: list
   elements: raw
 """
@@ -225,7 +234,7 @@ from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_modul
 
 # The options the binary takes (its Rust spec) besides the terms.
 BACKEND_OPTIONS = (
-    "key", "version", "engine_mount_point", "kv_version", "url", "namespace", "ca_cert", "validate_certs",
+    "key", "version", "engine_mount_point", "kv_version", "return_metadata", "url", "namespace", "ca_cert", "validate_certs",
     "timeout", "retries", "auth_method", "mount_point", "token", "token_path", "token_validate", "role_id",
     "secret_id", "role", "jwt", "service_account_token_path", "username", "password",
 )
