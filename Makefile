@@ -6,7 +6,7 @@ PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 export PROXSHIFT_VENV := $(CURDIR)/$(VENV)
 
-.PHONY: all venv build collections test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench fuzz fuzz-short clean-collections
+.PHONY: all venv build collections release test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench fuzz fuzz-short clean-collections
 
 all: build
 
@@ -27,6 +27,11 @@ collections: build
 	@for c in proxmox hashi_vault openshift; do \
 	  $(VENV)/bin/ansible-galaxy collection build --force --output-path build ansible_collections/proxshift/$$c || exit 1; \
 	done
+
+## release: one collection's release, `make release COLLECTION=proxmox VERSION=1.1.0` (scripts/release.sh: version,
+## changelog from the fragments with antsibull-changelog, the EE's tarball name, the tarball in build/).
+release: build
+	scripts/release.sh $(COLLECTION) $(VERSION)
 
 ## test-deps: everything the tests need that is not a Rust crate (services, tools); idempotent and cached.
 test-deps: venv

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from testlib import string_leaves
+
 # Third-party servers' own logs (they print their dev root token / admin credentials by design), and the
 # installer's own log in its folder, which holds the kubeadmin password as auth/kubeadmin-password does
 # (the real installer writes its "Login to the console" line there too; no task result carries it).
@@ -78,7 +80,7 @@ class LeakScan:
         except ValueError:
             return
         if isinstance(parsed, (dict, list)):
-            for leaf in _leaves(parsed):
+            for leaf in string_leaves(parsed):
                 if len(leaf) >= 12:
                     self.canaries.setdefault(leaf, origin + " (inside)")
 
@@ -114,17 +116,6 @@ class LeakScan:
         except OSError:
             return
         self.scan(text, str(path), test="")
-
-
-def _leaves(v):
-    if isinstance(v, dict):
-        for x in v.values():
-            yield from _leaves(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from _leaves(x)
-    elif isinstance(v, str):
-        yield v
 
 
 SCAN = LeakScan()

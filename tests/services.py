@@ -350,6 +350,18 @@ class OpenBao:
         assert status == 200, body
         return body["auth"]["client_token"]
 
+    def approle(self, role: str, hcl: str, secret_id: str) -> str:
+        """An AppRole `role` (AppRole auth enabled at approle/ on first use) with policy `hcl` and the given
+        secret ID; returns its role ID."""
+        if "approle/" not in self.api("GET", "sys/auth")[1].get("data", {}):
+            assert self.api("POST", "sys/auth/approle", {"type": "approle"})[0] == 204
+        assert self.api("POST", f"sys/policies/acl/{role}", {"policy": hcl})[0] == 204
+        assert self.api("POST", f"auth/approle/role/{role}", {"token_policies": [role]})[0] == 204
+        role_id = self.api("GET", f"auth/approle/role/{role}/role-id")[1]["data"]["role_id"]
+        status, body = self.api("POST", f"auth/approle/role/{role}/custom-secret-id", {"secret_id": secret_id})
+        assert status == 200, body
+        return role_id
+
 
 @contextlib.contextmanager
 def running_openbao(tmp_path: Path) -> Iterator[OpenBao]:

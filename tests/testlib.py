@@ -37,15 +37,31 @@ MODULE_BINARIES = {
 }
 
 
-def module_binary(name: str) -> Path:
-    """Path of a built module binary inside its collection (copied there by `make build`)."""
-    if name == "protocol_probe":
-        path = TEST_COLLECTIONS / "ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe"
-    else:
-        path = REPO / "ansible_collections/proxshift" / MODULE_BINARIES[name] / "plugins/modules" / name
+def collection_binary(coll: str, arch: str = "x86_64") -> Path:
+    """A collection's multi-call binary for `arch` (copied into the collection by `make build`)."""
+    path = REPO / "ansible_collections/proxshift" / coll / "builds" / f"linux-{arch}" / f"proxshift_{coll}"
     if not path.exists():
         pytest.fail(f"{path} is missing: run `make build` first")
     return path
+
+
+def module_binary(name: str, arch: str = "x86_64") -> Path:
+    """A link named after module `name` to its collection's binary for `arch`, which runs the module it is
+    started as (a module run directly, as ansible-core runs it, with an args file or --argument-spec)."""
+    if name == "protocol_probe":
+        path = TEST_COLLECTIONS / "ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe"
+        if not path.exists():
+            pytest.fail(f"{path} is missing: run `make build` first")
+        return path
+    target = collection_binary(MODULE_BINARIES[name], arch)
+    link = REPO / "build" / "modules" / f"linux-{arch}" / name
+    if not (link.is_symlink() and link.resolve() == target.resolve()):
+        link.parent.mkdir(parents=True, exist_ok=True)
+        tmp = link.with_name(f".{name}.{os.getpid()}")  # atomic: the test workers may race
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
+        os.replace(tmp, link)
+    return link
 
 
 def tool(name: str, venv: Path = VENV) -> str:
@@ -150,6 +166,18 @@ def ansible_env(tmp: Path, extra: dict | None = None, venv: Path = VENV) -> dict
 
 
 COLLECTION_NAMES = sorted(set(MODULE_BINARIES.values()))
+
+
+def string_leaves(value):
+    """Every string inside a parsed JSON/YAML value (dict values and list items, recursively)."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from string_leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from string_leaves(v)
+    elif isinstance(value, str):
+        yield value
 
 
 def build_collection_tarballs(out: Path) -> dict[str, Path]:

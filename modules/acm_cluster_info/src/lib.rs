@@ -9,7 +9,7 @@ use kube_client::{Client, HubOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The module's options; the sidecar `plugins/modules/acm_cluster_info.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/acm_cluster_info.py` documents exactly these.
 /// The hub connection options are named as `acm_import`'s, so one `module_defaults` serves both.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![

@@ -44,7 +44,7 @@ fn spoke_opts() -> Vec<Opt> {
     ]
 }
 
-/// The module's options; the sidecar `plugins/modules/acm_import.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/acm_import.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("state")

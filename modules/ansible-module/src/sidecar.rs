@@ -1,8 +1,10 @@
-//! Keep the sidecar documentation (`plugins/modules/NAME.yml`) and the Rust argument spec in step.
+//! Keep a module's documentation and the Rust argument spec in step: the documentation stub
+//! `plugins/modules/NAME.py` ([`check_stub`]: `DOCUMENTATION`, `EXAMPLES`, `RETURN` as Python strings), or a
+//! sidecar `plugins/modules/NAME.yml` ([`check`]: the same three as YAML keys).
 //!
 //! The spec in Rust is the source of truth for validation (it alone knows `no_log`, which the docs may
-//! not carry); the sidecar is what `ansible-doc` shows. [`check`] lists every difference, so each
-//! module has a unit test that fails the moment the two drift.
+//! not carry); the documentation is what `ansible-doc` shows. [`check_stub`] lists every difference, so
+//! each module has a unit test that fails the moment the two drift.
 
 use serde_json::{Map, Value};
 
@@ -11,10 +13,43 @@ use crate::spec::{ArgSpec, Opt, Type};
 /// Every difference between `spec` and the sidecar text `yaml`, plus structural problems of the
 /// sidecar itself (missing sections, examples using options that do not exist).
 pub fn check(spec: &ArgSpec, yaml: &str, module: &str) -> Vec<String> {
-    let doc: Value = match serde_yaml_ng::from_str(yaml) {
-        Ok(v) => v,
-        Err(e) => return vec![format!("sidecar is not valid YAML: {e}")],
-    };
+    match serde_yaml_ng::from_str(yaml) {
+        Ok(doc) => check_doc(spec, &doc, module),
+        Err(e) => vec![format!("sidecar is not valid YAML: {e}")],
+    }
+}
+
+/// As [`check`], for a Python documentation stub (`DOCUMENTATION = r"""..."""`, `EXAMPLES`, `RETURN`).
+pub fn check_stub(spec: &ArgSpec, python: &str, module: &str) -> Vec<String> {
+    let mut doc = Map::new();
+    for (name, yaml) in [
+        ("DOCUMENTATION", true),
+        ("EXAMPLES", false),
+        ("RETURN", true),
+    ] {
+        let Some(text) = python_block(python, name) else {
+            return vec![format!("no {name} = r\"\"\"...\"\"\" block")];
+        };
+        let value = if yaml {
+            match serde_yaml_ng::from_str(text) {
+                Ok(v) => v,
+                Err(e) => return vec![format!("{name} is not valid YAML: {e}")],
+            }
+        } else {
+            Value::String(text.to_string())
+        };
+        doc.insert(name.to_string(), value);
+    }
+    check_doc(spec, &Value::Object(doc), module)
+}
+
+/// The text of `NAME = r"""..."""` in a Python file.
+pub fn python_block<'a>(python: &'a str, name: &str) -> Option<&'a str> {
+    let (_, rest) = python.split_once(&format!("{name} = r\"\"\""))?;
+    rest.split_once("\"\"\"").map(|(block, _)| block)
+}
+
+fn check_doc(spec: &ArgSpec, doc: &Value, module: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let documentation = &doc["DOCUMENTATION"];
     for key in [
@@ -59,11 +94,7 @@ pub fn check_plugin(
     internal: &[&str],
     ansible_only: &[&str],
 ) -> Vec<String> {
-    let Some(text) = python
-        .split_once("DOCUMENTATION = r\"\"\"")
-        .and_then(|(_, rest)| rest.split_once("\"\"\""))
-        .map(|(doc, _)| doc)
-    else {
+    let Some(text) = python_block(python, "DOCUMENTATION") else {
         return vec!["no DOCUMENTATION = r\"\"\"...\"\"\" block".into()];
     };
     let doc: Value = match serde_yaml_ng::from_str(text) {
@@ -337,6 +368,42 @@ RETURN:
     #[test]
     fn matching_sidecar_has_no_problems() {
         assert_eq!(check(&spec(), GOOD, "thing"), Vec::<String>::new());
+    }
+
+    /// GOOD as a Python documentation stub: each top-level key's block, dedented, as a raw string.
+    fn stub(sidecar: &str) -> String {
+        let mut out = String::from("#!/usr/bin/python\n");
+        for line in sidecar.lines().filter(|l| !l.is_empty()) {
+            match line.split_once(':') {
+                Some((key, _)) if !line.starts_with(' ') => {
+                    let close = if out.contains(" = r") { "\"\"\"\n" } else { "" };
+                    out.push_str(&format!("{close}{key} = r\"\"\"\n"));
+                }
+                _ => out.push_str(&format!("{}\n", line.strip_prefix("  ").unwrap_or(line))),
+            }
+        }
+        out + "\"\"\"\n"
+    }
+
+    #[test]
+    fn a_documentation_stub_is_checked_as_its_sidecar() {
+        assert_eq!(
+            check_stub(&spec(), &stub(GOOD), "thing"),
+            Vec::<String>::new()
+        );
+        let bad = stub(&GOOD.replace("default: 1", "default: 2"));
+        let p = check_stub(&spec(), &bad, "thing");
+        assert!(
+            p.iter()
+                .any(|x| x.contains("'count': documented default 2")),
+            "{p:?}"
+        );
+        let p = check_stub(
+            &spec(),
+            "DOCUMENTATION = r\"\"\"\nmodule: thing\n\"\"\"\n",
+            "thing",
+        );
+        assert_eq!(p, vec!["no EXAMPLES = r\"\"\"...\"\"\" block".to_string()]);
     }
 
     #[test]

@@ -35,7 +35,7 @@ const TARGETS: [&str; 5] = [
 /// and 30 more.
 const DEFAULT_STABLE_POLLS: i64 = 31;
 
-/// The module's options; the sidecar `plugins/modules/cluster_auth.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/cluster_auth.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     // The cluster connection (api_url, kubeconfig, context, api_key, ca_cert, validate_certs): the one
     // declaration cluster_upgrade shares.

@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 use crate::error::ConfigError;
 use crate::wait::WaitOpt;
 
-/// The module's options; the sidecar `plugins/modules/cluster_config.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/cluster_config.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::list("objects", Type::Dict).default(json!([])),

@@ -28,7 +28,7 @@ use nodes::{NodesError, Run};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The module's options; the sidecar `plugins/modules/cluster_nodes.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/cluster_nodes.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("state").required().choices(&[

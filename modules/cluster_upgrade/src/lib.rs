@@ -21,7 +21,7 @@ use kube_client::{Client, KubeError, PatchType, Poll, WaitError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The module's options; the sidecar `plugins/modules/cluster_upgrade.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/cluster_upgrade.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     let mut opts = cluster_opts();
     opts.extend([

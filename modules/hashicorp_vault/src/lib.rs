@@ -17,7 +17,7 @@ use plan::{cas_for, masked_diff, plan_write, secret_strings};
 use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
 use vault_client::read::pick;
 
-/// The module's options; the sidecar `plugins/modules/hashicorp_vault.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/hashicorp_vault.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     let item = ArgSpec::new(vec![
         Opt::str("name").required(),

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use vault_client::module_options::{connection_options, ConnectionOptions, KvVersions};
 use vault_client::{read, KvVersion};
 
-/// The module's options; the sidecar `plugins/modules/hashicorp_vault_info.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/hashicorp_vault_info.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("path").required(),
@@ -85,6 +85,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("version", json!(secret.as_ref().and_then(|s| s.version)))
         .with("kv_version", ver.number())
         .with("path", read::location(mount, &o.path, None)))
+}
+
+/// `main` of the module; with `--lookup` as `argv[1]`, the `proxshift.hashi_vault.kv` lookup's backend (JSON options on stdin).
+pub fn main() -> ! {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("--lookup")) {
+        lookup::main()
+    }
+    ansible_module::run(argument_spec(), run)
 }
 
 #[cfg(test)]

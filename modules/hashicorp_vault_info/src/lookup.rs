@@ -25,6 +25,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::bool("use_default").default(false),
         Opt::str("engine_mount_point").default("secret"),
         Opt::int("kv_version").choices(&[1, 2]),
+        Opt::bool("return_metadata").default(false),
     ])
     .with(connection_options())
 }
@@ -38,6 +39,7 @@ struct Options {
     use_default: bool,
     engine_mount_point: String,
     kv_version: Option<u64>,
+    return_metadata: bool,
     #[serde(flatten)]
     conn: ConnectionOptions,
 }
@@ -75,6 +77,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             .kv_read(ver, mount, term, version)
             .map_err(|e| Failure::new(format!("reading {at}: {e}")))?;
         match (pick(secret.as_ref(), o.key.as_deref()), o.use_default) {
+            (Ok(v), _) if o.return_metadata => values.push(with_metadata(v, secret.as_ref())),
             (Ok(v), _) => values.push(v),
             (Err(_), true) => values.push(o.default.clone().unwrap_or(Value::Null)),
             (Err(missing), false) => {
@@ -88,9 +91,35 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     Ok(Outcome::new(false).with("values", Value::Array(values)))
 }
 
+/// `{data, metadata}` of a read (`return_metadata`): the picked value and the secret's KV v2 metadata
+/// (`version`, `created_time`, ...; `null` on KV v1).
+fn with_metadata(data: Value, secret: Option<&vault_client::Secret>) -> Value {
+    let metadata = secret
+        .and_then(|s| s.metadata.clone())
+        .unwrap_or(Value::Null);
+    serde_json::json!({"data": data, "metadata": metadata})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_goes_beside_the_data() {
+        let secret = vault_client::Secret {
+            data: None,
+            version: Some(3),
+            metadata: Some(serde_json::json!({"version": 3})),
+        };
+        assert_eq!(
+            with_metadata(serde_json::json!("v"), Some(&secret)),
+            serde_json::json!({"data": "v", "metadata": {"version": 3}})
+        );
+        assert_eq!(
+            with_metadata(serde_json::json!({}), None),
+            serde_json::json!({"data": {}, "metadata": null})
+        );
+    }
 
     #[test]
     fn plugin_documentation_matches_spec() {

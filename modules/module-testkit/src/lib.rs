@@ -142,10 +142,10 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// The sidecar doc `proxshift/COLLECTION/plugins/modules/MODULE.yml` documents exactly `spec`.
+/// The documentation stub `proxshift/COLLECTION/plugins/modules/MODULE.py` documents exactly `spec`.
 pub fn assert_sidecar_matches(spec: &ArgSpec, collection_name: &str, module: &str) {
-    let path = collection(collection_name).join(format!("plugins/modules/{module}.yml"));
-    let problems = sidecar::check(spec, &read(&path), module);
+    let path = collection(collection_name).join(format!("plugins/modules/{module}.py"));
+    let problems = sidecar::check_stub(spec, &read(&path), module);
     assert!(
         problems.is_empty(),
         "sidecar drift:\n{}",

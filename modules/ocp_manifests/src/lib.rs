@@ -34,7 +34,7 @@ use serde_json::{json, Value};
 use crate::model::{Options, Plan};
 use crate::plan::Problem;
 
-/// The module's options; the sidecar `plugins/modules/ocp_manifests.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/ocp_manifests.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     let hints = ArgSpec::new(vec![
         Opt::str("device_name").aliases(&["deviceName"]),

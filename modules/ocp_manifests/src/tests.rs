@@ -797,10 +797,11 @@ fn nmstatectl_gc_runs_per_host_and_reports_its_error() {
 
 #[test]
 fn sidecar_matches_spec() {
-    let yaml = include_str!(
-        "../../../ansible_collections/proxshift/openshift/plugins/modules/ocp_manifests.yml"
+    let stub = include_str!(
+        "../../../ansible_collections/proxshift/openshift/plugins/modules/ocp_manifests.py"
     );
-    let problems = ansible_module::sidecar::check(&crate::argument_spec(), yaml, "ocp_manifests");
+    let problems =
+        ansible_module::sidecar::check_stub(&crate::argument_spec(), stub, "ocp_manifests");
     assert!(
         problems.is_empty(),
         "sidecar drift:\n{}",

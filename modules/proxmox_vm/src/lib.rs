@@ -35,7 +35,7 @@ use options::{merge_item, shared_defaults, vm_args, Args, Timeouts, VmArgs};
 /// A VM's plan, or why it could not be planned (with its options when they parsed).
 type Planned = Result<(VmArgs, Target), (Option<VmArgs>, VmError)>;
 
-/// The module's options; the sidecar `plugins/modules/proxmox_vm.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/proxmox_vm.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     options::argument_spec()
 }

@@ -32,7 +32,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::new("validate_certs", Type::Bool)
             .default(true)
             .env(&["PROXMOX_VALIDATE_CERTS"]),
-        Opt::path("ca_path"),
+        Opt::path("ca_path").env(&["PROXMOX_CA_PATH"]),
         Opt::int("timeout").default(30),
         Opt::bool("want_config").default(true),
         Opt::bool("want_agent_interfaces").default(true),
@@ -170,6 +170,25 @@ fn host_names(records: &[VmRecord]) -> (Vec<String>, Vec<String>) {
     (names, warnings)
 }
 
+/// One host's vars, each prefixed with `facts_prefix`: the record's (as `proxmox_vm_info` returns it), plus
+/// what community.proxmox's inventory gives, so its users' `compose`/`groups`/`keyed_groups` work unchanged:
+/// `tags_parsed` (the tag list) and every config key flat (`proxmox_net0`, `proxmox_cores`) beside the
+/// nested `config`, unless a record key has that name already (`name`, `tags`).
+pub fn host_vars(r: &VmRecord, n: &Naming) -> Map<String, Value> {
+    let mut vars = r.to_json(n.cluster_tag_prefix);
+    vars.insert("tags_parsed".into(), json!(r.tags()));
+    if let Some(config) = &r.config {
+        for (key, value) in config {
+            if !vars.contains_key(key) {
+                vars.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    vars.into_iter()
+        .map(|(k, v)| (format!("{}{k}", n.facts_prefix), v))
+        .collect()
+}
+
 /// The inventory of `records`: host vars prefixed with `facts_prefix`, groups by status, node, pool,
 /// tag and cluster (from the ownership tag), prefixed with `group_prefix`.
 pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
@@ -180,12 +199,8 @@ pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
     };
     let g = |s: String| safe_group(&format!("{}{s}", n.group_prefix));
     for (r, host) in records.iter().zip(&names) {
-        let vars: Map<String, Value> = r
-            .to_json(n.cluster_tag_prefix)
-            .into_iter()
-            .map(|(k, v)| (format!("{}{k}", n.facts_prefix), v))
-            .collect();
-        inv.hosts.insert(host.clone(), Value::Object(vars));
+        inv.hosts
+            .insert(host.clone(), Value::Object(host_vars(r, n)));
         let tags = r.tags();
         let mut groups = vec![
             g("all_qemu".into()),
@@ -219,6 +234,43 @@ pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_vars_carry_community_names_beside_the_records() {
+        let mut r = rec(100, "a", "pve1", "running", "x;proxshift-sno", None);
+        r.config = Some(
+            json!({"cores": 4, "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "name": "a", "tags": "x"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let n = Naming {
+            group_prefix: "proxmox_",
+            facts_prefix: "proxmox_",
+            cluster_tag_prefix: "proxshift-",
+        };
+        let v = host_vars(&r, &n);
+        assert_eq!(v["proxmox_tags_parsed"], json!(["x", "proxshift-sno"]));
+        assert_eq!(
+            v["proxmox_tags"],
+            json!(["x", "proxshift-sno"]),
+            "the record's list stays"
+        );
+        assert_eq!(v["proxmox_cores"], json!(4));
+        assert_eq!(
+            v["proxmox_net0"],
+            json!("virtio=BC:24:11:00:00:01,bridge=vmbr0")
+        );
+        assert_eq!(
+            v["proxmox_config"]["cores"],
+            json!(4),
+            "the nested config stays"
+        );
+        assert_eq!(v["proxmox_name"], json!("a"));
+        let bare = host_vars(&rec(101, "b", "pve1", "stopped", "", None), &n);
+        assert_eq!(bare["proxmox_tags_parsed"], json!([]));
+        assert!(!bare.contains_key("proxmox_cores"));
+    }
 
     fn rec(
         vmid: u64,

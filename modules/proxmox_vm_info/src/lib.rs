@@ -17,7 +17,7 @@ use serde_json::Value;
 use gather::Want;
 use record::Selection;
 
-/// The module's options; the sidecar `plugins/modules/proxmox_vm_info.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/proxmox_vm_info.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("name"),
@@ -93,6 +93,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     Ok(Outcome::new(false)
         .msg(format!("found {n} VM{}", if n == 1 { "" } else { "s" }))
         .with("vms", Value::Array(vms)))
+}
+
+/// `main` of the module; with `--inventory` as `argv[1]`, the `proxshift.proxmox.proxmox` inventory plugin's backend (JSON options on stdin).
+pub fn main() -> ! {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("--inventory")) {
+        inventory::main()
+    }
+    ansible_module::run(argument_spec(), run)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub fn connection_options() -> Vec<Opt> {
         Opt::new("validate_certs", Type::Bool)
             .default(true)
             .env(&["PROXMOX_VALIDATE_CERTS"]),
-        Opt::path("ca_path"),
+        Opt::path("ca_path").env(&["PROXMOX_CA_PATH"]),
         Opt::int("api_timeout").default(30),
     ]
 }

@@ -1,7 +1,9 @@
 //! The Vault connection and auth options of the collection's modules (`hashicorp_vault`,
 //! `hashicorp_vault_info`) and the `proxshift.hashi_vault.kv` lookup, with their environment
 //! fallbacks (`VAULT_ADDR`, `VAULT_TOKEN`, `VAULT_NAMESPACE`, `VAULT_CACERT`, `VAULT_SKIP_VERIFY`,
-//! `~/.vault-token`), and the login they describe. One implementation, behind the `module-options`
+//! `~/.vault-token`, and community.hashi_vault's `ANSIBLE_HASHI_VAULT_*` names, which come first), and
+//! the login they describe. An empty variable counts as unset (`ansible_module`'s rule): AWX renders an
+//! optional credential field it was not given as `""`. One implementation, behind the `module-options`
 //! feature so that the client itself does not depend on the module protocol.
 
 use std::collections::HashMap;
@@ -16,28 +18,41 @@ const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token
 
 pub fn connection_options() -> Vec<Opt> {
     vec![
-        Opt::str("url").required().env(&["VAULT_ADDR"]),
-        Opt::str("namespace").env(&["VAULT_NAMESPACE"]),
+        Opt::str("url")
+            .required()
+            .env(&["ANSIBLE_HASHI_VAULT_ADDR", "VAULT_ADDR"]),
+        Opt::str("namespace").env(&["ANSIBLE_HASHI_VAULT_NAMESPACE", "VAULT_NAMESPACE"]),
         Opt::path("ca_cert")
             .aliases(&["cacert"])
             .env(&["VAULT_CACERT"]),
         Opt::bool("validate_certs"),
         Opt::int("timeout").default(30),
-        Opt::int("retries").default(3),
+        Opt::int("retries")
+            .default(3)
+            .env(&["ANSIBLE_HASHI_VAULT_RETRIES"]),
         Opt::str("auth_method")
             .choices(&["token", "approle", "kubernetes", "jwt", "userpass"])
-            .default("token"),
+            .default("token")
+            .env(&["ANSIBLE_HASHI_VAULT_AUTH_METHOD"]),
         Opt::str("mount_point"),
-        Opt::str("token").no_log().env(&["VAULT_TOKEN"]),
+        Opt::str("token")
+            .no_log()
+            .env(&["ANSIBLE_HASHI_VAULT_TOKEN", "VAULT_TOKEN"]),
         Opt::path("token_path"),
-        Opt::bool("token_validate").default(false),
-        Opt::str("role_id"),
-        Opt::str("secret_id").no_log(),
+        Opt::bool("token_validate")
+            .default(false)
+            .env(&["ANSIBLE_HASHI_VAULT_TOKEN_VALIDATE"]),
+        Opt::str("role_id").env(&["ANSIBLE_HASHI_VAULT_ROLE_ID"]),
+        Opt::str("secret_id")
+            .no_log()
+            .env(&["ANSIBLE_HASHI_VAULT_SECRET_ID"]),
         Opt::str("role").aliases(&["role_name"]),
-        Opt::str("jwt").no_log(),
+        Opt::str("jwt").no_log().env(&["ANSIBLE_HASHI_VAULT_JWT"]),
         Opt::path("service_account_token_path").default(SA_TOKEN_PATH),
-        Opt::str("username"),
-        Opt::str("password").no_log(),
+        Opt::str("username").env(&["ANSIBLE_HASHI_VAULT_USERNAME"]),
+        Opt::str("password")
+            .no_log()
+            .env(&["ANSIBLE_HASHI_VAULT_PASSWORD"]),
     ]
 }
 

@@ -54,7 +54,7 @@ pub enum OptionError {
 #[error("{}", join(.0))]
 pub struct InvalidOptions(pub Vec<OptionError>);
 
-/// The module's options; the sidecar `plugins/modules/vm_lifecycle.yml` documents exactly these.
+/// The module's options; the documentation stub `plugins/modules/vm_lifecycle.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("state").required().choices(&[

@@ -100,6 +100,35 @@ def test_context_installs_nmstate_and_the_openshift_clients_step(ee_context):
     assert "ENV PROXSHIFT_INSTALLER_CACHE=/usr/local/share/proxshift/installers" in run
 
 
+def test_every_stage_installs_packages_with_dnf_or_microdnf(ee_context):
+    containerfile = (ee_context / "Containerfile").read_text()
+    assert 'ARG PKGMGR="/usr/local/bin/proxshift-pkgmgr"' in containerfile, containerfile
+    assert (ee_context / "_build/scripts/pkgmgr.sh").read_bytes() == (AWX / "ee/pkgmgr.sh").read_bytes()
+    base = re.split(r"FROM \$EE_BASE_IMAGE as base", containerfile, flags=re.I)[1].split("\nFROM ", 1)[0]
+    # The wrapper is in the base stage before its first package install; every other stage starts from base.
+    assert base.index("COPY _build/scripts/pkgmgr.sh /usr/local/bin/proxshift-pkgmgr") < base.index("$PKGMGR install")
+    stages = re.findall(r"^FROM (\S+)", containerfile, re.M)
+    assert stages[0] == "$EE_BASE_IMAGE" and set(stages[1:]) == {"base"}, stages
+    assert base.index("RUN chmod 0755 /usr/local/bin/proxshift-pkgmgr") < base.index("$PKGMGR install")
+
+
+@pytest.mark.parametrize("present", [("dnf", "microdnf"), ("microdnf",)], ids=["full image", "ee-minimal"])
+def test_the_package_manager_wrapper_runs_dnf_else_microdnf(tmp_path, present):
+    for name in present:
+        fake = tmp_path / name
+        fake.write_text(f"#!/bin/sh\necho {name} \"$@\"\n")
+        fake.chmod(0o755)
+    proc = subprocess.run(["/bin/sh", str(AWX / "ee/pkgmgr.sh"), "install", "-y", "nmstate"],
+                          env={"PATH": f"{tmp_path}:/nonexistent"}, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == f"{present[0]} install -y nmstate\n", proc.stdout + proc.stderr
+
+
+def test_the_package_manager_wrapper_names_what_is_missing(tmp_path):
+    proc = subprocess.run(["/bin/sh", str(AWX / "ee/pkgmgr.sh"), "clean", "all"],
+                          env={"PATH": str(tmp_path)}, capture_output=True, text=True)
+    assert proc.returncode == 127 and "neither dnf nor microdnf" in proc.stderr
+
+
 def test_context_installs_the_three_collections(ee_context):
     containerfile = (ee_context / "Containerfile").read_text()
     # A galaxy stage installs from the requirements file into the image-wide collections dir …
@@ -178,16 +207,19 @@ def test_proxmox_credential_injects_the_modules_env_fallbacks():
     ct = load(AWX / "credential_types/proxmox_api_token.yml")
     env = ct["injectors"]["env"]
     assert set(env) == {"PROXMOX_HOST", "PROXMOX_USER", "PROXMOX_TOKEN_ID", "PROXMOX_TOKEN_SECRET",
-                        "PROXMOX_VALIDATE_CERTS"}
+                        "PROXMOX_VALIDATE_CERTS", "PROXMOX_CA_PATH"}
     fallbacks = module_env_fallbacks()
     assert set(env) <= fallbacks.get("pve-client", set()), fallbacks.get("pve-client")
     secret = "canary-7d1c-token-secret"
     values = {"host": "pve1.example.com", "user": "proxshift@pve", "token_id": "ansible", "token_secret": secret,
-              "skip_tls_verify": False}
+              "skip_tls_verify": False, "tower": {"filename": {"ca": "/runner/env/tmpCA"}}}
     rendered = {k: render(v, values) for k, v in env.items()}
     assert rendered == {"PROXMOX_HOST": "pve1.example.com", "PROXMOX_USER": "proxshift@pve",
                         "PROXMOX_TOKEN_ID": "ansible", "PROXMOX_TOKEN_SECRET": secret,
-                        "PROXMOX_VALIDATE_CERTS": "true"}
+                        "PROXMOX_VALIDATE_CERTS": "true", "PROXMOX_CA_PATH": ""}
+    # The CA field, when given, is a file AWX writes; its path is the modules' ca_path.
+    assert render(env["PROXMOX_CA_PATH"], {**values, "ca": "-----BEGIN CERTIFICATE-----"}) == "/runner/env/tmpCA"
+    assert ct["injectors"]["file"] == {"template.ca": "{{ ca }}"}
     # An unticked box (AWX sends false) keeps verification on; only ticking turns it off.
     assert render(env["PROXMOX_VALIDATE_CERTS"], {**values, "skip_tls_verify": True}) == "false"
     assert [f for f in ct["inputs"]["fields"] if f["id"] == "token_secret"][0]["secret"] is True
@@ -205,6 +237,8 @@ def test_vault_credentials_inject_the_modules_env_fallbacks():
     assert {"VAULT_ADDR", "VAULT_TOKEN", "VAULT_CACERT"} <= set(env)
     approle = load(AWX / "credential_types/vault_approle.yml")
     assert set(approle["injectors"]["env"]) <= fallbacks
+    assert {"ANSIBLE_HASHI_VAULT_AUTH_METHOD", "ANSIBLE_HASHI_VAULT_ROLE_ID", "ANSIBLE_HASHI_VAULT_SECRET_ID"} <= \
+        set(approle["injectors"]["env"])
 
 
 def test_vault_credential_renders_ca_and_tls_only_when_given():
@@ -217,7 +251,7 @@ def test_vault_credential_renders_ca_and_tls_only_when_given():
     assert r["VAULT_CACERT"] == "" and r["VAULT_SKIP_VERIFY"] == "" and r["VAULT_NAMESPACE"] == ""
     # Inputs never given at all (AWX leaves them out of the namespace) render the same way.
     r = {k: render(v, {"url": "u", "token": "t", "tower": tower}) for k, v in env.items()}
-    assert r["VAULT_CACERT"] == "" and r["VAULT_SKIP_VERIFY"] == ""
+    assert r["VAULT_CACERT"] == "" and r["VAULT_SKIP_VERIFY"] == "" and r["VAULT_NAMESPACE"] == ""
     r = {k: render(v, {**base, "cacert": "-----BEGIN CERTIFICATE-----", "skip_verify": True}) for k, v in env.items()}
     assert r["VAULT_CACERT"] == "/runner/env/tmpXYZ" and r["VAULT_SKIP_VERIFY"] == "true"
     approle = load(AWX / "credential_types/vault_approle.yml")["injectors"]["extra_vars"]

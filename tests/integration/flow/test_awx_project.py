@@ -40,7 +40,7 @@ def bare_project(dest: Path) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     assert not (dest / "build").exists()
-    assert not (dest / "ansible_collections/proxshift/proxmox/plugins/modules/proxmox_vm").exists()
+    assert not (dest / "ansible_collections/proxshift/proxmox/builds").exists()
     return dest
 
 
@@ -94,7 +94,7 @@ def test_bare_project_runs_on_the_installed_collections_and_converges(tmp_path, 
     # The installer (required under AWX) built the agent ISO, and the VMs boot from it.
     assert all(any(".iso" in str(v) for v in vm["config"].values()) for vm in owned), [vm["config"] for vm in owned]
     # Each module ran from the installed copy: the bare project holds none of the binaries.
-    assert not list((project / "ansible_collections").glob("proxshift/*/plugins/modules/proxmox_vm"))
+    assert not list((project / "ansible_collections").glob("proxshift/*/builds"))
     second = run_job(tmp_path / "run2", site, "lab-compact", ee_collections, project)
     assert second.status == "successful", second.stdout.read()[-4000:]
     assert changed_tasks(second) == []
@@ -115,7 +115,7 @@ def test_no_built_binary_anywhere_fails_naming_the_fix(tmp_path, site):
     # The first module task reads the record, a no_log task: the message reaches the job output anyway.
     out = job.stdout.read()
     assert "hashicorp_vault: the module binary" in out and "is missing" in out, out[-4000:]
-    assert "make build" in out and "ansible-galaxy collection install" in out, out[-4000:]
+    assert "make build" in out and "ansible-galaxy collection install --force" in out, out[-4000:]
     # Nothing was created on Proxmox before the failure.
     assert site.owned_vms("lab-sno") == []
 

@@ -13,7 +13,7 @@ COLLECTIONS = REPO / "ansible_collections" / "proxshift"
 def test_every_module_has_its_action_shim():
     for coll in COLLECTION_NAMES:
         plugins = COLLECTIONS / coll / "plugins"
-        modules = sorted(p.stem for p in (plugins / "modules").glob("*.yml"))
+        modules = sorted(p.stem for p in (plugins / "modules").glob("*.py"))
         shims = sorted(p.stem for p in (plugins / "action").glob("*.py"))
         assert modules and shims == modules, (coll, modules, shims)
         for name in shims:

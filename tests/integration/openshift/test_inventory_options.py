@@ -13,7 +13,7 @@ import yaml
 
 from testlib import REPO
 
-SIDECAR = REPO / "ansible_collections/proxshift/openshift/plugins/modules/ocp_manifests.yml"
+STUB = REPO / "ansible_collections/proxshift/openshift/plugins/modules/ocp_manifests.py"
 MODEL = REPO / "playbooks/tasks/cluster_model.yml"
 ROLE_TASKS = REPO / "ansible_collections/proxshift/openshift/roles/manifests/tasks/main.yml"
 INVENTORY_README = REPO / "inventory/README.md"
@@ -49,7 +49,8 @@ MODEL_KEY = {"cluster_name": "name"}
 
 
 def module_options() -> dict:
-    return yaml.safe_load(SIDECAR.read_text())["DOCUMENTATION"]["options"]
+    docs = STUB.read_text().split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0]
+    return yaml.safe_load(docs)["options"]
 
 
 def model_task(name: str) -> dict:

@@ -116,6 +116,26 @@ def test_compose_keyed_groups_groups_and_filters(sim50, inventory_token, tmp_pat
     assert members(inv, "proxmox_all_stopped") == set(), "default groups hold only hosts that passed the filters"
 
 
+def test_community_proxmox_style_entries_work_under_strict(sim50, inventory_token, tmp_path, run_inventory):
+    """compose/groups/keyed_groups written for community.proxmox's inventory: flat config vars, tags_parsed."""
+    extra = """
+        strict: true
+        compose:
+          memory_mib: proxmox_memory | int
+          first_nic: proxmox_net0
+        keyed_groups:
+          - key: proxmox_tags_parsed
+            prefix: t
+        groups:
+          sno: "'proxshift-sno' in proxmox_tags_parsed"
+        """
+    inv = listed(run_inventory(source(tmp_path, sim50, inventory_token, extra)))
+    vm = inv["_meta"]["hostvars"]["vm-006"]
+    assert vm["memory_mib"] == int(vm["proxmox_config"]["memory"]) == 2048
+    assert vm["first_nic"] == vm["proxmox_config"]["net0"] and vm["proxmox_tags_parsed"] == vm["proxmox_tags"]
+    assert members(inv, "sno") == members(inv, "proxmox_cluster_sno") == members(inv, "t_proxshift_sno")
+
+
 def test_second_run_is_served_from_the_cache(sim50, inventory_token, tmp_path, run_inventory):
     extra = f"""
         cache: true

@@ -33,15 +33,9 @@ def bao(tmp_path_factory):
                 break
             time.sleep(0.1)
         server.kv_put("openshift/pull-secret", {"pullSecret": PULL_SECRET_CANARY, "template": "{{ 6 * 7 }}"})
-        assert server.api("POST", "sys/auth/approle", {"type": "approle"})[0] == 204
-        assert server.api("POST", "sys/policies/acl/reader",
-                          {"policy": 'path "secret/data/openshift/*" { capabilities = ["read"] }\n'
-                                     'path "sys/internal/ui/mounts/*" { capabilities = ["read"] }'})[0] == 204
-        assert server.api("POST", "auth/approle/role/reader", {"token_policies": ["reader"]})[0] == 204
-        server.approle_id = server.api("GET", "auth/approle/role/reader/role-id")[1]["data"]["role_id"]
-        status, body = server.api("POST", "auth/approle/role/reader/custom-secret-id",
-                                  {"secret_id": APPROLE_SECRET_ID_CANARY})
-        assert status == 200, body
+        server.approle_id = server.approle(
+            "reader", 'path "secret/data/openshift/*" { capabilities = ["read"] }\n'
+                      'path "sys/internal/ui/mounts/*" { capabilities = ["read"] }', APPROLE_SECRET_ID_CANARY)
         yield server
 
 
@@ -68,11 +62,19 @@ def test_kv2_kv1_versions_and_defaults(bao, run_playbook):
 - name: never templated again
   ansible.builtin.set_fact:
     raw: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='template') }}"
+- name: with metadata
+  ansible.builtin.set_fact:
+    meta: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='template', version=1,
+                     return_metadata=true) }}"
+    meta_kv1: "{{ lookup('proxshift.hashi_vault.kv', 'app/db', key='user', engine_mount_point='kv1',
+                         return_metadata=true) }}"
 - name: compare
   ansible.builtin.assert:
     that:
       - latest == pull_secret
       - first == 'old-value'
+      - meta.data == raw and meta.metadata.version == 1 and 'created_time' in meta.metadata
+      - "meta_kv1 == {'data': 'app', 'metadata': none}"
       - "kv1 == [{'user': 'app', 'password': 'kv1-pw'}] * 2"
       - dflt == 'fallback'
       - none_dflt is none

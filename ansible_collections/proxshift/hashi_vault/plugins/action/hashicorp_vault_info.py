@@ -1,6 +1,6 @@
 # Copyright: ProxShift contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runs the hashicorp_vault_info binary (docs: plugins/modules/hashicorp_vault_info.yml); fails clearly when it is not built."""
+"""Runs the hashicorp_vault_info module of the collection's binary (docs: plugins/modules/hashicorp_vault_info.py); fails clearly when it is not built."""
 from __future__ import annotations
 
 from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import BinaryModuleAction

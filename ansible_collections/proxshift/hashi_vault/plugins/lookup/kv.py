@@ -16,8 +16,13 @@ description:
     O(key) the value of that key.
   - Values are marked unsafe, so a secret that contains C({{) is never templated.
   - Connection and auth options and their environment fallbacks are those of the
-    C(proxshift.hashi_vault.hashicorp_vault) module. Options can also be set as variables
-    (C(proxshift_vault_url), ...) or in C(ansible.cfg) under C([proxshift_vault]).
+    C(proxshift.hashi_vault.hashicorp_vault) module; community.hashi_vault's C(ANSIBLE_HASHI_VAULT_*) variables come
+    first, C(VAULT_*) next. An empty environment variable counts as unset, as for the modules (AWX renders a
+    credential field left empty as C("")).
+  - Options can also be set as variables (C(proxshift_vault_url), ..., and community.hashi_vault's
+    C(ansible_hashi_vault_*) names) or in C(ansible.cfg) under C([proxshift_vault]) or C([hashi_vault_collection]).
+    The ProxShift Vault AppRole credential's extra variables C(vault_auth_method), C(vault_role_id) and
+    C(vault_secret_id) are read too; of several variables given, C(proxshift_vault_*) wins.
   - The Vault calls run in the collection's native C(hashicorp_vault_info) binary (the same client as the modules);
     the lookup needs no Python libraries (hvac). Tokens and secret IDs never appear in errors.
 options:
@@ -47,23 +52,37 @@ options:
     description: KV engine version of the mount; detected when not given.
     type: int
     choices: [1, 2]
+  return_metadata:
+    description:
+      - Return C({data, metadata}) per term instead of the value alone - the value (the whole secret, or O(key)'s)
+        and the secret's KV v2 metadata (C(version), C(created_time), C(custom_metadata), ...; C(null) on KV v1).
+      - A default returned for a missing secret is returned as it is.
+    type: bool
+    default: false
   url:
     description: Vault address, for example C(https://vault.example.com:8200).
     type: str
     required: true
     env:
+      - name: ANSIBLE_HASHI_VAULT_ADDR
       - name: VAULT_ADDR
     vars:
+      - name: ansible_hashi_vault_url
+      - name: ansible_hashi_vault_addr
       - name: proxshift_vault_url
     ini:
+      - section: hashi_vault_collection
+        key: url
       - section: proxshift_vault
         key: url
   namespace:
     description: Namespace (Vault Enterprise, HCP Vault, OpenBao), sent as C(X-Vault-Namespace).
     type: str
     env:
+      - name: ANSIBLE_HASHI_VAULT_NAMESPACE
       - name: VAULT_NAMESPACE
     vars:
+      - name: ansible_hashi_vault_namespace
       - name: proxshift_vault_namespace
   ca_cert:
     description: PEM file with the CA certificate(s) that signed the server certificate.
@@ -72,6 +91,7 @@ options:
     env:
       - name: VAULT_CACERT
     vars:
+      - name: ansible_hashi_vault_ca_cert
       - name: proxshift_vault_ca_cert
   validate_certs:
     description:
@@ -86,13 +106,24 @@ options:
     description: How many times a transient failure (a sealed or standby server, 5xx, refused) is retried.
     type: int
     default: 3
+    env:
+      - name: ANSIBLE_HASHI_VAULT_RETRIES
+    vars:
+      - name: ansible_hashi_vault_retries
   auth_method:
     description: How to log in (as the module's O(auth_method)).
     type: str
     choices: [token, approle, kubernetes, jwt, userpass]
     default: token
+    env:
+      - name: ANSIBLE_HASHI_VAULT_AUTH_METHOD
     vars:
+      - name: ansible_hashi_vault_auth_method
+      - name: vault_auth_method
       - name: proxshift_vault_auth_method
+    ini:
+      - section: hashi_vault_collection
+        key: auth_method
   mount_point:
     description: Mount path of the auth method when it is not the default.
     type: str
@@ -100,8 +131,10 @@ options:
     description: Vault token (O(auth_method=token)); then the token file.
     type: str
     env:
+      - name: ANSIBLE_HASHI_VAULT_TOKEN
       - name: VAULT_TOKEN
     vars:
+      - name: ansible_hashi_vault_token
       - name: proxshift_vault_token
   token_path:
     description: Token file read when no token is given. Default C(~/.vault-token).
@@ -110,15 +143,30 @@ options:
     description: Check the token with C(auth/token/lookup-self) first.
     type: bool
     default: false
+    env:
+      - name: ANSIBLE_HASHI_VAULT_TOKEN_VALIDATE
+    vars:
+      - name: ansible_hashi_vault_token_validate
   role_id:
     description: AppRole role ID (O(auth_method=approle)).
     type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_ROLE_ID
     vars:
+      - name: ansible_hashi_vault_role_id
+      - name: vault_role_id
       - name: proxshift_vault_role_id
+    ini:
+      - section: hashi_vault_collection
+        key: role_id
   secret_id:
     description: AppRole secret ID (O(auth_method=approle)).
     type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_SECRET_ID
     vars:
+      - name: ansible_hashi_vault_secret_id
+      - name: vault_secret_id
       - name: proxshift_vault_secret_id
   role:
     description: Role to log in as (O(auth_method=kubernetes) or O(auth_method=jwt)).
@@ -127,6 +175,8 @@ options:
   jwt:
     description: The JWT to log in with (O(auth_method=jwt); O(auth_method=kubernetes) reads the service-account token otherwise).
     type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_JWT
   service_account_token_path:
     description: Service-account token file read by O(auth_method=kubernetes) when O(jwt) is not given.
     type: path
@@ -134,9 +184,17 @@ options:
   username:
     description: User name (O(auth_method=userpass)).
     type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_USERNAME
+    vars:
+      - name: ansible_hashi_vault_username
   password:
     description: Password (O(auth_method=userpass)).
     type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_PASSWORD
+    vars:
+      - name: ansible_hashi_vault_password
 notes:
   - Each call logs in once and reads every term with that token.
 """
@@ -160,7 +218,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _raw:
-  description: One value per term - the whole secret (a dict) or, with O(key), that key's value. Marked unsafe.
+  description:
+    - One value per term - the whole secret (a dict) or, with O(key), that key's value; with O(return_metadata)
+      C({data, metadata}). Marked unsafe.
   type: list
   elements: raw
 """
@@ -169,13 +229,12 @@ _raw:
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import run_backend
+from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_module import backend_options, run_backend
 
 
-BACKEND = "hashicorp_vault_info"
 # The options the binary takes (its Rust spec) besides the terms.
 BACKEND_OPTIONS = (
-    "key", "version", "engine_mount_point", "kv_version", "url", "namespace", "ca_cert", "validate_certs",
+    "key", "version", "engine_mount_point", "kv_version", "return_metadata", "url", "namespace", "ca_cert", "validate_certs",
     "timeout", "retries", "auth_method", "mount_point", "token", "token_path", "token_validate", "role_id",
     "secret_id", "role", "jwt", "service_account_token_path", "username", "password",
 )
@@ -184,17 +243,10 @@ BACKEND_OPTIONS = (
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        options = {}
-        for name in BACKEND_OPTIONS:
-            value = self.get_option(name)
-            # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
-            if isinstance(value, str) and self._templar.is_template(value):
-                value = self._templar.template(value)
-            if value is not None:
-                options[name] = value
+        options = backend_options(self, BACKEND_OPTIONS, self._templar)
         options["terms"] = [str(t) for t in terms]
         if "default" in kwargs:
             options["use_default"] = True
             options["default"] = kwargs["default"]
-        result = run_backend(BACKEND, "--lookup", options, "proxshift.hashi_vault.kv", AnsibleError)
+        result = run_backend("--lookup", options, "proxshift.hashi_vault.kv", AnsibleError)
         return [wrap_var(v) for v in result.get("values", [])]

@@ -1,6 +1,6 @@
 # Copyright: ProxShift contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runs the acm_cluster_info binary (docs: plugins/modules/acm_cluster_info.yml); fails clearly when it is not built."""
+"""Runs the acm_cluster_info module of the collection's binary (docs: plugins/modules/acm_cluster_info.py); fails clearly when it is not built."""
 from __future__ import annotations
 
 from ansible_collections.proxshift.openshift.plugins.plugin_utils.binary_module import BinaryModuleAction

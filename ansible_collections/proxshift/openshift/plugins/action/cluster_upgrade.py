@@ -1,6 +1,6 @@
 # Copyright: ProxShift contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runs the cluster_upgrade binary (docs: plugins/modules/cluster_upgrade.yml); fails clearly when it is not built."""
+"""Runs the cluster_upgrade module of the collection's binary (docs: plugins/modules/cluster_upgrade.py); fails clearly when it is not built."""
 from __future__ import annotations
 
 from ansible_collections.proxshift.openshift.plugins.plugin_utils.binary_module import BinaryModuleAction

@@ -1,30 +1,31 @@
 # Copyright: ProxShift contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The action every ProxShift module runs through: Ansible's normal module run, with the module binary
-built for the target's platform.
+"""The action every ProxShift module runs through: Ansible's normal module run, with the collection's
+binary built for the target's platform.
 
-Two things Ansible's own binary-module support does not do:
-- The binaries are build output, absent from a git checkout (and so from an AWX project sync) until
-  `make build` puts them in. Without a check a task naming such a module stops the whole playbook at
-  parse time with "couldn't resolve module/action"; with it the task fails saying what to do.
-- Ansible sends the one file it finds in plugins/modules/ (the x86_64 build) to every target. Each
-  collection also carries an aarch64 build in builds/linux-aarch64/; the action asks the target (through
-  its connection, so a delegated task asks the delegate) for `uname -sm` and sends the matching build.
-
-The inventory and lookup plugins run their binary on the controller; they pick it with binary_path()
-for the controller's own platform.
+The modules of a collection are one multi-call binary per platform, `builds/linux-<machine>/proxshift_<collection>`;
+`plugins/modules/NAME.py` are documentation stubs (what ansible-doc reads and lists). The binary picks the module
+from `_ansible_module_name` in the args file Ansible writes. Three things Ansible's own module run does not do:
+- Find the binary: Ansible's loader finds the stub. The action asks the target (through its connection, so a
+  delegated task asks the delegate) for `uname -sm` and sends the matching build as a binary module, so the
+  target needs no Python (no interpreter discovery, no AnsiballZ wrapper).
+- Say what to do when the binaries are missing: they are build output, absent from a git checkout (and so
+  from an AWX project sync) until `make build` puts them in; the task then fails with the one command that
+  works.
+- The inventory and lookup plugins run the controller's build with a backend flag (`--inventory`,
+  `--lookup`); run_backend() does that, and backend_options() what they send.
 
 Each collection carries its own copy of this file so that it installs and runs alone from Galaxy;
 tests/integration/galaxy/test_awx_layout.py keeps the copies identical.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import platform
 import subprocess
 
+from ansible.executor.module_common import modify_module
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
 
@@ -32,13 +33,13 @@ display = Display()
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Where each supported Linux machine type (as `uname -m` and Python's platform.machine() spell it) finds
-# its builds, relative to the collection root. x86_64 builds are where Ansible's module loader looks.
+# The folder of each supported Linux machine type's build (as `uname -m` and Python's platform.machine()
+# spell it), under the collection root's builds/.
 PLATFORM_DIRS = {
-    "x86_64": ("plugins", "modules"),
-    "amd64": ("plugins", "modules"),
-    "aarch64": ("builds", "linux-aarch64"),
-    "arm64": ("builds", "linux-aarch64"),
+    "x86_64": "linux-x86_64",
+    "amd64": "linux-x86_64",
+    "aarch64": "linux-aarch64",
+    "arm64": "linux-aarch64",
 }
 SUPPORTED = "Linux on x86_64 or aarch64"
 
@@ -47,24 +48,46 @@ class UnsupportedPlatform(Exception):
     """The target (or controller) is a platform the collection has no build for."""
 
 
-def binary_path(collection_root: str, name: str, system: str, machine: str) -> str:
-    """The build of binary `name` for a `system`/`machine` (as `uname -s`/`uname -m` print them)."""
+def binary_path(collection_root: str, system: str, machine: str) -> str:
+    """The collection's binary for a `system`/`machine` (as `uname -s`/`uname -m` print them)."""
     if system != "Linux" or machine not in PLATFORM_DIRS:
         raise UnsupportedPlatform(
-            f"{name} is a native binary built for {SUPPORTED}; this host reports {system} {machine}"
+            f"the modules are a native binary built for {SUPPORTED}; this host reports {system} {machine}"
         )
-    return os.path.join(collection_root, *PLATFORM_DIRS[machine], name)
+    name = "proxshift_" + os.path.basename(collection_root)
+    return os.path.join(collection_root, "builds", PLATFORM_DIRS[machine], name)
 
 
-def run_backend(backend: str, flag: str, options: dict, name: str, error=Exception) -> dict:
-    """Run the controller's build of `backend` with `flag` and `options` as JSON on stdin (the inventory and
+def backend_options(plugin, names, templar) -> dict:
+    """The options of `plugin` (a lookup or inventory plugin) to send to its binary: those given in the task
+    or the plugin's config, as variables or in ansible.cfg, templated.
+
+    An option that comes from an environment variable, or is only a default, is left out: the binary reads
+    the same variables (the plugin's documented `env:` list is its spec's, a test compares) and applies the
+    same defaults, with the modules' rule that an empty variable counts as unset (AWX renders a credential
+    field left empty as ""). So modules and plugins read the environment one way, in one place."""
+    options = {}
+    for name in names:
+        value, origin = plugin.get_option_and_origin(name)
+        if value is None or origin == "default" or str(origin).startswith("env"):
+            continue
+        # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
+        if isinstance(value, str) and templar.is_template(value):
+            value = templar.template(value)
+        if value is not None:
+            options[name] = value
+    return options
+
+
+def run_backend(flag: str, options: dict, name: str, error=Exception) -> dict:
+    """Run the controller's build with the backend `flag` and `options` as JSON on stdin (the inventory and
     lookup plugins' one way into Rust); its masked result, or `error` naming the plugin `name`."""
     try:
-        binary = binary_path(COLLECTION_ROOT, backend, platform.system(), platform.machine())
+        binary = binary_path(COLLECTION_ROOT, platform.system(), platform.machine())
     except UnsupportedPlatform as err:
         raise error(f"{name}: {err}")
     if not os.access(binary, os.X_OK):
-        raise error(f"{name}: {binary} is missing or not executable (build the collection: make build)")
+        raise error(missing_binary_message(name, binary))
     proc = subprocess.run([binary, flag], input=json.dumps(options), capture_output=True, text=True, check=False)
     try:
         result = json.loads(proc.stdout)
@@ -77,40 +100,67 @@ def run_backend(backend: str, flag: str, options: dict, name: str, error=Excepti
     return result
 
 
-def missing_binary_message(action: str, binary: str) -> str:
-    """Why `action` cannot run: its build at `binary` is absent, and the fixes."""
+def checkout_root(collection_root: str) -> str | None:
+    """The ProxShift checkout this copy of the collection sits in (`make build` works there), if any."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(collection_root)))
+    if os.path.isfile(os.path.join(root, "scripts", "build.sh")) and os.path.isfile(os.path.join(root, "Makefile")):
+        return root
+    return None
+
+
+def collection_version(collection_root: str) -> str:
+    """This copy's version: an installed copy's MANIFEST.json, else a checkout's galaxy.yml."""
+    try:
+        with open(os.path.join(collection_root, "MANIFEST.json")) as f:
+            return json.load(f)["collection_info"]["version"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        with open(os.path.join(collection_root, "galaxy.yml")) as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("version:"))
+    except (OSError, StopIteration):
+        return "<version>"
+
+
+def missing_binary_message(action: str, binary: str, collection_root: str = COLLECTION_ROOT) -> str:
+    """Why `action` cannot run: the build at `binary` is absent, and the one command that fixes it here."""
+    checkout = checkout_root(collection_root)
+    name = os.path.basename(collection_root)
+    tarball = f"proxshift-{name}-{collection_version(collection_root)}.tar.gz"
+    if checkout:
+        return (
+            f"{action}: the module binary {binary} is missing: this ProxShift checkout was not built. Run "
+            f"`make build` in {checkout} (it builds the binaries and puts the checkout first on the collections "
+            "path through build/collections). Without a Rust toolchain (an AWX project sync) the built "
+            f"collections must come first instead: `ansible-galaxy collection install --force {tarball}` (and the "
+            "other proxshift tarballs `make collections` writes) into the execution environment; --force because "
+            "this checkout counts as installed, so a plain install does nothing (see awx/README.md)."
+        )
+    path = os.path.dirname(os.path.dirname(os.path.dirname(collection_root)))
     return (
-        f"{action}: the module binary {binary} is missing: this copy of the collection was not built. "
-        "In a ProxShift checkout run `make build` (it builds the binaries and puts the checkout first on "
-        "the collections path through build/collections). Under AWX/AAP or anywhere else, install the "
-        "built collections (`make collections`, then `ansible-galaxy collection install "
-        "proxshift-*.tar.gz`) into the execution environment or a collections path that comes before "
-        "this copy (see awx/README.md)."
+        f"{action}: the module binary {binary} is missing: this copy of proxshift.{name} holds no build. "
+        f"Install the built collection over it: `ansible-galaxy collection install --force -p {path} {tarball}` "
+        "(the tarball `make collections` writes, or Galaxy's; --force because this copy counts as installed)."
     )
 
 
 class BinaryModuleAction(NormalAction):
     """`ansible.builtin.normal` running the target platform's build, failing clearly when there is none."""
 
-    _platform_binary = None  # set by run() when the target needs another build than the loader found
+    _platform_binary = None  # set by run(): the build the target needs
 
     def run(self, tmp=None, task_vars=None):
-        name = self._task.action.rsplit(".", 1)[-1]
-        found = self._shared_loader_obj.module_loader.find_plugin_with_context(
-            self._task.action, collection_list=self._task.collections
-        )
         try:
             system, machine = self._target_platform()
-            binary = binary_path(COLLECTION_ROOT, name, system, machine)
+            binary = binary_path(COLLECTION_ROOT, system, machine)
         except UnsupportedPlatform as err:
             return {"failed": True, "msg": f"{self._task.action}: {err}"}
-        if not found.resolved or not os.access(binary, os.X_OK):
+        if not os.access(binary, os.X_OK):
             msg = missing_binary_message(self._task.action, binary)
             # Shown even when the task is no_log (the record and secrets tasks are): it names no secret.
             display.error(msg, wrap_text=False)
             return {"failed": True, "msg": msg}
-        if PLATFORM_DIRS[machine] != PLATFORM_DIRS["x86_64"]:
-            self._platform_binary = (found.plugin_resolved_path, binary)
+        self._platform_binary = binary
         return super().run(tmp, task_vars)
 
     def _target_platform(self):
@@ -126,14 +176,11 @@ class BinaryModuleAction(NormalAction):
         return words[0], words[1]
 
     def _configure_module(self, module_name, module_args, task_vars):
-        built = super()._configure_module(module_name, module_args, task_vars)
-        loader_path = os.path.realpath(built[-1])
-        if self._platform_binary is None or loader_path != os.path.realpath(self._platform_binary[0]):
-            return built  # the x86_64 build, or another module (async_wrapper)
-        binary = self._platform_binary[1]
-        with open(binary, "rb") as f:
-            data = f.read()
-        if len(built) == 4:  # ansible-core <= 2.18: (style, shebang, data, path)
-            return built[0], built[1], data, binary
-        # ansible-core >= 2.19: (_BuiltModule, path); 2.21 sends the data, 2.19 the file at path.
-        return dataclasses.replace(built[0], b_module_data=data), binary
+        if self._platform_binary is None or module_name != self._task.action:
+            return super()._configure_module(module_name, module_args, task_vars)  # e.g. async_wrapper
+        # The binary in place of the documentation stub the loader found, as a binary module.
+        built = modify_module(module_name=module_name, module_path=self._platform_binary,
+                              module_args=module_args, templar=self._templar, task_vars=task_vars)
+        if isinstance(built, tuple):  # ansible-core <= 2.18: (data, style, shebang) -> (style, shebang, data, path)
+            return built[1], built[2], built[0], self._platform_binary
+        return built, self._platform_binary  # ansible-core >= 2.19: (_BuiltModule, path)

@@ -76,6 +76,8 @@ options:
       - PEM file with the CA that signed the API certificate (Proxmox's cluster CA), trusted in addition to the
         system store.
     type: path
+    env:
+      - name: PROXMOX_CA_PATH
   timeout:
     description:
       - Seconds per HTTP request.
@@ -122,8 +124,10 @@ options:
 notes:
   - Host names are VM names; a VM without one is C(vm-<vmid>), and a name shared by several VMs becomes
     C(<name>-<vmid>) for all but the lowest VMID (with a warning).
-  - Host vars (with O(facts_prefix)) are C(vmid), C(name), C(node), C(status), C(template), C(tags), C(clusters),
-    C(pool), C(lock), C(hastate), C(maxmem), with O(want_config) C(config) and C(agent_enabled), and with
+  - Host vars (with O(facts_prefix)) are C(vmid), C(name), C(node), C(status), C(template), C(tags) (a list),
+    C(tags_parsed) (the same list, community.proxmox's name), C(clusters), C(pool), C(lock), C(hastate), C(maxmem),
+    with O(want_config) C(config), every config key flat as in community.proxmox (C(proxmox_cores),
+    C(proxmox_net0); a key named like one of these vars stays only in C(config)) and C(agent_enabled), and with
     O(want_agent_interfaces) C(agent_interfaces), C(ipv4_addresses) and C(ipv6_addresses).
   - In AWX/AAP use it as an inventory source from a project (a C(proxmox.yml) file) with the
     C(PROXMOX_*) variables injected by a credential.
@@ -158,7 +162,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import run_backend
+from ansible_collections.proxshift.proxmox.plugins.plugin_utils.binary_module import backend_options, run_backend
 
 try:  # ansible-core >= 2.19 (data tagging): text from a plugin is untrusted, never templated, unless tagged
     from ansible._internal._datatag._tags import TrustedAsTemplate
@@ -167,7 +171,6 @@ except ImportError:  # older cores template any plain string: wrap it
 MARK_UNSAFE = TrustedAsTemplate is None
 
 
-BACKEND = "proxmox_vm_info"
 # The options the binary takes (its Rust spec); the rest are Ansible's (constructed, cache).
 BACKEND_OPTIONS = (
     "url", "user", "password", "token_id", "token_secret", "validate_certs", "ca_path", "timeout",
@@ -185,16 +188,6 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         base = os.path.basename(path)
         return base in ("proxmox.yml", "proxmox.yaml") or base.endswith((".proxmox.yml", ".proxmox.yaml"))
 
-    def _backend_options(self):
-        options = {}
-        for name in BACKEND_OPTIONS:
-            value = self.get_option(name)
-            if isinstance(value, str) and self.templar.is_template(value):
-                value = self.templar.template(value)
-            if value is not None:
-                options[name] = value
-        return options
-
     def _listing(self, path, cache):
         key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache
@@ -204,7 +197,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 return self._cache[key]
             except KeyError:
                 update = True
-        result = run_backend(BACKEND, "--inventory", self._backend_options(), self.NAME, AnsibleParserError)
+        result = run_backend("--inventory", backend_options(self, BACKEND_OPTIONS, self.templar), self.NAME, AnsibleParserError)
         listing = {"hosts": result.get("hosts", {}), "groups": result.get("groups", {})}
         if update:
             self._cache[key] = listing

@@ -1,0 +1,74 @@
+"""`make release` (scripts/release.sh) on a copy of the project: refuses what is no release, and otherwise bumps
+the version, writes the changelog from the fragments with antsibull-changelog, points the execution environment
+at the new tarball and builds it."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testlib import REPO, VENV, ansible_env, tool
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """The files the script touches: itself, the EE definition and the proxmox collection (no binaries)."""
+    tool("antsibull-changelog")  # fails naming `make venv` when it is missing
+    copy = tmp_path / "project"
+    (copy / "scripts").mkdir(parents=True)
+    shutil.copy2(REPO / "scripts/release.sh", copy / "scripts/release.sh")
+    (copy / "awx").mkdir()
+    shutil.copy2(REPO / "awx/execution-environment.yml", copy / "awx/execution-environment.yml")
+    src = REPO / "ansible_collections/proxshift/proxmox"
+    shutil.copytree(src, copy / "ansible_collections/proxshift/proxmox",
+                    ignore=shutil.ignore_patterns("builds", "__pycache__", ".plugin-cache.yaml"))
+    return copy
+
+
+def release(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = ansible_env(project, {"PATH": f"{VENV / 'bin'}:/usr/bin:/bin"})
+    return subprocess.run(["bash", str(project / "scripts/release.sh"), *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def current(project: Path) -> str:
+    return yaml.safe_load((project / "ansible_collections/proxshift/proxmox/galaxy.yml").read_text())["version"]
+
+
+def test_what_is_no_release_is_refused_naming_why(project):
+    version = current(project)
+    for args, reason in [(("proxmox", "1.2"), "is not a semantic version"),
+                         (("proxmox", version), f"is not above proxshift.proxmox's current {version}"),
+                         (("proxmox", "0.0.1"), "is not above"),
+                         (("nope", "9.0.0"), "no collection 'nope'"),
+                         (("proxmox",), "usage:")]:
+        proc = release(project, *args)
+        assert proc.returncode == 2 and reason in proc.stderr, (args, proc.stderr)
+    fragments = project / "ansible_collections/proxshift/proxmox/changelogs/fragments"
+    for fragment in fragments.glob("*.yml"):
+        fragment.unlink()
+    proc = release(project, "proxmox", "99.0.0")
+    assert proc.returncode == 2 and "fragments/ is empty" in proc.stderr, proc.stderr
+    assert current(project) == version, "a refused release changed galaxy.yml"
+
+
+def test_a_release_bumps_writes_the_changelog_and_builds_the_tarball(project):
+    old = current(project)
+    root = project / "ansible_collections/proxshift/proxmox"
+    fragments = sorted(p.name for p in (root / "changelogs/fragments").glob("*.yml"))
+    assert fragments, "the proxmox collection has changes to release"
+    major, minor, _ = (int(n) for n in old.split("."))
+    new = f"{major}.{minor + 1}.0"
+    proc = release(project, "proxmox", new)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert current(project) == new
+    changelog = yaml.safe_load((root / "changelogs/changelog.yaml").read_text())
+    assert sorted(changelog["releases"][new]["fragments"]) == fragments
+    assert f"v{new}" in (root / "CHANGELOG.rst").read_text()
+    assert not list((root / "changelogs/fragments").glob("*.yml")), "the released fragments stay"
+    ee = (project / "awx/execution-environment.yml").read_text()
+    assert f"proxshift-proxmox-{new}.tar.gz" in ee and f"proxshift-proxmox-{old}.tar.gz" not in ee
+    assert (project / f"build/proxshift-proxmox-{new}.tar.gz").is_file()
