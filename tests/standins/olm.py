@@ -31,15 +31,16 @@ SUCCEEDED = {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "ins
 class FakeOlm(FakeController):
     """OLM's catalog and OLM operators, reduced to what a Subscription in `ns` leads to."""
 
-    def __init__(self, api: KubeApi, ns: str, csv_outcome: str = "Succeeded"):
-        self.api, self.ns, self.csv_outcome = api, ns, csv_outcome
+    def __init__(self, api: KubeApi, ns: str, csv_outcome: str = "Succeeded", module_user: str = "kc-admin"):
+        """`module_user`: who the role's modules are in the audit log (the kubeconfig's user)."""
+        self.api, self.ns, self.csv_outcome, self.module_user = api, ns, csv_outcome, module_user
         self.audit = Path(api.info["dir"]) / "audit.log"
         self._pos = self.audit.stat().st_size if self.audit.exists() else 0
         self._read_csvs: set[str] = set()
         super().__init__()
 
     def _role_read(self, csv: str) -> bool:
-        """Whether the role (user kc-admin, the kubeconfig token) has GET the CSV since we started."""
+        """Whether the role (`module_user`, the kubeconfig's) has GET the CSV since we started."""
         if self.audit.exists():
             with open(self.audit) as f:
                 f.seek(self._pos)
@@ -48,7 +49,7 @@ class FakeOlm(FakeController):
             self._pos += len(chunk[:done].encode())
             for line in chunk[:done].splitlines():
                 e = json.loads(line)
-                if e["verb"] == "get" and e["user"]["username"] == "kc-admin" \
+                if e["verb"] == "get" and e["user"]["username"] == self.module_user \
                         and "/clusterserviceversions/" in e["requestURI"]:
                     self._read_csvs.add(e["requestURI"].split("?")[0].rsplit("/", 1)[1])
         return csv in self._read_csvs

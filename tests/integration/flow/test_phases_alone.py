@@ -248,7 +248,9 @@ def test_external_secrets_phase_syncs_a_secret_from_vault_with_the_real_controll
     site.bao.kv_put(f"clusters/{PROVISIONED}/app", {"password": "lab-sno-app-password"})
     site.bao.kv_put("clusters/lab-compact/app", {"password": "another-clusters-password"})
     eso = {"external_secrets": {"enabled": True, "namespace": "external-secrets", "store_name": "vault"}}
-    with FakeOlm(spoke_api, "external-secrets"), external_secrets_controller(spoke_api, tmp_path) as log:
+    # The flow's cluster kubeconfig is the admin token's (cluster_kubeconfig above).
+    olm = FakeOlm(spoke_api, "external-secrets", module_user="admin")
+    with olm, external_secrets_controller(spoke_api, tmp_path) as log:
         run = flow(PROVISIONED, tags="external_secrets", extra=eso)
         assert run.rc == 0, run.output
         store = ready_condition(spoke_api, "/apis/external-secrets.io/v1/clustersecretstores/vault")
