@@ -123,15 +123,15 @@ def make_workload(api: KubeApi, node: str):
     # canIgnorePDB), so the web pod must be Running for its budget to count.
     api.patch_status(f"/api/v1/namespaces/{ns}/pods/web-0", {
         "phase": "Running", "conditions": [condition("Ready", "True")]})
-    api.ok("POST", f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets", {
-        "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+    api.ok("POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
     return ns
 
 
 def pdb_allows(api: KubeApi, ns: str, allowed: int):
     """Play the disruption controller (not run by the test harness)."""
-    api.patch_status(f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets/web", {
+    api.patch_status(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/web", {
         "observedGeneration": 1, "disruptionsAllowed": allowed, "currentHealthy": 1,
         "desiredHealthy": 1 - allowed, "expectedPods": 1})
 
