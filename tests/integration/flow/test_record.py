@@ -91,7 +91,7 @@ def test_rerun_in_an_empty_work_folder_resumes_the_install(run_flow, site, clust
     assert image_builds(tmp_path) == 1, "the ISO was built again"
     assert vmgenids(site) == vms, "the VMs were replaced"
     calls = (tmp_path / "installer-calls").read_text()
-    assert f"agent wait-for install-complete --dir {empty / CLUSTER / 'agent'}" in calls, calls
+    assert f"agent wait-for install-complete --dir={empty / CLUSTER / 'agent'}" in calls, calls
     after = site.record(CLUSTER)
     assert after["phase"] == "installed" and after["version"] == "4.19.7"
     for key in ("kubeconfig", "kubeadmin", "install_state", "cluster_id", "iso_sha256", "iso_volid"):

@@ -30,8 +30,8 @@ def group_options() -> dict[tuple[str, str], set[str]]:
 
 
 def module_options(collection: str, module: str) -> set[str]:
-    doc = yaml.safe_load((COLLECTIONS / collection / "plugins" / "modules" / f"{module}.yml").read_text())
-    opts = doc["DOCUMENTATION"]["options"]
+    stub = (COLLECTIONS / collection / "plugins" / "modules" / f"{module}.py").read_text()
+    opts = yaml.safe_load(stub.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])["options"]
     return set(opts) | {a for o in opts.values() for a in o.get("aliases", [])}
 
 

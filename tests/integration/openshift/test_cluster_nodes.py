@@ -5,6 +5,7 @@ status); the module's requests are read back from the API server's audit log."""
 from __future__ import annotations
 
 import json
+import time
 
 from standins.kubelet import BOOTSTRAPPER, CSRS, SERVING, allow_csr_creation, approved, client_csr, create_csr, make_request, serving_csr
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
@@ -99,9 +100,11 @@ def make_workload(api: KubeApi, node: str):
     """A namespace with a DaemonSet pod and a web pod covered by a PodDisruptionBudget, both on `node`."""
     ns = unique("drain")
     api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    # No service-account controller runs: the pods need their service account made by hand.
-    api.ok("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
-           {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    # The service-account controller makes the namespace's `default` account, which the pods need.
+    deadline = time.monotonic() + 60
+    while api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None:
+        assert time.monotonic() < deadline, "the service-account controller made no `default` account in 60 s"
+        time.sleep(0.2)
     labels = {"app": "agent"}
     ds = api.ok("POST", f"/apis/apps/v1/namespaces/{ns}/daemonsets", {
         "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
