@@ -6,6 +6,19 @@ PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 export PROXSHIFT_VENV := $(CURDIR)/$(VENV)
 
+# Cargo's build folder is a machine cache like the Kubernetes build (scripts/deps/kube.sh): a fresh clone
+# (every CI run) reuses the compiled dependencies and recompiles only the workspace. Shared by every
+# checkout on the machine (cargo locks it); scripts/deps/cargo-target.sh empties it when it grows too large.
+# CARGO_TARGET_DIR from the environment wins; without a writable /var/cache/proxshift, ./target.
+PROXSHIFT_CACHE ?= /var/cache/proxshift
+ifeq ($(origin CARGO_TARGET_DIR),undefined)
+CARGO_TARGET_DIR := $(shell mkdir -p $(PROXSHIFT_CACHE)/cargo-target 2>/dev/null && [ -w $(PROXSHIFT_CACHE)/cargo-target ] \
+  && echo $(PROXSHIFT_CACHE)/cargo-target || echo $(CURDIR)/target)
+endif
+export CARGO_TARGET_DIR
+# Incremental artefacts only help an edit-compile loop; in the shared folder they are gigabytes per checkout.
+export CARGO_INCREMENTAL ?= 0
+
 .PHONY: all venv build collections release test test-deps fmt-check clippy cargo-test ansible-test ansible-lint demo bench fuzz fuzz-short clean-collections
 
 all: build
@@ -52,9 +65,11 @@ cargo-test:
 
 # Two worker processes (pytest-xdist), whole files per worker so module-scoped services are started once;
 # most of a flow test's time is ansible-playbook and the services waiting on each other, not CPU.
+# Files go longest first (tests/file_durations.py orders them by tests/durations.json; xdist must not
+# reorder them); --durations lists the slowest tests in every run, so the time budget stays visible.
 PYTEST_WORKERS ?= 2
 ansible-test: build
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile tests
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 # ansible-lint resolves every module a role or playbook names, so the binaries must be in the
 # collections first (they are build output, absent from a clean checkout).
@@ -66,7 +81,7 @@ ansible-lint: build
 test: test-deps fmt-check clippy ansible-lint cargo-test fuzz-short ansible-test
 
 ## fuzz-short: every cargo-fuzz target (fuzz/) for FUZZ_SECONDS each; `make fuzz` runs them longer.
-FUZZ_SECONDS ?= 25
+FUZZ_SECONDS ?= 20
 fuzz-short:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 

@@ -13,5 +13,5 @@ if ! BENCH_VENV=$(scripts/deps/community-proxmox.sh); then
 fi
 export BENCH_VENV
 [ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) is needed for peak RSS: apt-get install time" >&2; exit 1; }
-export PVESIM_BIN="${PVESIM_BIN:-${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/release/pvesim}"
+export PVESIM_BIN="${PVESIM_BIN:-build/bin/pvesim}"
 exec "${PROXSHIFT_VENV:-.venv}/bin/python" scripts/bench.py "$@"

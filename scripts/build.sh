@@ -21,8 +21,9 @@ command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild not found: run 'm
 for arch in "${ARCHES[@]}"; do
   rustup target list --installed | grep -qx "$arch-unknown-linux-gnu" || rustup target add "$arch-unknown-linux-gnu"
 done
-cargo zigbuild --release --target "x86_64-unknown-linux-gnu.$GLIBC" -p collection-binaries -p pvesim \
-  -p proxshift-cli -p protocol-probe --bins
+cargo zigbuild --release --target "x86_64-unknown-linux-gnu.$GLIBC" -p collection-binaries --bins
+cargo zigbuild --profile tools --target "x86_64-unknown-linux-gnu.$GLIBC" -p pvesim -p proxshift-cli \
+  -p protocol-probe --bins
 cargo zigbuild --release --target "aarch64-unknown-linux-gnu.$GLIBC" -p collection-binaries --bins
 
 newest_glibc() {
@@ -51,8 +52,10 @@ for arch in "${ARCHES[@]}"; do
     install -m 0755 "$bin" "$dest/proxshift_$c"
   done
 done
-OUT="${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/release"
-install -m 0755 "$OUT/protocol_probe" tests/collections/ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe
+TOOLS="${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/tools"
+install -m 0755 "$TOOLS/protocol_probe" tests/collections/ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe
+mkdir -p build/bin
+install -m 0755 "$TOOLS/pvesim" "$TOOLS/proxshift" build/bin/
 # ansible.cfg puts build/collections first: the checkout's collections win only once they hold binaries.
 mkdir -p build/collections
 ln -sfn ../../ansible_collections build/collections/ansible_collections

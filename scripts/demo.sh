@@ -15,7 +15,7 @@ rm -rf "$DEMO_DIR"
 mkdir -p "$DEMO_DIR"
 export PROXSHIFT_DEMO_DIR=$DEMO_DIR
 
-PVESIM="${CARGO_TARGET_DIR:-$REPO/target}/x86_64-unknown-linux-gnu/release/pvesim"
+PVESIM="$REPO/build/bin/pvesim"
 [ -x "$PVESIM" ] || { echo "pvesim is not built: run 'make build'" >&2; exit 1; }
 BAO=$(bash scripts/deps/vault.sh)
 

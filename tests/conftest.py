@@ -16,6 +16,9 @@ import pytest
 
 from testlib import REPO, VENV, PlaybookRun, ansible_env, module_binary, tool
 
+# Longest files first across the xdist workers, and every run's per-file seconds in build/.
+pytest_plugins = ["file_durations"]
+
 
 @pytest.fixture
 def ansible_venv() -> Path:

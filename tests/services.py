@@ -36,22 +36,12 @@ ROOT_PASSWORD = "pvesim-root-password"
 
 
 def pvesim_bin() -> Path:
+    """The simulator `make build` installed in build/bin/ (beside the `proxshift` CLI), or $PVESIM_BIN."""
     env = os.environ.get("PVESIM_BIN")
-    if env:
-        if not Path(env).is_file():
-            pytest.fail(f"PVESIM_BIN={env} does not exist")
-        return Path(env)
-    targets = [REPO / "target"]
-    if os.environ.get("CARGO_TARGET_DIR"):
-        targets.insert(0, Path(os.environ["CARGO_TARGET_DIR"]))
-    candidates = [t / sub / "pvesim" for t in targets for sub in ("x86_64-unknown-linux-gnu/release", "release", "debug")]
-    for c in candidates:
-        if c.is_file():
-            return c
-    pytest.fail(
-        "pvesim binary not found: run `make build` (or `cargo build --release -p pvesim`) or set PVESIM_BIN. "
-        f"Looked in: {', '.join(map(str, candidates))}"
-    )
+    path = Path(env) if env else REPO / "build" / "bin" / "pvesim"
+    if not path.is_file():
+        pytest.fail(f"pvesim binary not found at {path}: run `make build` (scripts/build.sh) or set PVESIM_BIN")
+    return path
 
 
 SEED_CLUSTERS = ("sno", "compact", "ha")

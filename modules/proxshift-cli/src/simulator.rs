@@ -32,7 +32,7 @@ pub(crate) fn simulator_secret() -> String {
 }
 
 /// The pvesim binary: --pvesim / PVESIM_BIN, next to this executable, on PATH, in the checkout's
-/// target folders.
+/// build/bin (where `make build` installs it) or target folders.
 pub(crate) fn find_pvesim(given: Option<&Path>, root: &Path) -> Result<PathBuf, CliError> {
     if let Some(p) = given {
         return if is_executable(p) {
@@ -48,6 +48,8 @@ pub(crate) fn find_pvesim(given: Option<&Path>, root: &Path) -> Result<PathBuf, 
         .ok()
         .and_then(|e| e.parent().map(|d| d.join("pvesim")));
     let targets = [
+        "build/bin",
+        "target/x86_64-unknown-linux-gnu/tools",
         "target/x86_64-unknown-linux-gnu/release",
         "target/release",
         "target/debug",
@@ -65,7 +67,7 @@ pub(crate) fn find_pvesim(given: Option<&Path>, root: &Path) -> Result<PathBuf, 
         .find(|p| is_executable(p))
         .ok_or_else(|| {
             CliError::tool(
-                "pvesim not found (next to proxshift, on PATH or in target/): build it with `cargo build --release -p pvesim` or pass --pvesim",
+                "pvesim not found (next to proxshift, on PATH, in build/bin or target/): build it with `make build` or pass --pvesim",
             )
         })
 }
