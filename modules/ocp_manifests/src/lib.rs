@@ -48,7 +48,7 @@ pub fn argument_spec() -> ArgSpec {
     ]);
     let node = ArgSpec::new(vec![
         Opt::str("name").required(),
-        Opt::str("role").choices(&["master", "worker"]),
+        Opt::str("role").choices(&["master", "arbiter", "worker"]),
         Opt::str("mac").required(),
         Opt::str("ip"),
         Opt::str("secondary_ip"),
@@ -357,6 +357,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         .with("topology", plan.topology.as_str())
         .with("platform", plan.platform.clone())
         .with("control_plane_replicas", plan.control_plane_replicas)
+        .with("arbiter_replicas", plan.arbiter_replicas)
         .with("compute_replicas", plan.compute_replicas)
         .with("rendezvous_ip", plan.rendezvous_ip.clone())
         .with("api_vips", json!(plan.api_vips))

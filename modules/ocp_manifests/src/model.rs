@@ -168,6 +168,9 @@ pub enum Topology {
     Compact,
     /// 3–5 control-plane nodes plus workers.
     Ha,
+    /// Two-node OpenShift with arbiter (`controlPlaneTopology: HighlyAvailableArbiter`): 2 (or more)
+    /// control-plane nodes, at least one small arbiter node that only keeps etcd's quorum, any workers.
+    Arbiter,
 }
 
 impl Topology {
@@ -176,6 +179,7 @@ impl Topology {
             Topology::Sno => "sno",
             Topology::Compact => "compact",
             Topology::Ha => "ha",
+            Topology::Arbiter => "arbiter",
         }
     }
 }
@@ -191,6 +195,8 @@ pub struct Plan {
     /// Platform `external` only.
     pub external: Option<ExternalOpt>,
     pub control_plane_replicas: usize,
+    /// install-config `arbiter.replicas` (0: no arbiter pool rendered).
+    pub arbiter_replicas: usize,
     pub compute_replicas: usize,
     pub network_type: String,
     pub machine_networks: Vec<String>,

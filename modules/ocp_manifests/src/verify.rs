@@ -174,6 +174,13 @@ fn verify_install_config(plan: &Plan, doc: &Value) -> Vec<Problem> {
         "/controlPlane/replicas",
         &plan.control_plane_replicas.into(),
     );
+    // The arbiter pool exists exactly when nodes have role arbiter.
+    let arbiter = (plan.arbiter_replicas > 0).then_some(plan.arbiter_replicas);
+    v.expect(
+        doc,
+        "/arbiter/replicas",
+        &arbiter.map(Value::from).unwrap_or(Value::Null),
+    );
     let compute: i64 = doc
         .get("compute")
         .and_then(Value::as_array)

@@ -285,3 +285,20 @@ def test_a_cluster_name_openshift_refuses_is_refused_before_any_use(run_flow, si
         assert "is not a name OpenShift accepts" in run.output, run.output
     assert (site.work / "Bad_Name").exists()
     assert site.record("Bad_Name") is None
+
+
+def test_two_nodes_with_an_arbiter_build_and_boot_with_a_small_arbiter_vm(run_flow, site):
+    """inventory/arbiter.yml (lab-tna, 4.20): the install-config has the arbiter pool and agent-config an
+    arbiter host, the installer double (which counts arbiter hosts as validateHostsCount does) builds the
+    ISO, and the arbiter's VM takes `arbiter_vm_defaults` (2 cores, 8 GiB) while the masters keep the
+    cluster's 8 cores and 24 GiB."""
+    run = run_flow("site.yaml", "lab-tna", with_installer=True, tags="preflight,manifests,iso,vms,start",
+                   env_more={"PROXSHIFT_TEST_INSTALLER_VERSION": "4.20.4"})
+    assert run.rc == 0, run.output[-4000:]
+    assert site.record("lab-tna")["phase"] == "installing", site.record("lab-tna")
+    vms = {vm["config"]["name"]: vm for vm in site.owned_vms("lab-tna")}
+    assert sorted(vms) == ["lab-tna-arbiter-0", "lab-tna-master-0", "lab-tna-master-1"], sorted(vms)
+    sizes = {name: (int(vm["config"]["cores"]), int(vm["config"]["memory"])) for name, vm in vms.items()}
+    assert sizes == {"lab-tna-arbiter-0": (2, 8192), "lab-tna-master-0": (8, 24576),
+                     "lab-tna-master-1": (8, 24576)}, sizes
+    assert all(vm["running"] for vm in vms.values()), vms

@@ -100,6 +100,7 @@ fn assemble(cx: Ctx) -> Plan {
             })
         }),
         control_plane_replicas: cx.topo.masters,
+        arbiter_replicas: cx.topo.arbiters,
         compute_replicas: cx.topo.workers,
         network_type: cx.net.network_type,
         machine_networks: o.machine_networks.clone(),

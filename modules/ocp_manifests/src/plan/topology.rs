@@ -1,4 +1,5 @@
-//! Roles, control-plane and compute counts, the topology (SNO, compact, HA) and the platform.
+//! Roles, control-plane, arbiter and compute counts, the topology (SNO, compact, HA, two nodes with
+//! an arbiter) and the platform.
 
 use crate::model::Topology;
 
@@ -8,6 +9,8 @@ pub(super) struct Topo {
     /// Each node's role, given or derived from its position.
     pub roles: Vec<String>,
     pub masters: usize,
+    /// Nodes with role `arbiter` (install-config `arbiter.replicas`).
+    pub arbiters: usize,
     pub workers: usize,
     pub topology: Topology,
     /// `baremetal`, `none` or `external`.
@@ -19,6 +22,7 @@ impl Default for Topo {
         Topo {
             roles: Vec::new(),
             masters: 0,
+            arbiters: 0,
             workers: 0,
             topology: Topology::Sno,
             platform: "none",
@@ -29,9 +33,14 @@ impl Default for Topo {
 pub(super) fn check(cx: &Ctx) -> Staged<Topo> {
     let mut f = Findings::default();
     let roles = roles(cx);
-    let masters = roles.iter().filter(|r| *r == "master").count();
-    let workers = roles.len() - masters;
-    let topology = topology(&mut f, cx, masters, workers);
+    let count = |role: &str| roles.iter().filter(|r| *r == role).count();
+    let (masters, arbiters) = (count("master"), count("arbiter"));
+    let workers = roles.len() - masters - arbiters;
+    let topology = if arbiters > 0 {
+        arbiter(&mut f, cx, masters)
+    } else {
+        topology(&mut f, cx, masters, workers)
+    };
     let platform = match (cx.o.platform.as_str(), topology) {
         ("auto", Topology::Sno) | ("none", _) => "none",
         ("external", _) => "external",
@@ -45,10 +54,16 @@ pub(super) fn check(cx: &Ctx) -> Staged<Topo> {
         }
         _ => "baremetal",
     };
+    if topology == Topology::Arbiter && platform != "baremetal" {
+        // validateArbiter: `arbiter.platform: Unsupported value: "none": supported values: "baremetal"`.
+        f.err("platform", "arbiter-platform",
+              format!("an arbiter cluster needs platform baremetal (with API and ingress VIPs), not {platform}"));
+    }
     external(&mut f, cx, platform);
     f.with(Topo {
         roles,
         masters,
+        arbiters,
         workers,
         topology,
         platform,
@@ -74,14 +89,20 @@ fn external(f: &mut Findings, cx: &Ctx, platform: &str) {
 }
 
 /// Explicit roles win; the first unroled nodes become masters until there are 1 (fewer than 3
-/// nodes) or 3.
+/// nodes), 2 (a node has role arbiter: two nodes with an arbiter) or 3. An arbiter is only ever
+/// given, never derived.
 fn roles(cx: &Ctx) -> Vec<String> {
     let nodes = &cx.o.nodes;
-    let explicit_masters = nodes
-        .iter()
-        .filter(|n| n.role.as_deref() == Some("master"))
-        .count();
-    let want_masters = if nodes.len() < 3 {
+    let explicit = |role: &str| {
+        nodes
+            .iter()
+            .filter(|n| n.role.as_deref() == Some(role))
+            .count()
+    };
+    let explicit_masters = explicit("master");
+    let want_masters = if explicit("arbiter") > 0 {
+        2
+    } else if nodes.len() < 3 {
         nodes.len().min(1)
     } else {
         3
@@ -119,7 +140,7 @@ fn topology(f: &mut Findings, cx: &Ctx, masters: usize, workers: usize) -> Topol
         }
         2 => {
             f.err("nodes", "control-plane-replicas",
-                  "2 control-plane nodes need the arbiter or two-node-fencing features, which this module does not render; use 1 or 3");
+                  "2 control-plane nodes need a third node with role arbiter (OpenShift 4.19+) or two-node fencing, which this module does not render; use 1 or 3, or add an arbiter");
             Topology::Compact
         }
         m if m > max_masters => {
@@ -146,6 +167,37 @@ fn topology(f: &mut Findings, cx: &Ctx, masters: usize, workers: usize) -> Topol
             Topology::Ha
         }
     }
+}
+
+/// Two nodes with an arbiter, as the installer's `validateArbiter` (pkg/types/validation/installconfig.go)
+/// and its feature gate (`HighlyAvailableArbiter`: the `arbiter` pool is new in 4.19, where only
+/// `featureSet: TechPreviewNoUpgrade` — or CustomNoUpgrade naming the gate — enables it; enabled by
+/// default from 4.20) rule it. The agent installer's `validateHostsCount` then needs one host per
+/// arbiter replica, which the roles here give by construction.
+fn arbiter(f: &mut Findings, cx: &Ctx, masters: usize) -> Topology {
+    const GATE: &str = "HighlyAvailableArbiter";
+    if cx.minor < 19 {
+        f.err("nodes", "arbiter-version",
+              format!("role arbiter needs OpenShift 4.19 or later (the install-config arbiter pool); {} has none", cx.o.version));
+    } else if cx.minor == 19 {
+        let set = cx.o.feature_set.as_deref().unwrap_or_default();
+        let custom_gate = set == "CustomNoUpgrade"
+            && cx
+                .o
+                .feature_gates
+                .iter()
+                .flatten()
+                .any(|g| g == &format!("{GATE}=true"));
+        if set != "TechPreviewNoUpgrade" && !custom_gate {
+            f.err("feature_set", "arbiter-feature-gate",
+                  format!("{GATE} feature must be enabled in order to use arbiter cluster deployment: on 4.19 set feature_set: TechPreviewNoUpgrade (cannot be undone, blocks upgrades), or use 4.20+ where it is on by default"));
+        }
+    }
+    if masters < 2 {
+        f.err("nodes", "arbiter-control-plane",
+              format!("number of controlPlane replicas must be at least 2 for arbiter deployments ({masters} node(s) with role master)"));
+    }
+    Topology::Arbiter
 }
 
 #[cfg(test)]
@@ -199,6 +251,92 @@ mod tests {
             ["worker", "master", "master", "master", "worker"]
         );
         assert_eq!(p.rendezvous_ip, "192.168.50.11");
+    }
+
+    /// Two nodes with an arbiter: the installer's validateArbiter rules, the 4.19 feature gate,
+    /// the rendered arbiter pool and agent-config role.
+    #[test]
+    fn two_nodes_with_an_arbiter() {
+        let tna = with(
+            set(compact(), "/nodes/2/role", json!("arbiter")),
+            "version",
+            json!("4.20.2"),
+        );
+        let p = ok_plan(&tna);
+        assert_eq!(
+            (
+                p.topology,
+                p.platform.as_str(),
+                p.control_plane_replicas,
+                p.arbiter_replicas,
+                p.compute_replicas
+            ),
+            (Topology::Arbiter, "baremetal", 2, 1, 0)
+        );
+        let roles: Vec<_> = p.hosts.iter().map(|h| h.role.as_str()).collect();
+        assert_eq!(roles, ["master", "master", "arbiter"]);
+        let (ic, ac) = crate::render::render(&p, None).unwrap();
+        assert!(
+            ic.contains("arbiter:\n  name: arbiter\n  architecture: amd64\n  hyperthreading: Enabled\n  platform: {}\n  replicas: 1\n"),
+            "{ic}"
+        );
+        assert!(ac.contains("  role: \"arbiter\"\n"), "{ac}");
+        // Workers may join a two-node cluster with an arbiter; an unroled node beyond 2 masters is one.
+        let mut with_worker = tna.clone();
+        with_worker["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "worker-0", "mac": "BC:24:11:00:00:04", "ip": "192.168.50.13"}));
+        let p = ok_plan(&with_worker);
+        assert_eq!(
+            (
+                p.control_plane_replicas,
+                p.arbiter_replicas,
+                p.compute_replicas
+            ),
+            (2, 1, 1)
+        );
+        // 4.19: only behind the HighlyAvailableArbiter gate (TechPreviewNoUpgrade or a custom gate).
+        let on_419 = with(tna.clone(), "version", json!("4.19.3"));
+        fails(on_419.clone(), "feature_set", "arbiter-feature-gate");
+        ok_plan(&with(
+            on_419.clone(),
+            "feature_set",
+            json!("TechPreviewNoUpgrade"),
+        ));
+        ok_plan(&with(
+            with(on_419, "feature_set", json!("CustomNoUpgrade")),
+            "feature_gates",
+            json!(["HighlyAvailableArbiter=true"]),
+        ));
+        // Before 4.19 the install-config has no arbiter pool.
+        fails(
+            with(tna.clone(), "version", json!("4.18.9")),
+            "nodes",
+            "arbiter-version",
+        );
+        // validateArbiter: baremetal only, and at least 2 control-plane replicas.
+        fails(
+            with(tna.clone(), "platform", json!("none")),
+            "platform",
+            "arbiter-platform",
+        );
+        fails(
+            set(tna.clone(), "/nodes/1/role", json!("worker")),
+            "nodes",
+            "arbiter-control-plane",
+        );
+        // Two masters and no arbiter stay refused, naming the way out.
+        let p = problems(&with(
+            set(compact(), "/nodes/2/role", json!("worker")),
+            "version",
+            json!("4.20.2"),
+        ));
+        let two = p
+            .iter()
+            .find(|x| x.rule == "control-plane-replicas")
+            .expect("refused");
+        assert!(two.msg.contains("role arbiter"), "{}", two.msg);
     }
 
     #[test]

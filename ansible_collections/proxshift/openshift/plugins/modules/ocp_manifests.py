@@ -26,8 +26,11 @@ description:
     other family's default gateway, and O(api_vips)/O(ingress_vips) are one VIP of the primary family or an
     IPv4+IPv6 pair."
   - "The topology is derived from the nodes: SNO (1 control-plane node, no workers, platform none), compact
-    (3 control-plane nodes; 4 or 5 on OpenShift 4.18+) or HA (plus workers). Nodes without a role become
-    control-plane nodes in list order until there is 1 (single node) or 3, the rest workers."
+    (3 control-plane nodes; 4 or 5 on OpenShift 4.18+), HA (plus workers) or two nodes with an arbiter
+    (2 control-plane nodes and nodes with role C(arbiter), any workers; platform baremetal; OpenShift 4.20+,
+    or 4.19 with O(feature_set=TechPreviewNoUpgrade); the install-config gets an C(arbiter) pool). Nodes
+    without a role become control-plane nodes in list order until there is 1 (single node), 2 (an arbiter is
+    given) or 3, the rest workers."
   - Each host gets a generated nmstate C(networkConfig) (one ethernet interface with the node's MAC and static
     IP, the DNS servers and a default route via O(gateway)) unless O(nodes[].network_config) gives its own.
     Every C(networkConfig) is checked structurally and by the nmstate library (parsed and turned into
@@ -185,9 +188,11 @@ options:
         type: str
         required: true
       role:
-        description: Node role; derived from the position when omitted.
+        description:
+          - Node role; derived from the position when omitted. C(arbiter) (two nodes with an arbiter) is never
+            derived.
         type: str
-        choices: [master, worker]
+        choices: [master, arbiter, worker]
       mac:
         description: MAC address of the node NIC (the Proxmox VM's C(net0) MAC); unicast, unique case-insensitively.
         type: str
@@ -563,7 +568,7 @@ topology:
   description: Derived topology.
   returned: success
   type: str
-  choices: [sno, compact, ha]
+  choices: [sno, compact, ha, arbiter]
 platform:
   description: Rendered platform.
   returned: success
