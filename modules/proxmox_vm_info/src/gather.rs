@@ -20,6 +20,8 @@ pub struct Want {
     pub config: bool,
     /// Guest-agent interfaces of running VMs with the agent enabled (needs the config).
     pub agent: bool,
+    /// Running VMs' `qmpstatus` (one `status/current` each).
+    pub qmp: bool,
 }
 
 /// The outcome of a listing: records sorted by VMID and notes for the user.
@@ -39,13 +41,14 @@ pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Err
         .filter(|v| sel.matches(v))
         .collect();
     vms.sort_by_key(|v| v.vmid);
-    if !want.config && !want.agent {
+    if !want.config && !want.agent && !want.qmp {
         let records = vms
             .into_iter()
             .map(|vm| VmRecord {
                 vm,
                 config: None,
                 interfaces: None,
+                qmpstatus: None,
             })
             .collect();
         return Ok(Listing {
@@ -110,9 +113,19 @@ fn details(
     } else {
         None
     };
+    let qmpstatus = if want.qmp && running {
+        match client.power_status(&vm.node, vmid) {
+            Ok(p) => p.qmpstatus,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
+    };
     Ok(Some(VmRecord {
         vm,
         config: want.config.then_some(config),
         interfaces,
+        qmpstatus,
     }))
 }

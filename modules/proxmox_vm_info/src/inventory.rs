@@ -4,8 +4,10 @@
 //! Proxmox reads and everything decided from them live here.
 //!
 //! Options and environment variables follow community.proxmox's inventory plugin (`url`, `user`,
-//! `password`, `token_id`, `token_secret`, `PROXMOX_*`), and so do the default group names
-//! (`proxmox_all_qemu`, `proxmox_all_running`, `proxmox_<node>_qemu`, `proxmox_pool_<pool>`).
+//! `password`, `token_id`, `token_secret`, `PROXMOX_*`, `want_facts`, `qemu_extended_statuses`,
+//! `exclude_nodes`, `want_proxmox_nodes_ansible_host`), and so do the default group names
+//! (`proxmox_all_qemu`, `proxmox_all_running`, `proxmox_<node>_qemu`, `proxmox_pool_<pool>`,
+//! `proxmox_nodes`).
 
 use std::collections::BTreeSet;
 
@@ -34,12 +36,17 @@ pub fn argument_spec() -> ArgSpec {
             .env(&["PROXMOX_VALIDATE_CERTS"]),
         Opt::path("ca_path").env(&["PROXMOX_CA_PATH"]),
         Opt::int("timeout").default(30),
-        Opt::bool("want_config").default(true),
+        Opt::bool("want_config")
+            .aliases(&["want_facts"])
+            .default(true),
         Opt::bool("want_agent_interfaces").default(true),
         Opt::bool("include_templates").default(false),
         Opt::str("group_prefix").default("proxmox_"),
         Opt::str("facts_prefix").default("proxmox_"),
         Opt::str("cluster_tag_prefix").default("proxshift-"),
+        Opt::bool("qemu_extended_statuses").default(false),
+        Opt::bool("exclude_nodes").default(false),
+        Opt::bool("want_proxmox_nodes_ansible_host").default(false),
     ])
 }
 
@@ -59,6 +66,9 @@ struct Options {
     group_prefix: String,
     facts_prefix: String,
     cluster_tag_prefix: String,
+    qemu_extended_statuses: bool,
+    exclude_nodes: bool,
+    want_proxmox_nodes_ansible_host: bool,
 }
 
 impl Options {
@@ -85,6 +95,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.timeout <= 0 {
         return Err("timeout must be a positive number of seconds".into());
     }
+    if o.qemu_extended_statuses && !o.want_config {
+        // community.proxmox refuses the same combination: the status needs the facts.
+        return Err("qemu_extended_statuses needs want_facts (want_config) true".into());
+    }
     let client = Client::connect(&o.connection()).map_err(|e| Failure::new(e.to_string()))?;
     let sel = Selection {
         include_templates: o.include_templates,
@@ -93,6 +107,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let want = Want {
         config: o.want_config,
         agent: o.want_agent_interfaces,
+        qmp: o.qemu_extended_statuses,
     };
     let listing = gather::list(&client, &sel, want).map_err(|e| Failure::new(e.to_string()))?;
     let names = Naming {
@@ -100,14 +115,80 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         facts_prefix: &o.facts_prefix,
         cluster_tag_prefix: &o.cluster_tag_prefix,
     };
-    let built = build(&listing.records, &names);
+    let mut built = build(&listing.records, &names, o.qemu_extended_statuses);
+    if !o.exclude_nodes {
+        let nodes = proxmox_nodes(&client, o.want_proxmox_nodes_ansible_host)
+            .map_err(|e| Failure::new(e.to_string()))?;
+        add_nodes(&mut built, &nodes, &names);
+    }
     for w in listing.warnings.into_iter().chain(built.warnings) {
         m.warn(w);
     }
     Ok(Outcome::new(false)
-        .msg(format!("{} VMs", built.hosts.len()))
+        .msg(format!(
+            "{} VMs, {} Proxmox nodes",
+            built.hosts.len(),
+            built.nodes.len()
+        ))
         .with("hosts", Value::Object(built.hosts))
+        .with("nodes", Value::Object(built.nodes))
         .with("groups", Value::Object(built.groups)))
+}
+
+/// The cluster's nodes with, when asked for and the node is online, its `ansible_host`.
+fn proxmox_nodes(
+    client: &Client,
+    want_address: bool,
+) -> Result<Vec<(String, Option<String>)>, pve_client::Error> {
+    let mut out = Vec::new();
+    for n in client.nodes()? {
+        let address = if want_address && n.online() {
+            node_address(&client.node_network(&n.node)?)
+        } else {
+            None
+        };
+        out.push((n.node, address));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The address community.proxmox's inventory gives a node as `ansible_host`: interfaces sorted by
+/// name, the first one that is active and has both an address and a gateway (pure).
+pub fn node_address(interfaces: &[Value]) -> Option<String> {
+    let mut sorted: Vec<&Value> = interfaces.iter().collect();
+    sorted.sort_by_key(|i| i.get("iface").and_then(Value::as_str).unwrap_or_default());
+    sorted
+        .into_iter()
+        .find(|i| {
+            ["active", "address", "gateway"]
+                .iter()
+                .all(|k| i.get(k).is_some())
+        })
+        .and_then(|i| i.get("address")?.as_str().map(str::to_string))
+}
+
+/// Proxmox nodes as hosts (`exclude_nodes: false`, community.proxmox's default): each in the group
+/// `<group_prefix>nodes`, with `ansible_host` when known. Not subject to `filters`, as upstream.
+fn add_nodes(inv: &mut Inventory, nodes: &[(String, Option<String>)], n: &Naming) {
+    let group = safe_group(&format!("{}nodes", n.group_prefix));
+    let mut members = Vec::new();
+    for (name, address) in nodes {
+        if inv.hosts.contains_key(name) {
+            inv.warnings.push(format!(
+                "Proxmox node {name} has the name of a VM: both are the inventory host {name}"
+            ));
+        }
+        let mut vars = Map::new();
+        if let Some(a) = address {
+            vars.insert("ansible_host".into(), json!(a));
+        }
+        inv.nodes.insert(name.clone(), Value::Object(vars));
+        members.push(json!(name));
+    }
+    if !members.is_empty() {
+        inv.groups.insert(group, Value::Array(members));
+    }
 }
 
 /// Prefixes of group and host-var names.
@@ -121,6 +202,8 @@ pub struct Naming<'a> {
 #[derive(Debug, Default)]
 pub struct Inventory {
     pub hosts: Map<String, Value>,
+    /// Proxmox nodes as hosts (name → vars).
+    pub nodes: Map<String, Value>,
     pub groups: Map<String, Value>,
     pub warnings: Vec<String>,
 }
@@ -190,8 +273,10 @@ pub fn host_vars(r: &VmRecord, n: &Naming) -> Map<String, Value> {
 }
 
 /// The inventory of `records`: host vars prefixed with `facts_prefix`, groups by status, node, pool,
-/// tag and cluster (from the ownership tag), prefixed with `group_prefix`.
-pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
+/// tag and cluster (from the ownership tag), prefixed with `group_prefix`. With `extended_statuses`
+/// a running VM's status group is its `qmpstatus` (`all_paused`, `all_prelaunch`), as
+/// community.proxmox's `qemu_extended_statuses`.
+pub fn build(records: &[VmRecord], n: &Naming, extended_statuses: bool) -> Inventory {
     let (names, warnings) = host_names(records);
     let mut inv = Inventory {
         warnings,
@@ -205,10 +290,7 @@ pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
         let mut groups = vec![
             g("all_qemu".into()),
             g(format!("{}_qemu", r.vm.node)),
-            g(format!(
-                "all_{}",
-                r.vm.status.as_deref().unwrap_or("unknown")
-            )),
+            g(format!("all_{}", status_group(r, extended_statuses))),
         ];
         if let Some(p) = r.vm.pool.as_deref().filter(|p| !p.is_empty()) {
             groups.push(g(format!("pool_{p}")));
@@ -229,6 +311,15 @@ pub fn build(records: &[VmRecord], n: &Naming) -> Inventory {
         }
     }
     inv
+}
+
+/// The `all_<status>` group of a VM.
+fn status_group(r: &VmRecord, extended_statuses: bool) -> &str {
+    let status = r.vm.status.as_deref().unwrap_or("unknown");
+    match r.qmpstatus.as_deref() {
+        Some(q) if extended_statuses && status == "running" => q,
+        _ => status,
+    }
 }
 
 #[cfg(test)]
@@ -288,6 +379,7 @@ mod tests {
             .unwrap(),
             config: None,
             interfaces: None,
+            qmpstatus: None,
         }
     }
 
@@ -312,6 +404,7 @@ mod tests {
                 rec(102, "spare", "pve-2", "stopped", "", None),
             ],
             &N,
+            false,
         );
         let members = |g: &str| inv.groups[g].clone();
         assert_eq!(members("proxmox_all_qemu"), json!(["sno-0", "spare"]));
@@ -350,6 +443,7 @@ mod tests {
                 rec(103, "", "pve1", "running", "", None),
             ],
             &N,
+            false,
         );
         let hosts: Vec<&String> = inv.hosts.keys().collect();
         assert_eq!(hosts, ["web", "web-102", "vm-103"]);
@@ -364,8 +458,58 @@ mod tests {
             facts_prefix: "",
             cluster_tag_prefix: "owner-",
         };
-        let inv = build(&[rec(101, "a", "pve1", "running", "owner-x", None)], &n);
+        let inv = build(
+            &[rec(101, "a", "pve1", "running", "owner-x", None)],
+            &n,
+            false,
+        );
         assert!(inv.groups.contains_key("pve_cluster_x"), "{:?}", inv.groups);
         assert_eq!(inv.hosts["a"]["vmid"], json!(101));
+    }
+
+    /// qemu_extended_statuses: a running VM whose CPUs are paused is in `all_paused`, not
+    /// `all_running`, and carries `qmpstatus`; without the option the listing status decides.
+    #[test]
+    fn extended_statuses_group_running_vms_by_qmpstatus() {
+        let mut paused = rec(101, "p", "pve1", "running", "", None);
+        paused.qmpstatus = Some("paused".into());
+        let running = rec(102, "r", "pve1", "running", "", None);
+        let inv = build(&[paused.clone(), running.clone()], &N, true);
+        assert_eq!(inv.groups["proxmox_all_paused"], json!(["p"]));
+        assert_eq!(inv.groups["proxmox_all_running"], json!(["r"]));
+        assert_eq!(inv.hosts["p"]["proxmox_qmpstatus"], json!("paused"));
+        let plain = build(&[paused, running], &N, false);
+        assert_eq!(plain.groups["proxmox_all_running"], json!(["p", "r"]));
+    }
+
+    /// Nodes: `proxmox_nodes` with `ansible_host` from the first (by name) active interface with an
+    /// address and a gateway, as community.proxmox picks it.
+    #[test]
+    fn nodes_are_hosts_with_the_address_upstream_picks() {
+        let ifaces = vec![
+            json!({"iface": "vmbr1", "active": 1, "address": "10.9.0.2", "gateway": "10.9.0.1"}),
+            json!({"iface": "eno1", "active": 1}),
+            json!({"iface": "vmbr0", "active": 1, "address": "192.0.2.11", "gateway": "192.0.2.1"}),
+            json!({"iface": "bond0", "address": "10.8.0.2", "gateway": "10.8.0.1"}),
+        ];
+        assert_eq!(node_address(&ifaces).as_deref(), Some("192.0.2.11"));
+        assert_eq!(node_address(&ifaces[1..2]), None);
+        let mut inv = build(&[rec(101, "pve2", "pve1", "running", "", None)], &N, false);
+        add_nodes(
+            &mut inv,
+            &[
+                ("pve1".into(), Some("192.0.2.11".into())),
+                ("pve2".into(), None),
+            ],
+            &N,
+        );
+        assert_eq!(inv.groups["proxmox_nodes"], json!(["pve1", "pve2"]));
+        assert_eq!(inv.nodes["pve1"], json!({"ansible_host": "192.0.2.11"}));
+        assert_eq!(inv.nodes["pve2"], json!({}));
+        assert!(
+            inv.warnings.iter().any(|w| w.contains("pve2")),
+            "{:?}",
+            inv.warnings
+        );
     }
 }

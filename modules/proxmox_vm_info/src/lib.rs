@@ -78,6 +78,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         // The agent flag lives in the config: read it for `network` even when not returned.
         config: o.config,
         agent: o.network,
+        qmp: false,
     };
     let client = Client::connect(&o.conn).map_err(|e| Failure::new(e.to_string()))?;
     let listing = gather::list(&client, &sel, want).map_err(|e| Failure::new(e.to_string()))?;

@@ -42,6 +42,9 @@ pub struct VmRecord {
     pub config: Option<Map<String, Value>>,
     /// `None`: not asked for, agent not enabled, VM not running, or the agent did not answer.
     pub interfaces: Option<Vec<GuestInterface>>,
+    /// What a running VM's CPUs do (`status/current` `qmpstatus`: `running`, `paused`, `prelaunch`, …);
+    /// `None` unless asked for (the inventory's `qemu_extended_statuses`).
+    pub qmpstatus: Option<String>,
 }
 
 /// Does this VM's config enable the QEMU guest agent (`agent: 1` or `agent: enabled=1,...`)?
@@ -119,6 +122,9 @@ impl VmRecord {
         m.insert("name".into(), json!(vm.name));
         m.insert("node".into(), json!(vm.node));
         m.insert("status".into(), json!(vm.status));
+        if let Some(q) = &self.qmpstatus {
+            m.insert("qmpstatus".into(), json!(q));
+        }
         m.insert("template".into(), json!(vm.template));
         m.insert("tags".into(), json!(tags));
         m.insert(

@@ -225,6 +225,12 @@ impl Client {
         self.get_as("/nodes", &Params::new())
     }
 
+    /// `GET /nodes/{node}/network`: the node's interfaces as PVE lists them (`iface`, `type`,
+    /// `active`, `address`, `gateway`, …), raw.
+    pub fn node_network(&self, node: &str) -> Result<Vec<Value>, Error> {
+        self.get_as(&format!("/nodes/{node}/network"), &Params::new())
+    }
+
     pub fn node_memory(&self, node: &str) -> Result<NodeMemory, Error> {
         let v = self.get(&format!("/nodes/{node}/status"), &Params::new())?;
         serde_json::from_value(v.get("memory").cloned().unwrap_or(Value::Null)).map_err(|e| {

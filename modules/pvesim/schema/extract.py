@@ -48,6 +48,7 @@ SUBSET = {
     "/nodes/{node}/qemu/{vmid}/agent/ping": ["POST"],
     "/nodes/{node}/qemu/{vmid}/snapshot": ["GET"],
     "/nodes/{node}/lxc": ["GET"],
+    "/nodes/{node}/network": ["GET"],
     "/nodes/{node}/tasks": ["GET"],
     "/nodes/{node}/tasks/{upid}": ["DELETE"],
     "/nodes/{node}/tasks/{upid}/status": ["GET"],

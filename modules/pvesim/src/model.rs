@@ -177,6 +177,30 @@ pub struct NodeSeed {
     pub maxmem: ByteSize,
     #[serde(default)]
     pub storages: Vec<StorageSeed>,
+    /// The node's network interfaces (`/etc/network/interfaces`); absent: a NIC `eno1` in a bridge
+    /// `vmbr0` with an address in 192.0.2.0/24 (TEST-NET-1) by the node's position, as a fresh install has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Vec<NetIfaceSeed>>,
+}
+
+/// One interface as `GET /nodes/{node}/network` lists it (pve-manager `PVE/API2/Network.pm`, `index`,
+/// from `PVE::INotify::read_etc_network_interfaces`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NetIfaceSeed {
+    pub iface: String,
+    /// `eth`, `bridge`, `bond`, `vlan`, `alias`, `OVSBridge`, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default = "yes")]
+    pub active: bool,
+    /// IPv4 address in CIDR form (`192.0.2.11/24`), as the interfaces file writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge_ports: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -360,6 +384,7 @@ pub struct Node {
     pub maxmem: u64,
     /// Storage ids configured on this node.
     pub storages: Vec<String>,
+    pub network: Vec<NetIfaceSeed>,
 }
 
 #[derive(Debug, Clone)]

@@ -310,6 +310,11 @@ fn every_method_accepts_a_valid_request() {
         ("POST", "/nodes/pve1/qemu/500/agent/ping".into(), vec![]),
         ("GET", "/nodes/pve1/qemu/500/snapshot".into(), vec![]),
         ("GET", "/nodes/pve1/lxc".into(), vec![]),
+        (
+            "GET",
+            "/nodes/pve1/network".into(),
+            vec![("type", "any_bridge")],
+        ),
         ("POST", "/nodes/pve1/qemu/500/status/suspend".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/resume".into(), vec![]),
         ("POST", "/nodes/pve1/qemu/500/status/reset".into(), vec![]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -207,3 +208,39 @@ def test_ansible_doc_renders_the_plugin(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "PROXMOX_TOKEN_SECRET" in proc.stdout and "keyed_groups" in proc.stdout and "cache_plugin" in proc.stdout
     assert "[WARNING]" not in proc.stderr, proc.stderr
+
+
+def test_community_node_and_status_options(sim50, inventory_token, tmp_path, run_inventory):
+    """community.proxmox's node options: the nodes are hosts in `proxmox_nodes` by default (filters do not
+    drop them), `want_proxmox_nodes_ansible_host` sets the address of the first active interface with a
+    gateway (pvesim's default `vmbr0`), `exclude_nodes` leaves them out; `want_facts` is accepted for
+    `want_config`; `qemu_extended_statuses` puts a paused VM in `proxmox_all_paused`."""
+    inv = listed(run_inventory(source(tmp_path, sim50, inventory_token, """
+        want_proxmox_nodes_ansible_host: true
+        filters: ["proxmox_status == 'running'"]
+        """)))
+    assert members(inv, "proxmox_nodes") == {"pve1", "pve2", "pve3"}
+    hostvars = inv["_meta"]["hostvars"]
+    assert [hostvars[n]["ansible_host"] for n in ("pve1", "pve2", "pve3")] == ["192.0.2.11", "192.0.2.12", "192.0.2.13"]
+    assert "vm-001" not in hostvars, "the filters still apply to VMs"
+    inv = listed(run_inventory(source(tmp_path, sim50, inventory_token, "exclude_nodes: true\nwant_facts: false\n",
+                                      name="excluded.proxmox.yml")))
+    assert "proxmox_nodes" not in inv and "pve1" not in inv["_meta"]["hostvars"], inv.get("proxmox_nodes")
+    assert "proxmox_config" not in inv["_meta"]["hostvars"]["vm-000"], "want_facts: false reads no config"
+
+    sim50.api("POST", "nodes/pve1/qemu/1000/status/suspend")
+    try:
+        for _ in range(100):
+            if sim50.api("GET", "nodes/pve1/qemu/1000/status/current").get("qmpstatus") == "paused":
+                break
+            time.sleep(0.1)
+        extended = source(tmp_path, sim50, inventory_token, "qemu_extended_statuses: true\n", name="ext.proxmox.yml")
+        inv = listed(run_inventory(extended))
+        assert members(inv, "proxmox_all_paused") == {"vm-000"}
+        assert "vm-000" not in members(inv, "proxmox_all_running")
+        assert inv["_meta"]["hostvars"]["vm-000"]["proxmox_qmpstatus"] == "paused"
+        refused = run_inventory(source(tmp_path, sim50, inventory_token, "qemu_extended_statuses: true\nwant_facts: false\n",
+                                       name="bad.proxmox.yml"))
+        assert "qemu_extended_statuses needs want_facts" in refused.stdout + refused.stderr
+    finally:
+        sim50.api("POST", "nodes/pve1/qemu/1000/status/resume")

@@ -228,6 +228,56 @@ pub fn node_status(ctx: &mut Ctx) -> ReplyResult<Value> {
     }))
 }
 
+/// `GET /nodes/{node}/network` (pve-manager `PVE/API2/Network.pm`, `index`): the interfaces of the
+/// node's `/etc/network/interfaces`, each with `iface`, `type`, `active`, `autostart`, `method`,
+/// `families`, `priority` and, when configured, `cidr`/`address`/`netmask`, `gateway`,
+/// `bridge_ports`; `type` filters, `any_bridge` meaning `bridge` and `OVSBridge`.
+pub fn node_network(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let node = ctx.node();
+    let wanted = ctx.opt("type");
+    let n = ctx
+        .sim
+        .nodes
+        .get(&node)
+        .ok_or_else(|| ErrorReply::die(format!("no such node '{node}'")))?;
+    let matches = |kind: &str| match wanted.as_deref() {
+        None | Some("include_sdn") => true,
+        Some("any_bridge") | Some("any_local_bridge") => kind == "bridge" || kind == "OVSBridge",
+        Some(t) => t == kind,
+    };
+    let list = n
+        .network
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches(&i.kind))
+        .map(|(priority, i)| {
+            let mut o = json!({
+                "iface": i.iface, "type": i.kind, "autostart": 1, "priority": priority + 3,
+                "method": if i.cidr.is_some() { "static" } else { "manual" },
+                "method6": "manual", "families": ["inet"],
+            });
+            if i.active {
+                o["active"] = json!(1);
+            }
+            if let Some((address, prefix)) = i.cidr.as_deref().and_then(|c| c.split_once('/')) {
+                o["cidr"] = json!(i.cidr);
+                o["address"] = json!(address);
+                o["netmask"] = json!(prefix);
+            }
+            if let Some(g) = &i.gateway {
+                o["gateway"] = json!(g);
+            }
+            if let Some(p) = &i.bridge_ports {
+                o["bridge_ports"] = json!(p);
+                o["bridge_stp"] = json!("off");
+                o["bridge_fd"] = json!("0");
+            }
+            o
+        })
+        .collect();
+    Ok(Value::Array(list))
+}
+
 /// `GET /nodes/{node}/lxc` (pve-container `src/PVE/API2/LXC.pm`, `vmlist`): the containers
 /// the caller may audit. pvesim simulates no containers, so the list is empty; clients that
 /// inventory both kinds (community.proxmox's inventory plugin) need the route to exist.

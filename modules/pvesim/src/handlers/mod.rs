@@ -69,6 +69,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
         ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => agent::agent_ping(ctx),
         ("GET", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_list(ctx),
         ("GET", "/nodes/{node}/lxc") => cluster::lxc_list(ctx),
+        ("GET", "/nodes/{node}/network") => cluster::node_network(ctx),
 
         ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),
         ("DELETE", "/nodes/{node}/tasks/{upid}") => tasks::stop(ctx),

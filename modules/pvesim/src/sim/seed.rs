@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use crate::auth::{builtin_roles, privileges, Access};
 use crate::faults::Faults;
 use crate::model::{
-    parse_size, AclEntry, AclSeed, ByteSize, FileSeed, Node, NodeSeed, Pool, PoolSeed, RoleSeed,
-    RunState, Seed, Storage, StorageSeed, Token, TokenSeed, User, UserSeed, Vm, VmSeed, Volume,
+    parse_size, AclEntry, AclSeed, ByteSize, FileSeed, NetIfaceSeed, Node, NodeSeed, Pool,
+    PoolSeed, RoleSeed, RunState, Seed, Storage, StorageSeed, Token, TokenSeed, User, UserSeed, Vm,
+    VmSeed, Volume,
 };
 use crate::vmconfig::{is_cdrom, is_drive_key, parse_drive, split_volid, storage_default_content};
 
@@ -210,6 +211,10 @@ impl Sim {
                 cpus: n.cpus,
                 maxmem: n.maxmem.0,
                 storages: ids,
+                network: n
+                    .network
+                    .clone()
+                    .unwrap_or_else(|| default_network(self.nodes.len())),
             },
         );
         Ok(())
@@ -444,6 +449,7 @@ impl Sim {
                 cpus: n.cpus,
                 maxmem: ByteSize(n.maxmem),
                 storages,
+                network: Some(n.network.clone()),
             });
         }
         let vms = self
@@ -533,4 +539,27 @@ impl Sim {
                 .collect(),
         }
     }
+}
+
+/// A fresh install's network (the installer writes `vmbr0` over the first NIC): the `index`-th node gets
+/// 192.0.2.(11 + index)/24 with gateway 192.0.2.1.
+fn default_network(index: usize) -> Vec<NetIfaceSeed> {
+    vec![
+        NetIfaceSeed {
+            iface: "eno1".into(),
+            kind: "eth".into(),
+            active: true,
+            cidr: None,
+            gateway: None,
+            bridge_ports: None,
+        },
+        NetIfaceSeed {
+            iface: "vmbr0".into(),
+            kind: "bridge".into(),
+            active: true,
+            cidr: Some(format!("192.0.2.{}/24", 11 + index.min(200))),
+            gateway: Some("192.0.2.1".into()),
+            bridge_ports: Some("eno1".into()),
+        },
+    ]
 }

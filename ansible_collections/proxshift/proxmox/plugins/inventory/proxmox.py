@@ -17,6 +17,8 @@ description:
   - Groups VMs by status (C(proxmox_all_running)), node (C(proxmox_<node>_qemu)), pool (C(proxmox_pool_<pool>)),
     tag (C(proxmox_tag_<tag>)) and ProxShift cluster (C(proxmox_cluster_<cluster>), from the C(proxshift-<cluster>)
     ownership tag); every VM is in C(proxmox_all_qemu). Group names are lower case with C(_) for other characters.
+  - The Proxmox nodes are hosts too, in C(proxmox_nodes) (see O(exclude_nodes)), as with community.proxmox.
+  - LXC containers are not listed.
   - The configuration file must be named C(proxmox.yml), C(proxmox.yaml) or end in C(.proxmox.yml) /
     C(.proxmox.yaml).
   - The Proxmox API calls run in the collection's native C(proxmox_vm_info) binary (the same client as the
@@ -86,8 +88,10 @@ options:
   want_config:
     description:
       - Read each VM's configuration into C(<facts_prefix>config) (one request per VM).
+      - C(want_facts) is community.proxmox's name for it (whose default is V(false)).
     type: bool
     default: true
+    aliases: [want_facts]
   want_agent_interfaces:
     description:
       - Read the guest agent's interfaces of running VMs with the agent enabled into
@@ -115,6 +119,27 @@ options:
       - Prefix of ownership tags; a VM tagged C(<prefix><cluster>) is in the group C(<group_prefix>cluster_<cluster>).
     type: str
     default: proxshift-
+  qemu_extended_statuses:
+    description:
+      - Read each running VM's C(qmpstatus) (one C(status/current) request per running VM) into
+        C(<facts_prefix>qmpstatus) and group running VMs by it, so paused and prelaunch VMs are in
+        C(<group_prefix>all_paused) and C(<group_prefix>all_prelaunch) instead of C(<group_prefix>all_running), as
+        community.proxmox does. Needs O(want_config).
+    type: bool
+    default: false
+  exclude_nodes:
+    description:
+      - Leave the Proxmox nodes out. By default (as community.proxmox) each node is a host too, in the group
+        C(<group_prefix>nodes); O(filters) do not apply to nodes, O(compose) does (never strictly: an expression
+        over VM facts leaves a node's variable unset).
+    type: bool
+    default: false
+  want_proxmox_nodes_ansible_host:
+    description:
+      - Set each online node's C(ansible_host) to the address of its first interface (by name) that is active and
+        has an address and a gateway (C(GET /nodes/{node}/network)), as community.proxmox chooses it.
+    type: bool
+    default: false
   filters:
     description:
       - Jinja conditionals on a host's vars; only hosts for which all are true are added.
@@ -175,7 +200,7 @@ MARK_UNSAFE = TrustedAsTemplate is None
 BACKEND_OPTIONS = (
     "url", "user", "password", "token_id", "token_secret", "validate_certs", "ca_path", "timeout",
     "want_config", "want_agent_interfaces", "include_templates", "group_prefix", "facts_prefix",
-    "cluster_tag_prefix",
+    "cluster_tag_prefix", "qemu_extended_statuses", "exclude_nodes", "want_proxmox_nodes_ansible_host",
 )
 
 
@@ -198,7 +223,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             except KeyError:
                 update = True
         result = run_backend("--inventory", backend_options(self, BACKEND_OPTIONS, self.templar), self.NAME, AnsibleParserError)
-        listing = {"hosts": result.get("hosts", {}), "groups": result.get("groups", {})}
+        listing = {"hosts": result.get("hosts", {}), "nodes": result.get("nodes", {}), "groups": result.get("groups", {})}
         if update:
             self._cache[key] = listing
         return listing
@@ -232,6 +257,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host, strict=strict)
             self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host, strict=strict)
+        # Proxmox nodes (exclude_nodes: false): added whatever the filters say and composed, as community.proxmox
+        # does, but never strictly: compose written for the VMs' facts must not fail a `strict` source on a node.
+        for node, nodevars in listing.get("nodes", {}).items():
+            self.inventory.add_host(node)
+            added.add(node)
+            for key, value in nodevars.items():
+                self.inventory.set_variable(node, key, value)
+            self._set_composite_vars(self.get_option("compose"), self.inventory.get_host(node).get_vars(), node, strict=False)
         for group, members in listing["groups"].items():
             kept = [h for h in members if h in added]
             if kept:
