@@ -207,14 +207,9 @@ pub(crate) fn clean_message(text: &str) -> String {
 }
 
 /// Build an [`Error`] from an error response: status, reason phrase and the body, whichever
-/// generation it is. `node` is the node named in the path, for 595.
-pub(crate) fn from_response(
-    method: &str,
-    path: &str,
-    status: u16,
-    reason: &str,
-    body: &str,
-) -> Error {
+/// generation it is. `node` is the node named in the path, for 595. Public for the fuzz target
+/// (`fuzz/fuzz_targets/parsers.rs`): whatever a server or a proxy in between sends is read here.
+pub fn from_response(method: &str, path: &str, status: u16, reason: &str, body: &str) -> Error {
     let json: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let body_msg = json.get("message").and_then(Value::as_str).unwrap_or("");
     let mut message = clean_message(if body_msg.trim().is_empty() {

@@ -68,7 +68,7 @@ pub use api::{
 };
 pub use client::{Client, Params};
 pub use connection::{connection_options, Auth, ConnectionOptions};
-pub use error::{Error, ErrorResponse, TaskError};
+pub use error::{from_response, Error, ErrorResponse, TaskError};
 pub use proxshift_http::Backoff;
 pub use task::{exitstatus_ok, TaskOutcome, Upid, LOG_TAIL_LINES};
 pub use upload::sha256_file;
