@@ -185,3 +185,50 @@ def test_drain_respects_the_budget_then_removes_the_node(run_playbook, kube_api)
     assert kube_api.get(f"/api/v1/namespaces/{ns}/pods/agent-x") is not None, "DaemonSet pods are not evicted"
     assert kube_api.get(f"/api/v1/nodes/{master}") is not None
     kube_api.ok("DELETE", f"/api/v1/nodes/{master}")
+
+
+def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
+    """A worker whose kubelet died: the real node-lifecycle controller marks it Ready=Unknown and taints it
+    unreachable; its Running pod (grace period 30 s), once evicted, stays Terminating for ever since no kubelet
+    confirms it. The drain stops waiting for it past its grace period plus skip_wait_for_delete_timeout (Cluster
+    API's drain of unreachable nodes) and the Node is deleted — before, the drain timed out, uncordoned the node
+    and never deleted it. The node is cordoned before its pods are listed."""
+    node = unique("worker-dead")
+    kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    kube_api.patch_status(f"/api/v1/nodes/{node}", {"conditions": [condition("Ready", "True")]})
+    ns = unique("dead")
+    kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    deadline = time.monotonic() + 60
+    while kube_api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None:
+        assert time.monotonic() < deadline, "the service-account controller made no `default` account in 60 s"
+        time.sleep(0.2)
+    kube_api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0"},
+                "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
+                         "containers": [{"name": "c", "image": "registry.example/app"}]}})
+    kube_api.patch_status(f"/api/v1/namespaces/{ns}/pods/web-0", {"phase": "Running", "conditions": [condition("Ready", "True")]})
+    kube_api.stop_kubelet(node)
+    deadline = time.monotonic() + 120
+    while True:
+        obj = kube_api.get(f"/api/v1/nodes/{node}")
+        ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+        taints = [t["key"] for t in obj["spec"].get("taints", [])]
+        if ready["status"] == "Unknown" and "node.kubernetes.io/unreachable" in taints:
+            break
+        assert time.monotonic() < deadline, f"node-lifecycle did not mark {node} unreachable: {ready}, {taints}"
+        time.sleep(1)
+    before = len(kube_api.audit_events())
+    run = run_playbook(play(task("remove", {**conn(kube_api), "state": "absent", "nodes": [node], "drain_timeout": 180,
+                                            "poll_interval": 2, "skip_wait_for_delete_timeout": 1})))
+    assert run.rc == 0, run.output
+    [report] = run.task("remove")["nodes"]
+    assert report["evict"] == [f"{ns}/web-0"] and report["left_terminating"] == [f"{ns}/web-0"], report
+    assert report["deleted"] is True
+    assert kube_api.get(f"/api/v1/nodes/{node}") is None
+    events = kube_api.audit_events()[before:]
+    cordon = next(i for i, e in enumerate(events) if e["verb"] == "patch" and e["requestURI"].startswith(f"/api/v1/nodes/{node}"))
+    listed = next(i for i, e in enumerate(events) if e["verb"] == "list" and "spec.nodeName" in e["requestURI"]
+                  and node in e["requestURI"])
+    assert cordon < listed, "the node is cordoned before its pods are listed"
+    assert not [e for e in events if e["verb"] == "delete" and "/pods/" in e["requestURI"]], \
+        "the pod is evicted with its grace period, never force-deleted"
+    kube_api.request("DELETE", f"/api/v1/namespaces/{ns}")
