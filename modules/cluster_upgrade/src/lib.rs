@@ -6,8 +6,10 @@
 //! (then waits `refresh_polls` looks for the cluster-version operator to offer the new channel's
 //! updates), then `spec.desiredUpdate` as `oc adm upgrade --to` does (openshift/oc
 //! `pkg/cli/admin/upgrade/upgrade.go`, `patchDesiredUpdate`: a merge patch), and waits for the history
-//! to complete at the target, reporting the operators updated so far. Connection, retries and the
-//! waiting are kube-client's.
+//! to complete at the target, reporting the operators updated so far; a release the operator does not
+//! accept (`ReleaseAccepted=False`) or `Failing=True` still there a poll later ends the wait. A target
+//! only in `conditionalUpdates` is refused naming its risks unless `accept_risks` names them all.
+//! Connection, retries and the waiting are kube-client's.
 
 pub mod decide;
 
@@ -29,6 +31,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("channel"),
         Opt::str("image"),
         Opt::bool("allow_explicit_image").default(false),
+        Opt::list("accept_risks", ansible_module::Type::Str).default(json!([])),
         Opt::bool("wait").default(true),
         Opt::int("timeout").default(10800),
         Opt::int("poll_interval").default(30),
@@ -45,6 +48,7 @@ struct Opts {
     channel: Option<String>,
     image: Option<String>,
     allow_explicit_image: bool,
+    accept_risks: Vec<String>,
     wait: bool,
     timeout: i64,
     poll_interval: i64,
@@ -151,11 +155,15 @@ impl Run<'_> {
             channel: self.o.channel.clone(),
             image: self.o.image.clone(),
             allow_explicit_image: self.o.allow_explicit_image,
+            accept_risks: self.o.accept_risks.clone(),
         }
     }
 
-    /// Wait for the update to `target` to complete; the distinct progress states seen, in order.
+    /// Wait for the update to `target` to complete; the distinct progress states seen, in order. A
+    /// rejected release or `Failing=True` still there one poll after it was first seen ends the wait
+    /// ([`decide::stuck`]): the operator will not get further by itself.
     fn wait_done(&self, target: &str, seen: &mut Vec<Value>) -> Result<(), Failure> {
+        let mut before: Option<String> = None;
         let waited = kube_client::wait_for(
             Duration::from_secs(self.o.timeout as u64),
             self.interval,
@@ -170,15 +178,24 @@ impl Run<'_> {
                 if seen.last() != Some(&j) {
                     seen.push(j);
                 }
-                Ok::<_, KubeError>(if p.done {
-                    Poll::Ready(())
+                let stuck = (!p.done).then(|| decide::stuck(&cv)).flatten();
+                if let Some(s) = stuck.as_ref().filter(|s| before.as_ref() == Some(*s)) {
+                    return Ok::<_, KubeError>(Poll::Ready(Err(s.clone())));
+                }
+                before = stuck;
+                Ok(if p.done {
+                    Poll::Ready(Ok(()))
                 } else {
                     Poll::Pending(p.pending(target))
                 })
             },
         );
         match waited {
-            Ok(()) => Ok(()),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(stuck)) => Err(
+                Failure::new(format!("the update to {target} stopped: {stuck}"))
+                    .with("progress", json!(seen)),
+            ),
             Err(WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
                 "timed out after {}s waiting for the update: {pending}",
                 waited.as_secs()

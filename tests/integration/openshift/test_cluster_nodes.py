@@ -232,3 +232,26 @@ def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
     assert not [e for e in events if e["verb"] == "delete" and "/pods/" in e["requestURI"]], \
         "the pod is evicted with its grace period, never force-deleted"
     kube_api.request("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+def test_only_the_newest_client_csr_made_after_the_vm_started_is_approved(run_playbook, kube_api):
+    """As the machine-approver: a CSR created before the node's VM started is stale, and of a node's client
+    CSRs only the newest is approved (a kubelet that retried holds only the newest key); both reported."""
+    allow_csr_creation(kube_api)
+    node = unique("worker-fresh")
+    stale = client_csr(kube_api, node)
+    time.sleep(15)  # more than the machine-approver's 10 s clock skew
+    started = time.time()
+    older = client_csr(kube_api, node)
+    time.sleep(1.1)  # creationTimestamp has a resolution of one second
+    newest = client_csr(kube_api, node)
+    uptime = int(time.time() - started) + 1
+    args = {**conn(kube_api), "state": "approved", "nodes": [node], "vm_uptimes": {node: uptime}}
+    run = run_playbook(play(task("approve", args), task("again", args)))
+    assert run.rc == 0, run.output
+    r = run.task("approve")
+    assert [c["name"] for c in r["approved"]] == [newest], r
+    skipped = {c["name"]: c["reason"] for c in r["skipped_csrs"]}
+    assert "before the VM" in skipped[stale] and "not the newest client CSR" in skipped[older], skipped
+    assert run.task("again")["changed"] is False, "the older CSR is never approved later either"
+    assert approved(kube_api, newest) and not approved(kube_api, older) and not approved(kube_api, stale)
