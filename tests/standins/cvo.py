@@ -119,6 +119,8 @@ class Audit:
 class FakeCVO(threading.Thread):
     """Plays the cluster-version operator for `ClusterVersion version`; `offers` per channel.
 
+    An offer of a channel is a list (the same whatever the version), or per version the list of updates from
+    it — the update graph's edges from the current release, as `syncAvailableUpdates` publishes them.
     `conditional` per channel: the `status.conditionalUpdates` published with the offers (each a release and
     its risks; `Recommended=False`), as `pkg/cvo/availableupdates.go` (`syncAvailableUpdates`) evaluates them.
     `reject` maps versions to a failure: a desired update to one of them is not applied — the payload cannot be
@@ -161,6 +163,13 @@ class FakeCVO(threading.Thread):
         assert 200 <= status < 300, f"{method} {path}: HTTP {status}: {out}"
         return out
 
+    def offered(self, channel: str, version: str, graph_only: bool = False) -> list[dict]:
+        """The channel's updates from `version` (a static list: none once updated, unless `graph_only` is off)."""
+        offers = self.offers.get(channel, [])
+        if isinstance(offers, dict):
+            return offers.get(version, [])
+        return [] if graph_only else offers
+
     def status(self, path: str, status: dict) -> None:
         self._ok("PATCH", path + "/status", {"status": status}, "application/merge-patch+json")
 
@@ -171,7 +180,7 @@ class FakeCVO(threading.Thread):
             if self.channel is not None:
                 self.after_next_look("get", "clusterversions")  # the module sees the old offers once at least
             self.channel = channel
-            self.status(f"{CV}/version", {"availableUpdates": self.offers.get(channel, []),
+            self.status(f"{CV}/version", {"availableUpdates": self.offered(channel, cv["status"]["desired"]["version"]),
                                           "conditionalUpdates": self.conditional.get(channel, [])})
             return
         want = (cv["spec"].get("desiredUpdate") or {}).get("version")
@@ -202,7 +211,7 @@ class FakeCVO(threading.Thread):
             self.status(f"{CO}/{name}", {"versions": [{"name": "operator", "version": want}]})
         self.after_next_look()
         done = {**partial, "state": "Completed", "completionTime": "2026-01-02T01:00:00Z"}
-        self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": [],
+        self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": self.offered(channel, want, graph_only=True),
                                       "conditions": conditions(message=f"Cluster version is {want}")})
 
     def finish(self) -> None:

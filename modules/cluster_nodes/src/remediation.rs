@@ -12,10 +12,11 @@
 //!   reset is replaced (workers only: a control-plane node is never replaced automatically).
 //! - At most one control-plane node per run, and only when the control-plane nodes left healthy keep
 //!   etcd's quorum (a majority of the control-plane nodes) while it is reset.
-//! - A host still joining is not judged: not `Ready` within `node_startup_timeout` of its Node's
-//!   creation, or — no Node yet — of its VM's start, it is `starting`: neither remediated nor counted
-//!   as unhealthy (CAPI `machinehealthcheck_targets.go` `needsRemediation`: a machine without a node is
-//!   unhealthy only once `NodeStartupTimeout` has passed).
+//! - A host still joining is not judged: without a Node (or a Node without a `Ready` condition yet)
+//!   within `node_startup_timeout` of its VM's start (or its Node's creation), it is `starting`:
+//!   neither remediated nor counted as unhealthy (CAPI `machinehealthcheck_targets.go`
+//!   `needsRemediation`: a machine without a node is unhealthy only once `NodeStartupTimeout` has
+//!   passed; once it has its node, the node's conditions are judged).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -166,10 +167,12 @@ fn unhealthy_reason(n: &NodeHealth, timeout: u64) -> Result<String, bool> {
     }
 }
 
-/// Whether `n` is still joining: not Ready, its VM running, and less than `startup` seconds since
-/// its Node was created (or, without a Node, since its VM started).
+/// Whether `n` is still joining: no Node with a `Ready` condition yet, its VM running, and less than
+/// `startup` seconds since its Node was created (or, without a Node, since its VM started). A Node
+/// that reports `Ready` at all is judged by that condition (CAPI: `nodeStartupTimeout` applies until
+/// the machine has its node).
 fn starting(n: &NodeHealth, startup: u64) -> bool {
-    n.ready != Ready::True
+    n.ready == Ready::Missing
         && n.vm_running != Some(false)
         && n.node_age.or(n.vm_uptime).is_some_and(|s| s < startup)
 }
@@ -476,9 +479,9 @@ mod tests {
         c[3].ready_for = None;
         c[3].node_age = None;
         c[3].vm_uptime = Some(120);
-        // Registered 5 minutes ago, NotReady since: still joining.
-        c[4].ready = Ready::False;
-        c[4].ready_for = Some(300);
+        // Registered 5 minutes ago, no Ready condition yet: still joining.
+        c[4].ready = Ready::Missing;
+        c[4].ready_for = None;
         c[4].node_age = Some(300);
         let p = plan(&c, T, MaxUnhealthy::Count(0));
         assert_eq!(p.starting, ["w0", "w1"]);
@@ -497,6 +500,11 @@ mod tests {
             p.actions().collect::<Vec<_>>(),
             [("w0", Action::Reset), ("w1", Action::Reset)]
         );
+        // A Node that reports Ready=False is judged by that condition (unhealthy_timeout), not as joining.
+        c[5].ready = Ready::False;
+        c[5].ready_for = Some(30);
+        c[5].node_age = Some(30);
+        assert_eq!(plan(&c, T, MaxUnhealthy::Count(2)).pending, ["w2"]);
         // A stopped VM is unhealthy at once, joining or not.
         c[3].vm_uptime = Some(10);
         c[3].vm_running = Some(false);

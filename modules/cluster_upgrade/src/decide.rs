@@ -352,6 +352,22 @@ fn conditional_target(
     })
 }
 
+/// With `upgrade_path: auto`, the next hop towards `req` when the cluster does not offer it: the newest
+/// offered release above `current` that does not pass the request (a later z-stream of the current
+/// minor first, from which the channel's graph leads on — the update service's edges).
+pub fn next_hop(cv: &Value, req: &Request, current: &Version) -> Option<Release> {
+    let within = |v: &Version| match req {
+        Request::Exact(t) => v < t,
+        Request::Minor { major, minor } => (v.major, v.minor) < (*major, *minor),
+    };
+    available(cv)
+        .into_iter()
+        .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
+        .filter(|(v, _)| v > current && within(v))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, r)| r)
+}
+
 /// Why an update under way cannot go on, from one look at the ClusterVersion: the operator did not
 /// accept the release (`ReleaseAccepted=False`) or reports `Failing=True`; the operator's words.
 pub fn stuck(cv: &Value) -> Option<String> {
@@ -814,6 +830,22 @@ mod tests {
         assert!(decide(&c, &ops, &req("4.19.8"), &Wish::default()).is_ok());
         let p = decide(&c, &ops, &req("4.19"), &Wish::default()).unwrap();
         assert!(matches!(p.action, Action::AtTarget));
+    }
+
+    #[test]
+    fn the_next_hop_is_the_newest_offered_release_short_of_the_request() {
+        let c = cv("4.18.5", "stable-4.19", &["4.18.7", "4.18.9", "4.17.9"]);
+        let at = Version::parse("4.18.5").unwrap();
+        assert_eq!(next_hop(&c, &req("4.19"), &at).unwrap().version, "4.18.9");
+        assert_eq!(next_hop(&c, &req("4.19.3"), &at).unwrap().version, "4.18.9");
+        assert_eq!(next_hop(&c, &req("4.18.8"), &at).unwrap().version, "4.18.7");
+        assert_eq!(
+            next_hop(&c, &req("4.18.6"), &at),
+            None,
+            "no offer short of it: no path"
+        );
+        let none = cv("4.18.5", "stable-4.19", &[]);
+        assert_eq!(next_hop(&none, &req("4.19"), &at), None);
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("image"),
         Opt::bool("allow_explicit_image").default(false),
         Opt::list("accept_risks", ansible_module::Type::Str).default(json!([])),
+        Opt::str("upgrade_path")
+            .choices(&["direct", "auto"])
+            .default("direct"),
         Opt::bool("wait").default(true),
         Opt::int("timeout").default(10800),
         Opt::int("poll_interval").default(30),
@@ -49,6 +52,7 @@ struct Opts {
     image: Option<String>,
     allow_explicit_image: bool,
     accept_risks: Vec<String>,
+    upgrade_path: String,
     wait: bool,
     timeout: i64,
     poll_interval: i64,
@@ -137,7 +141,7 @@ impl Run<'_> {
                     .unwrap_or_default();
                 Ok::<_, KubeError>(match decide::resolve(&cv, &self.req, &current, &wish) {
                     Ok(t) => Poll::Ready(Ok(t)),
-                    Err(r) if polls >= limit => Poll::Ready(Err(r)),
+                    Err(r) if polls >= limit => Poll::Ready(self.hop(&cv, &current).ok_or(r)),
                     Err(r) => Poll::Pending(r.to_string()),
                 })
             },
@@ -148,6 +152,18 @@ impl Run<'_> {
             Err(WaitError::Timeout { pending, .. }) => Err(Failure::new(pending)),
             Err(WaitError::Failed(e)) => Err(kube_fail("reading ClusterVersion version", e)),
         }
+    }
+
+    /// With `upgrade_path: auto`, the next hop the cluster offers towards the request.
+    fn hop(&self, cv: &Value, current: &semver::Version) -> Option<Target> {
+        if self.o.upgrade_path != "auto" {
+            return None;
+        }
+        decide::next_hop(cv, &self.req, current).map(|r| Target {
+            version: r.version,
+            image: r.image,
+            force: false,
+        })
     }
 
     fn wish(&self) -> Wish {
@@ -239,13 +255,85 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         req,
         interval: Duration::from_secs(o.poll_interval as u64),
     };
-    let cv = r.cluster_version()?;
-    let ops = r
-        .operators()
-        .map_err(|e| kube_fail("listing the ClusterOperators", e))?;
-    let plan = decide::decide(&cv, &ops, &r.req, &r.wish()).map_err(|e| refused(&e, &r.req))?;
-    let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
-    carry_out(m, &r, plan, before)
+    let mut hops: Vec<String> = Vec::new();
+    let mut first_from: Option<String> = None;
+    loop {
+        let cv = r.cluster_version()?;
+        let ops = r
+            .operators()
+            .map_err(|e| kube_fail("listing the ClusterOperators", e))?;
+        let plan = match decide::decide(&cv, &ops, &r.req, &r.wish()) {
+            Ok(p) => p,
+            Err(e @ Refusal::NotOffered { .. }) => hop_plan(&r, &cv, &ops)
+                .ok_or_else(|| refused(&e, &r.req).changed(!hops.is_empty()))?,
+            Err(e) => return Err(refused(&e, &r.req).changed(!hops.is_empty())),
+        };
+        first_from.get_or_insert_with(|| plan.from.clone());
+        let at_target = plan.action == Action::AtTarget;
+        let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
+        let mut out = carry_out(m, &r, plan, before).map_err(|f| {
+            let c = f.changed || !hops.is_empty();
+            f.changed(c)
+        })?;
+        let reached = out
+            .data
+            .get("version")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let done = at_target || m.check_mode || !r.o.wait || r.o.upgrade_path != "auto";
+        match reached {
+            Some(v)
+                if !done
+                    && !r.req.satisfied_by(
+                        &semver::Version::parse(&v).map_err(|e| Failure::new(e.to_string()))?,
+                    ) =>
+            {
+                if hops.contains(&v) || hops.len() >= MAX_HOPS {
+                    return Err(Failure::new(format!(
+                        "upgrade_path auto: no progress towards {} after the hops {}",
+                        r.req,
+                        hops.join(" -> ")
+                    ))
+                    .changed(true));
+                }
+                hops.push(v);
+            }
+            _ => {
+                if !hops.is_empty() {
+                    let from = first_from.unwrap_or_default();
+                    let to = out
+                        .data
+                        .get("to")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    out.changed = true;
+                    out = out.with("from", from.clone()).msg(format!(
+                        "upgraded {from} -> {} -> {to} (upgrade_path auto)",
+                        hops.join(" -> ")
+                    ));
+                }
+                return Ok(out.with("hops", json!(hops)));
+            }
+        }
+    }
+}
+
+/// Hops an update path may take at most (a minor takes two or three).
+const MAX_HOPS: usize = 8;
+
+/// `upgrade_path: auto` when the request is not offered: the plan of the next hop, under the same
+/// rules (health, `Upgradeable`, channel) as a direct update to it.
+fn hop_plan(r: &Run, cv: &Value, ops: &[Value]) -> Option<Plan> {
+    let current = semver::Version::parse(&decide::current_version(cv)?).ok()?;
+    let hop = r.hop(cv, &current)?;
+    let req = Request::Exact(semver::Version::parse(&hop.version).ok()?);
+    let mut wish = r.wish();
+    wish.channel = cv
+        .pointer("/spec/channel")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    decide::decide(cv, ops, &req, &wish).ok()
 }
 
 fn channel_json(plan: &Plan) -> Value {

@@ -227,3 +227,17 @@ def test_a_conditional_target_is_refused_with_its_risks_then_accepted(run_module
     out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", accept_risks=["OVNDrop"]))
     assert rc == 0 and out["changed"] is True and out["version"] == "4.18.9", out
     assert spec(cluster)["desiredUpdate"] == {"version": "4.18.9", "image": image("4.18.9"), "force": False}
+
+
+def test_upgrade_path_auto_steps_through_the_channels_updates(run_module, cluster, cvo):
+    """4.18.5 -> 4.19: the channel's graph leads through 4.18.9 only (no edge from 4.18.5 to a 4.19). With
+    upgrade_path auto the module updates to 4.18.9, waits for it, checks the cluster again, then goes on to the
+    newest 4.19 offered from there."""
+    fake = cvo({"stable-4.18": {"4.18.5": releases("4.18.9")},
+                "stable-4.19": {"4.18.5": releases("4.18.9"), "4.18.9": releases("4.19.1", "4.19.3")}})
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.19", upgrade_path="auto", refresh_polls=3))
+    assert rc == 0, out
+    assert out["changed"] is True and out["hops"] == ["4.18.9"] and out["version"] == "4.19.3", out
+    assert out["msg"] == "upgraded 4.18.5 -> 4.18.9 -> 4.19.3 (upgrade_path auto)", out
+    assert [u["version"] for u in fake.updates] == ["4.18.9", "4.19.3"]
+    assert spec(cluster)["channel"] == "stable-4.19"

@@ -58,9 +58,10 @@ options:
         replaced if it is still unhealthy O(unhealthy_timeout) after that reset (O(resets)); nothing is
         remediated when more than O(max_unhealthy) nodes are unhealthy; at most one control-plane node per
         run, only while the others keep etcd's quorum, and never replaced automatically.
-      - A host still joining is not judged - not C(Ready) within O(node_startup_timeout) of its Node's creation
-        (or, without a Node, of its VM's start, O(vm_uptimes)) it is returned in RV(starting), neither remediated
-        nor counted as unhealthy (Cluster API's C(nodeStartupTimeout)).
+      - A host still joining is not judged - without a Node (or with a Node that has no C(Ready) condition yet)
+        within O(node_startup_timeout) of its VM's start (O(vm_uptimes)) or its Node's creation, it is returned in
+        RV(starting), neither remediated nor counted as unhealthy (Cluster API's C(nodeStartupTimeout)). A Node that
+        reports C(Ready) is judged by that condition.
     type: str
     required: true
     choices: [approved, ready, drained, absent, remediation_plan]
@@ -142,8 +143,8 @@ options:
     default: {}
   node_startup_timeout:
     description:
-      - O(state=remediation_plan) - seconds a host may take to join (from its Node's creation, or without a Node
-        from its VM's start) before it is judged at all.
+      - O(state=remediation_plan) - seconds a host may take to register a Node that reports C(Ready) (from its VM's
+        start, or its Node's creation) before it is judged at all.
     type: int
     default: 600
   resets:

@@ -106,6 +106,16 @@ options:
     type: list
     elements: str
     default: []
+  upgrade_path:
+    description:
+      - V(direct) updates only to a target the cluster offers (C(status.availableUpdates)) from its current version.
+      - V(auto), when the target is not offered but the channel's updates lead towards it (4.18.5 -> 4.18.9 ->
+        4.19), updates to the newest offered release short of the target, waits for it to complete, checks the
+        cluster again under the same rules (health, C(Upgradeable), risks) and goes on, hop by hop, until the target.
+        Needs O(wait).
+    type: str
+    choices: [direct, auto]
+    default: direct
   wait:
     description: Wait for the update to complete. With V(false), the module returns once the update is requested.
     type: bool
@@ -171,6 +181,12 @@ from:
   returned: success
   type: str
   sample: 4.18.5
+hops:
+  description: With O(upgrade_path=auto), the releases updated to on the way to the target (not the target itself).
+  returned: success
+  type: list
+  elements: str
+  sample: [4.18.9]
 to:
   description: The target version (in check mode with a channel change, the request, as the target is chosen from the new channel's offers).
   returned: success
