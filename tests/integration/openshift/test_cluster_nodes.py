@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from standins.kubelet import BOOTSTRAPPER, CSRS, SERVING, allow_csr_creation, approved, client_csr, create_csr, make_request, serving_csr
+from standins.kubelet import (BOOTSTRAPPER, CSRS, SERVING, PodTermination, allow_csr_creation, approved, client_csr,
+                              create_csr, make_request, serving_csr)
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
 
 
@@ -116,7 +117,7 @@ def make_workload(api: KubeApi, node: str):
         if owner:
             meta["ownerReferences"] = [owner]
         api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {
-            "nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0,
+            "nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
             "containers": [{"name": "c", "image": "registry.example/app"}]}})
 
     pod("agent-x", labels, {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
@@ -174,8 +175,12 @@ def test_drain_respects_the_budget_then_removes_the_node(run_playbook, kube_api)
         "check mode writes nothing; the blocked drain cordons and uncordons, the master is not touched"
 
     pdb_allows(kube_api, ns, 1)
-    run = run_playbook(play(task("remove", {**args, "state": "absent"}), task("again", {**args, "state": "absent"})))
+    # The evicted pod ends with its grace period (30 s): its kubelet stops it, then removes it.
+    longer = {**args, "drain_timeout": 60}
+    with PodTermination(kube_api, [node]) as kubelet:
+        run = run_playbook(play(task("remove", {**longer, "state": "absent"}), task("again", {**longer, "state": "absent"})))
     assert run.rc == 0, run.output
+    assert kubelet.deleted == [f"{ns}/web-0"], "the kubelet, not the drain, removes the pod"
     removed = run.task("remove")
     assert removed["changed"] is True and removed["nodes"][0]["evicted"] == [f"{ns}/web-0"]
     assert removed["nodes"][0]["deleted"] is True
