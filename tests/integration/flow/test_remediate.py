@@ -69,6 +69,15 @@ def test_reset_then_replace_an_unhealthy_worker(run_flow, site, kube_api: KubeAp
         assert plan["starting"] == [JOINING], plan
         assert site.sim.writes_since(seq) == [] and site.record_version(CLUSTER) == version, "check mode writes nothing"
 
+        # A scale.yaml run working on SICK (its record's `scaling`): SICK is not judged while it runs.
+        record = site.record(CLUSTER)
+        site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {**record, "scaling": {"nodes": [SICK], "since": int(time.time())}})
+        scaling = run_flow("remediate.yaml", CLUSTER, check=True, extra=TIMEOUT)
+        assert scaling.rc == 0, scaling.output
+        plan = scaling.task("Decide what to remediate")
+        assert plan["reset"] == [] and SICK not in [u["name"] for u in plan["unhealthy"]], plan
+        site.bao.kv_put(f"openshift/clusters/{CLUSTER}", record)
+
         seq = site.sim.last_seq()
         reset = run_flow("remediate.yaml", CLUSTER, extra=TIMEOUT)
         assert reset.rc == 0, reset.output
