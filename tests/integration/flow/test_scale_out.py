@@ -117,3 +117,32 @@ def _scale_out(run_flow, site, kube_api, tmp_path, env, calls, stranger, stale):
         assert len(calls.read_text().splitlines()) == 2, "no second node ISO"
     finally:
         kube_api.request("DELETE", f"/api/v1/nodes/{NEW}")
+
+
+def test_a_dual_stack_host_joins_with_its_serving_csr_of_both_families(run_flow, site, kube_api: KubeApi, tmp_path):
+    """lab-dual (compact, dual-stack) gets a worker: its kubelet's serving CSR carries its IPv4 and its IPv6
+    address, and is approved because scale.yaml passes the node's addresses of both families."""
+    cluster, host, ips = "lab-dual", "lab-dual-3", ["10.70.0.24", "fd00:70::24"]
+    site.bao.kv_put(f"openshift/clusters/{cluster}", {
+        "phase": "installed", "kubeconfig": kube_api.kubeconfig(kube_api.kubeconfig_token),
+        "agent_config": yaml.safe_dump({"hosts": [{"hostname": f"{cluster}-{i}", "role": "master"} for i in range(3)]})})
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventory", inventory)
+    dual = yaml.safe_load((inventory / "dual-stack.yml").read_text())
+    dual["all"]["children"]["clusters"]["children"][cluster]["hosts"][host] = {
+        "ip": ips[0], "secondary_ip": ips[1], "mac": "BC:24:11:70:00:24", "role": "worker"}
+    (inventory / "dual-stack.yml").write_text(yaml.safe_dump(dual))
+    allow_csr_creation(kube_api)
+    info = tmp_path / "api.json"
+    info.write_text(json.dumps(kube_api.info))
+    hook = f"{shlex.quote(sys.executable)} {REPO}/tests/standins/kubelet_join.py {info} {host} {' '.join(ips)}"
+    try:
+        with cluster_at(kube_api, "4.19.7"):
+            run = run_flow("scale.yaml", cluster, with_installer=True, inventory=inventory,
+                           env_more={"PROXSHIFT_TEST_ON_MONITOR": hook}, extra={"scale_poll_interval": 1})
+        assert run.rc == 0, run.output
+        ready = run.task("Approve exactly the new nodes' CSRs and wait for them to be Ready")
+        assert sorted((a["node"], a["kind"]) for a in ready["approved"]) == [(host, "client"), (host, "serving")], ready
+        assert site.record(cluster)["added_nodes"] == [host]
+    finally:
+        kube_api.request("DELETE", f"/api/v1/nodes/{host}")
