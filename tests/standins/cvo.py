@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from kube_fixtures import KubeApi, condition
 
@@ -40,6 +42,41 @@ def conditions(progressing: str | None = None, message: str = "Cluster version i
     if upgradeable:
         out.append({**condition("Upgradeable", "False", upgradeable), "reason": "AdminAckRequired"})
     return out
+
+
+@contextmanager
+def cluster_at(api: KubeApi, version: str) -> Iterator[None]:
+    """The ClusterVersion of a settled cluster at `version` (what `oc adm node-image` reads first, and
+    scale.yaml's version gate); the one found before (other tests of the session) is put back after."""
+    saved = api.get(f"{CV}/version")
+
+    def put(obj: dict | None) -> None:
+        if api.get(f"{CV}/version") is not None:
+            api.ok("DELETE", f"{CV}/version")
+        if obj is None:
+            return
+        api.ok("POST", CV, {"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+                            "metadata": {"name": "version"}, "spec": obj.get("spec", {})})
+        if obj.get("status"):
+            api.patch_status(f"{CV}/version", obj["status"])
+
+    put({"spec": {"clusterID": "6c1f5a2e-0000-4000-8000-0000000034ab", "channel": f"stable-{version.rsplit('.', 1)[0]}"},
+         "status": {"desired": {"version": version, "image": image(version)}, "observedGeneration": 1,
+                    "versionHash": "x", "availableUpdates": [],
+                    "history": [{"state": "Completed", "version": version, "image": image(version), "verified": False,
+                                 "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T01:00:00Z"}],
+                    "conditions": conditions()}})
+    try:
+        yield
+    finally:
+        put(saved)
+
+
+def set_version(api: KubeApi, version: str) -> None:
+    """Move the ClusterVersion of `cluster_at` to another settled `version`."""
+    replace_status(api, {"desired": {"version": version, "image": image(version)},
+                         "history": [{"state": "Completed", "version": version, "image": image(version), "verified": False,
+                                      "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T01:00:00Z"}]})
 
 
 def replace_status(api: KubeApi, fields: dict, token: str | None = None) -> None:
@@ -80,11 +117,21 @@ class Audit:
 
 
 class FakeCVO(threading.Thread):
-    """Plays the cluster-version operator for `ClusterVersion version`; `offers` per channel."""
+    """Plays the cluster-version operator for `ClusterVersion version`; `offers` per channel.
 
-    def __init__(self, api: KubeApi, offers: dict[str, list[dict]], *, module_user: str, token: str):
+    An offer of a channel is a list (the same whatever the version), or per version the list of updates from
+    it — the update graph's edges from the current release, as `syncAvailableUpdates` publishes them.
+    `conditional` per channel: the `status.conditionalUpdates` published with the offers (each a release and
+    its risks; `Recommended=False`), as `pkg/cvo/availableupdates.go` (`syncAvailableUpdates`) evaluates them.
+    `reject` maps versions to a failure: a desired update to one of them is not applied — the payload cannot be
+    retrieved or verified — and `ReleaseAccepted=False` (`RetrievePayload`) says why, as `pkg/cvo/sync_worker.go`
+    (`loadUpdatedPayload`: "Retrieving payload failed version=%q image=%q failure=%v") reports it."""
+
+    def __init__(self, api: KubeApi, offers: dict[str, list[dict]], *, module_user: str, token: str,
+                 conditional: dict[str, list[dict]] | None = None, reject: dict[str, str] | None = None):
         super().__init__(daemon=True)
         self.api, self.offers, self.token = api, offers, token
+        self.conditional, self.reject = conditional or {}, reject or {}
         self.audit = Audit(api, module_user)
         self.stop = threading.Event()
         self.channel: str | None = None
@@ -116,6 +163,13 @@ class FakeCVO(threading.Thread):
         assert 200 <= status < 300, f"{method} {path}: HTTP {status}: {out}"
         return out
 
+    def offered(self, channel: str, version: str, graph_only: bool = False) -> list[dict]:
+        """The channel's updates from `version` (a static list: none once updated, unless `graph_only` is off)."""
+        offers = self.offers.get(channel, [])
+        if isinstance(offers, dict):
+            return offers.get(version, [])
+        return [] if graph_only else offers
+
     def status(self, path: str, status: dict) -> None:
         self._ok("PATCH", path + "/status", {"status": status}, "application/merge-patch+json")
 
@@ -126,10 +180,22 @@ class FakeCVO(threading.Thread):
             if self.channel is not None:
                 self.after_next_look("get", "clusterversions")  # the module sees the old offers once at least
             self.channel = channel
-            self.status(f"{CV}/version", {"availableUpdates": self.offers.get(channel, [])})
+            self.status(f"{CV}/version", {"availableUpdates": self.offered(channel, cv["status"]["desired"]["version"]),
+                                          "conditionalUpdates": self.conditional.get(channel, [])})
             return
         want = (cv["spec"].get("desiredUpdate") or {}).get("version")
         if not want or want == cv["status"]["desired"]["version"]:
+            return
+        if want in self.reject:
+            accepted = [c for c in cv["status"]["conditions"] if c["type"] == "ReleaseAccepted"]
+            if accepted and accepted[0]["status"] == "False":
+                return
+            self.updates.append(cv["spec"]["desiredUpdate"])
+            failure = {**condition("ReleaseAccepted", "False",
+                                   f'Retrieving payload failed version="{want}" image="{image(want)}" '
+                                   f'failure={self.reject[want]}'), "reason": "RetrievePayload"}
+            replace_status(self.api, {"conditions": [c for c in cv["status"]["conditions"]
+                                                     if c["type"] != "ReleaseAccepted"] + [failure]}, self.token)
             return
         self.updates.append(cv["spec"]["desiredUpdate"])
         operators = [o["metadata"]["name"] for o in self._ok("GET", CO)["items"]]
@@ -145,7 +211,7 @@ class FakeCVO(threading.Thread):
             self.status(f"{CO}/{name}", {"versions": [{"name": "operator", "version": want}]})
         self.after_next_look()
         done = {**partial, "state": "Completed", "completionTime": "2026-01-02T01:00:00Z"}
-        self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": [],
+        self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": self.offered(channel, want, graph_only=True),
                                       "conditions": conditions(message=f"Cluster version is {want}")})
 
     def finish(self) -> None:

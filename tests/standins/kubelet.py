@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import time
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -11,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kube_fixtures import KubeApi, unique
+from standins.controller import FakeController
 
 BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
 BOOTSTRAP_GROUPS = ["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator",
@@ -73,3 +76,39 @@ def serving_csr(api: KubeApi, node: str, dns=(), ips=()) -> str:
 def approved(api: KubeApi, name: str) -> bool:
     conds = (api.get(f"{CSRS}/{name}").get("status") or {}).get("conditions") or []
     return any(c["type"] == "Approved" and c["status"] == "True" for c in conds)
+
+
+class PodTermination(FakeController):
+    """The kubelets of live nodes ending the pods being deleted on them: a pod with a `deletionTimestamp` on one
+    of `nodes` stops after `stop_seconds` (its containers' SIGTERM handling; never longer than its grace
+    period), then its kubelet removes it for good with grace period 0, preconditioned on its uid (kubernetes
+    `pkg/kubelet/status/status_manager.go`, `syncPod` once `canBeDeleted`). A node whose kubelet was stopped
+    (`KubeApi.stop_kubelet`) does nothing: its pods stay `Terminating`, as on a real cluster."""
+
+    def __init__(self, api: KubeApi, nodes: list[str], stop_seconds: float = 1.0):
+        super().__init__()
+        self.api, self.nodes, self.stop_seconds = api, nodes, stop_seconds
+        self.seen: dict[str, float] = {}
+        self.deleted: list[str] = []
+
+    def tick(self) -> None:
+        stopped_file = Path(self.api.info["dir"]) / "stopped-kubelets"
+        stopped = set(stopped_file.read_text().split()) if stopped_file.exists() else set()
+        for node in self.nodes:
+            if node in stopped:
+                continue
+            pods = self.api.ok("GET", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
+            for pod in pods:
+                meta = pod["metadata"]
+                if not meta.get("deletionTimestamp"):
+                    continue
+                first = self.seen.setdefault(meta["uid"], time.monotonic())
+                grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+                if time.monotonic() - first < min(self.stop_seconds, grace):
+                    continue
+                status, out = self.api.request(
+                    "DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                    {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                     "preconditions": {"uid": meta["uid"]}})
+                assert status in (200, 404, 409), out
+                self.deleted.append(f"{meta['namespace']}/{meta['name']}")

@@ -113,6 +113,8 @@ pub struct Csr {
     pub request: String,
     /// `Approved`, `Denied` or `Failed` once decided; `None` while pending.
     pub decided: Option<String>,
+    /// `metadata.creationTimestamp` (Unix seconds), when readable.
+    pub created: Option<i64>,
 }
 
 impl Csr {
@@ -148,6 +150,7 @@ impl Csr {
             usages: list("/spec/usages"),
             request: s("/spec/request"),
             decided,
+            created: crate::remediation::parse_time(&s("/metadata/creationTimestamp")).ok(),
         }
     }
 }
@@ -161,6 +164,67 @@ pub struct Expected {
     pub bootstrap_user: String,
     /// Groups the bootstrap identity must be in (all of them).
     pub bootstrap_groups: Vec<String>,
+    /// Node name → Unix time its VM started: CSRs made before it are stale.
+    pub started: BTreeMap<String, i64>,
+}
+
+/// How far a CSR may predate its VM's start (clocks of the hypervisor and the API server differ):
+/// the machine-approver's `maxMachineClockSkew`.
+pub const MAX_CLOCK_SKEW: i64 = 10;
+
+/// Per node, the newest client CSR [`decide`] would approve, pending or decided: `(name, created)`.
+/// Only that one may be approved (openshift/cluster-machine-approver approves one bootstrap client
+/// CSR per machine, `authorizeNodeClientCSR`: refused once the machine has a node).
+pub fn newest_clients<'a>(
+    verdicts: impl IntoIterator<Item = (&'a Csr, &'a Verdict)>,
+) -> BTreeMap<String, (String, i64)> {
+    let mut out: BTreeMap<String, (String, i64)> = BTreeMap::new();
+    for (csr, v) in verdicts {
+        if let Verdict::Approve {
+            node,
+            kind: Kind::Client,
+        } = v
+        {
+            let t = csr.created.unwrap_or(i64::MIN);
+            let newer = out
+                .get(node)
+                .is_none_or(|(n, old)| (t, &csr.name) > (*old, n));
+            if newer {
+                out.insert(node.clone(), (csr.name.clone(), t));
+            }
+        }
+    }
+    out
+}
+
+/// Why an otherwise approvable CSR is held back: made before its node's VM started (less
+/// [`MAX_CLOCK_SKEW`]; the machine-approver's "CSR creation time not in range" of
+/// `authorizeNodeClientCSR`), or a client CSR that is not its node's newest ([`newest_clients`]).
+pub fn held_back(
+    csr: &Csr,
+    node: &str,
+    kind: Kind,
+    newest: &BTreeMap<String, (String, i64)>,
+    started: &BTreeMap<String, i64>,
+) -> Option<String> {
+    if let Some(start) = started.get(node) {
+        match csr.created {
+            Some(t) if t >= start - MAX_CLOCK_SKEW => {}
+            Some(t) => {
+                return Some(format!(
+                    "created {}s before the VM of node {node} started: stale, left alone",
+                    start - t
+                ))
+            }
+            None => return Some("no creationTimestamp to compare with the VM's start".into()),
+        }
+    }
+    match newest.get(node) {
+        Some((name, _)) if kind == Kind::Client && *name != csr.name => Some(format!(
+            "not the newest client CSR of node {node} ({name} is): only one is approved per node"
+        )),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -376,6 +440,7 @@ mod tests {
             nodes: BTreeMap::from([(NODE.to_string(), vec!["192.0.2.13".to_string()])]),
             bootstrap_user: DEFAULT_BOOTSTRAP_USER.into(),
             bootstrap_groups: vec![DEFAULT_BOOTSTRAP_GROUP.into()],
+            started: BTreeMap::new(),
         }
     }
 
@@ -392,6 +457,7 @@ mod tests {
             ],
             request: request(cn, "system:nodes", vec![]),
             decided: None,
+            created: None,
         }
     }
 
@@ -416,6 +482,7 @@ mod tests {
             ],
             request: request(&format!("system:node:{NODE}"), "system:nodes", sans),
             decided: None,
+            created: None,
         }
     }
 
@@ -425,6 +492,66 @@ mod tests {
 
     fn ip(a: &str) -> SanType {
         SanType::IpAddress(a.parse().expect("ip"))
+    }
+
+    #[test]
+    fn only_the_newest_client_csr_made_after_the_vm_started_is_approved() {
+        let groups = bootstrapper_groups();
+        let cn = format!("system:node:{NODE}");
+        let at = |name: &str, t: i64| Csr {
+            name: name.into(),
+            created: Some(t),
+            ..client_csr(&cn, DEFAULT_BOOTSTRAP_USER, &groups)
+        };
+        let (old, new, stale) = (
+            at("csr-old", 1000),
+            at("csr-new", 1050),
+            at("csr-stale", 900),
+        );
+        let exp = expected();
+        let verdicts: Vec<(Csr, Verdict)> = [old, new, stale]
+            .into_iter()
+            .map(|c| {
+                let v = decide(&c, &exp);
+                (c, v)
+            })
+            .collect();
+        let newest = newest_clients(verdicts.iter().map(|(c, v)| (c, v)));
+        assert_eq!(newest[NODE], ("csr-new".to_string(), 1050));
+        let started = BTreeMap::from([(NODE.to_string(), 990)]);
+        let held = |i: usize| held_back(&verdicts[i].0, NODE, Kind::Client, &newest, &started);
+        assert!(
+            held(0).unwrap().contains("not the newest client CSR"),
+            "{:?}",
+            held(0)
+        );
+        assert_eq!(held(1), None);
+        assert!(
+            held(2).unwrap().contains("90s before the VM"),
+            "{:?}",
+            held(2)
+        );
+        // Within the machine-approver's clock skew: fresh.
+        let skewed = at("csr-skew", 990 - MAX_CLOCK_SKEW);
+        let only = BTreeMap::from([(NODE.to_string(), ("csr-skew".to_string(), 980))]);
+        assert_eq!(
+            held_back(&skewed, NODE, Kind::Client, &only, &started),
+            None
+        );
+        // A serving CSR is not subject to the one-per-node rule, only to freshness.
+        let serving = Csr {
+            created: Some(1000),
+            ..serving_csr(vec![dns(NODE)])
+        };
+        assert_eq!(
+            held_back(&serving, NODE, Kind::Serving, &newest, &started),
+            None
+        );
+        let serving = Csr {
+            created: Some(100),
+            ..serving_csr(vec![dns(NODE)])
+        };
+        assert!(held_back(&serving, NODE, Kind::Serving, &newest, &started).is_some());
     }
 
     #[test]

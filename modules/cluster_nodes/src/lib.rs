@@ -5,9 +5,11 @@
 //!   [`csr::decide`]); a CSR that claims one of them but fails a check fails the run, nothing approved.
 //! - `ready`: wait until the named nodes are `Ready` (approving their CSRs meanwhile with
 //!   `approve_csrs`).
-//! - `drained`: cordon, evict every pod but DaemonSet and mirror pods through the Eviction
+//! - `drained`: cordon, then list and evict every pod but DaemonSet and mirror pods through the Eviction
 //!   subresource, retrying while a PodDisruptionBudget refuses (429) until `drain_timeout`; then the
-//!   node is uncordoned again and the result names the blocked pods and their budgets.
+//!   node is uncordoned again and the result names the blocked pods and their budgets. On a node whose
+//!   kubelet is unreachable, an evicted pod still `Terminating` `skip_wait_for_delete_timeout` seconds
+//!   after its grace period is not waited for (`left_terminating`), as Cluster API's drain does.
 //! - `absent`: `drained`, then delete the Node object.
 //! - `remediation_plan`: read only; which of the named nodes are unhealthy and what to do with each
 //!   (reset, replace, or held back by `max_unhealthy`, etcd quorum, one control-plane node at a time),
@@ -24,7 +26,7 @@ use std::time::Duration;
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
 use kube_client::connect::cluster_opts;
 use kube_client::ClusterOptions;
-use nodes::{NodesError, Run};
+use nodes::{unix_now, NodesError, Run};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -45,11 +47,14 @@ pub fn argument_spec() -> ArgSpec {
         Opt::list("bootstrap_groups", Type::Str).default(json!([csr::DEFAULT_BOOTSTRAP_GROUP])),
         Opt::int("timeout").default(600),
         Opt::int("drain_timeout").default(300),
+        Opt::int("skip_wait_for_delete_timeout").default(300),
         Opt::int("poll_interval").default(5),
         Opt::bool("allow_control_plane").default(false),
         Opt::int("unhealthy_timeout").default(300),
+        Opt::int("node_startup_timeout").default(600),
         Opt::str("max_unhealthy").default("40%"),
         Opt::dict("vm_states").default(json!({})),
+        Opt::dict("vm_uptimes").default(json!({})),
         Opt::dict("resets").default(json!({})),
         Opt::list("control_plane", Type::Str).default(json!([])),
     ])
@@ -67,11 +72,14 @@ struct Options {
     bootstrap_groups: Vec<String>,
     timeout: i64,
     drain_timeout: i64,
+    skip_wait_for_delete_timeout: i64,
     poll_interval: i64,
     allow_control_plane: bool,
     unhealthy_timeout: i64,
+    node_startup_timeout: i64,
     max_unhealthy: String,
     vm_states: BTreeMap<String, Value>,
+    vm_uptimes: BTreeMap<String, Value>,
     resets: BTreeMap<String, Value>,
     control_plane: Vec<String>,
     #[serde(flatten)]
@@ -108,11 +116,37 @@ fn expected(o: &Options) -> Result<csr::Expected, Failure> {
     if o.bootstrap_username.trim().is_empty() {
         return Err(Failure::new("bootstrap_username must not be empty"));
     }
+    let now = unix_now();
+    let started = uptimes(o)?
+        .into_iter()
+        .map(|(n, up)| (n, now - up as i64))
+        .collect();
     Ok(csr::Expected {
         nodes,
         bootstrap_user: o.bootstrap_username.clone(),
         bootstrap_groups: o.bootstrap_groups.clone(),
+        started,
     })
+}
+
+/// `vm_uptimes` as node → seconds, every key one of `nodes`.
+fn uptimes(o: &Options) -> Result<BTreeMap<String, u64>, Failure> {
+    let mut out = BTreeMap::new();
+    for (name, v) in &o.vm_uptimes {
+        if !o.nodes.contains(name) {
+            return Err(Failure::new(format!(
+                "vm_uptimes: {name} is not one of nodes ({})",
+                o.nodes.join(", ")
+            )));
+        }
+        let up = v.as_u64().ok_or_else(|| {
+            Failure::new(format!(
+                "vm_uptimes.{name} must be the seconds since the node's VM started (vm_lifecycle's uptime)"
+            ))
+        })?;
+        out.insert(name.clone(), up);
+    }
+    Ok(out)
 }
 
 fn seconds(name: &str, v: i64, min: i64) -> Result<Duration, Failure> {
@@ -130,6 +164,11 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let timeout = seconds("timeout", o.timeout, 0)?;
     let drain_timeout = seconds("drain_timeout", o.drain_timeout, 0)?;
     let interval = seconds("poll_interval", o.poll_interval, 1)?;
+    let skip_wait = seconds(
+        "skip_wait_for_delete_timeout",
+        o.skip_wait_for_delete_timeout,
+        0,
+    )?;
     if o.approve_csrs && o.state != "ready" {
         m.warn("approve_csrs has an effect only with state=ready (state=approved always approves)");
     }
@@ -143,6 +182,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
     let mut r = Run::new(conn.client, m.check_mode, interval, exp);
     r.allow_control_plane = o.allow_control_plane;
+    r.skip_wait_for_delete = skip_wait.as_secs();
     if o.state == "remediation_plan" {
         return remediation_plan(&r, &o);
     }
@@ -153,6 +193,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     };
     let approved = r.approved.clone();
     let unexpected: Vec<Value> = r.unexpected.values().cloned().collect();
+    let skipped: Vec<Value> = r.skipped.values().cloned().collect();
     match result {
         Ok(nodes) => {
             let changed = !approved.is_empty() || nodes.iter().any(node_changed);
@@ -166,18 +207,23 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 ))
                 .with("approved", Value::Array(approved))
                 .with("unexpected_csrs", Value::Array(unexpected))
+                .with("skipped_csrs", Value::Array(skipped))
                 .with("nodes", Value::Array(nodes)))
         }
-        Err(e) => Err(failure(e, approved, unexpected)),
+        Err(e) => Err(failure(e, approved, unexpected).with("skipped_csrs", Value::Array(skipped))),
     }
 }
 
 /// `remediation_plan`: the nodes' health from the API, the VMs' power states and earlier resets from
 /// the options, then [`remediation::plan`]. Reads only, so never `changed`.
 fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
-    use remediation::{plan, resets_ago, MaxUnhealthy};
+    use remediation::{plan, resets_ago, MaxUnhealthy, Timeouts};
     let max = MaxUnhealthy::parse(&o.max_unhealthy).map_err(|e| Failure::new(e.to_string()))?;
-    let timeout = seconds("unhealthy_timeout", o.unhealthy_timeout, 0)?.as_secs();
+    let timeouts = Timeouts {
+        unhealthy: seconds("unhealthy_timeout", o.unhealthy_timeout, 0)?.as_secs(),
+        startup: seconds("node_startup_timeout", o.node_startup_timeout, 0)?.as_secs(),
+    };
+    let uptimes = uptimes(o)?;
     let mut resets = BTreeMap::new();
     for (name, v) in &o.resets {
         let t = v.as_i64().ok_or_else(|| {
@@ -187,9 +233,7 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
         })?;
         resets.insert(name.clone(), t);
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let now = unix_now();
     let ago = resets_ago(&resets, now);
     let mut health = r
         .health(&o.nodes, &o.control_plane, now)
@@ -201,8 +245,9 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
             .and_then(Value::as_str)
             .map(|s| s == "running");
         h.reset_ago = ago.get(&h.name).copied();
+        h.vm_uptime = uptimes.get(&h.name).copied();
     }
-    let p = plan(&health, timeout, max);
+    let p = plan(&health, timeouts, max);
     let names = |a: remediation::Action| {
         p.actions()
             .filter(|(_, x)| *x == a)
@@ -213,8 +258,21 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
         names(remediation::Action::Reset),
         names(remediation::Action::Replace),
     );
+    let joining = if p.starting.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; still joining (node_startup_timeout {}s, left alone): {}",
+            timeouts.startup,
+            p.starting.join(", ")
+        )
+    };
     let msg = if p.unhealthy.is_empty() {
-        format!("all {} nodes healthy", o.nodes.len())
+        format!(
+            "{} of {} nodes healthy{joining}",
+            o.nodes.len() - p.pending.len() - p.starting.len(),
+            o.nodes.len()
+        )
     } else {
         let mut s = format!("{} unhealthy", p.unhealthy.len());
         if !reset.is_empty() {
@@ -233,6 +291,7 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
         } else if !held.is_empty() {
             s.push_str(&format!("; {}", held.join("; ")));
         }
+        s.push_str(&joining);
         s
     };
     Ok(Outcome::new(false)
@@ -241,6 +300,7 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
         .with("replace", json!(replace))
         .with("unhealthy", json!(p.unhealthy))
         .with("pending", json!(p.pending))
+        .with("starting", json!(p.starting))
         .with("short_circuit", json!(p.short_circuit)))
 }
 
@@ -384,8 +444,8 @@ mod tests {
     fn base() -> Value {
         json!({"state": "approved", "nodes": ["w1", "w2"], "addresses": {}, "approve_csrs": false,
             "bootstrap_username": csr::DEFAULT_BOOTSTRAP_USER, "bootstrap_groups": [],
-            "timeout": 1, "drain_timeout": 1, "poll_interval": 1, "allow_control_plane": false,
-            "unhealthy_timeout": 300, "max_unhealthy": "40%", "vm_states": {}, "resets": {}, "control_plane": [],
+            "timeout": 1, "drain_timeout": 1, "skip_wait_for_delete_timeout": 300, "poll_interval": 1, "allow_control_plane": false,
+            "unhealthy_timeout": 300, "node_startup_timeout": 600, "max_unhealthy": "40%", "vm_states": {}, "vm_uptimes": {}, "resets": {}, "control_plane": [],
             "kubeconfig": null, "context": null, "api_url": "https://x", "api_key": null,
             "ca_cert": null, "validate_certs": true})
     }

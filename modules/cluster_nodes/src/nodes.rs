@@ -8,8 +8,23 @@ use kube_client::objects::{conditions, known};
 use kube_client::{Client, KubeError, PatchType, Poll, Resource, WaitError};
 use serde_json::{json, Value};
 
-use crate::csr::{decide, Csr, Expected, Verdict};
-use crate::pods::{classify, covering_budgets, key, PodClass};
+use crate::csr::{decide, held_back, newest_clients, Csr, Expected, Verdict};
+use crate::pods::{classify, covering_budgets, key, node_unreachable, skip_wait, PodClass};
+
+/// What [`Run::evict_all`] did: the pods evicted, those left `Terminating` on an unreachable node,
+/// and on failure what is left and why.
+struct Evicted {
+    evicted: Vec<String>,
+    left_terminating: Vec<String>,
+    result: Result<(), Vec<String>>,
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum NodesError {
@@ -57,10 +72,15 @@ pub struct Run {
     pub interval: Duration,
     pub expected: Expected,
     pub allow_control_plane: bool,
+    /// Seconds after a pod's `deletionTimestamp` from which a drain stops waiting for it when its
+    /// node is unreachable (`skip_wait_for_delete_timeout`).
+    pub skip_wait_for_delete: u64,
     /// CSRs approved (or, in check mode, that would be).
     pub approved: Vec<Value>,
     /// Pending CSRs that are not for an expected node, by name.
     pub unexpected: BTreeMap<String, Value>,
+    /// Pending CSRs of expected nodes held back (stale, or not the node's newest client CSR), by name.
+    pub skipped: BTreeMap<String, Value>,
     eviction: Option<(String, String)>,
 }
 
@@ -72,8 +92,10 @@ impl Run {
             interval,
             expected,
             allow_control_plane: false,
+            skip_wait_for_delete: 300,
             approved: Vec::new(),
             unexpected: BTreeMap::new(),
+            skipped: BTreeMap::new(),
             eviction: None,
         }
     }
@@ -88,13 +110,31 @@ impl Run {
             .map_err(kube("listing CertificateSigningRequests"))?;
         let mut todo = Vec::new();
         let mut refused = Vec::new();
-        for obj in all {
-            let csr = Csr::from_object(&obj);
+        let judged: Vec<(Csr, Verdict)> = all
+            .iter()
+            .map(|obj| {
+                let csr = Csr::from_object(obj);
+                let v = decide(&csr, &self.expected);
+                (csr, v)
+            })
+            .collect();
+        let newest = newest_clients(judged.iter().map(|(c, v)| (c, v)));
+        for (csr, verdict) in judged {
             if csr.decided.is_some() {
                 continue;
             }
-            match decide(&csr, &self.expected) {
-                Verdict::Approve { node, kind } => todo.push((csr.name, node, kind)),
+            match verdict {
+                Verdict::Approve { node, kind } => {
+                    match held_back(&csr, &node, kind, &newest, &self.expected.started) {
+                        None => todo.push((csr.name, node, kind)),
+                        Some(reason) => {
+                            self.skipped.insert(
+                                csr.name.clone(),
+                                json!({"name": csr.name, "node": node, "kind": kind.as_str(), "reason": reason}),
+                            );
+                        }
+                    }
+                }
                 Verdict::Refused { node, reason } => refused.push(format!(
                     "CSR {} ({}, for node {node}): {reason}",
                     csr.name, csr.signer
@@ -117,6 +157,7 @@ impl Run {
             }
             n += 1;
             self.unexpected.remove(&name);
+            self.skipped.remove(&name);
             self.approved
                 .push(json!({"name": name, "node": node, "kind": kind.as_str()}));
         }
@@ -225,15 +266,15 @@ impl Run {
             return Err(NodesError::ControlPlane(name.into()));
         }
         let cordoned_before = node.pointer("/spec/unschedulable") == Some(&json!(true));
-        let pods = self
-            .client
-            .list_selected(
-                &known::pods(),
-                None,
-                None,
-                Some(&format!("spec.nodeName={name}")),
-            )
-            .map_err(kube(format!("listing the pods on node {name}")))?;
+        // Cordon first, then list (kubectl drain: RunCordonOrUncordon before GetPodsForDeletion), so no
+        // pod scheduled in between stays on the node. In check mode the list is the prediction.
+        if !self.check && !cordoned_before {
+            self.set_unschedulable(name, true)?;
+        }
+        let pods = match self.pods_on(name) {
+            Ok(p) => p,
+            Err(e) => return Err(self.undo_cordon(name, cordoned_before, e)),
+        };
         let (evict, kept): (Vec<Value>, Vec<Value>) = pods
             .into_iter()
             .partition(|p| classify(p) == PodClass::Evict);
@@ -241,24 +282,23 @@ impl Run {
         let kept_keys: Vec<String> = kept.iter().map(key).collect();
         let mut report = json!({"name": name, "cordon": !cordoned_before, "evict": evict_keys,
             "kept": kept_keys, "deleted": false});
-        if self.check || (cordoned_before && evict.is_empty()) {
+        if self.check || evict.is_empty() {
+            report["evicted"] = json!([]);
+            report["left_terminating"] = json!([]);
             return Ok(report);
         }
-        if !cordoned_before {
-            self.set_unschedulable(name, true)?;
-        }
-        let (evicted, result) = self.evict_all(evict, timeout);
-        if let Err(blocked) = result {
-            if !cordoned_before {
-                self.set_unschedulable(name, false)?;
-            }
-            return Err(NodesError::Blocked {
+        let out = self.evict_all(name, evict, timeout);
+        if let Err(blocked) = out.result {
+            let e = NodesError::Blocked {
                 node: name.into(),
                 blocked,
-                evicted,
+                evicted: out.evicted,
                 uncordoned: !cordoned_before,
-            });
+            };
+            return Err(self.undo_cordon(name, cordoned_before, e));
         }
+        let evicted = out.evicted;
+        report["left_terminating"] = json!(out.left_terminating);
         report["evicted"] = json!(evicted);
         Ok(report)
     }
@@ -279,17 +319,55 @@ impl Run {
             )))
     }
 
+    fn pods_on(&self, name: &str) -> Result<Vec<Value>, NodesError> {
+        self.client
+            .list_selected(
+                &known::pods(),
+                None,
+                None,
+                Some(&format!("spec.nodeName={name}")),
+            )
+            .map_err(kube(format!("listing the pods on node {name}")))
+    }
+
+    /// A failed drain gives the node back as it was: uncordoned when this run cordoned it.
+    fn undo_cordon(&self, name: &str, cordoned_before: bool, e: NodesError) -> NodesError {
+        if self.check || cordoned_before {
+            return e;
+        }
+        match self.set_unschedulable(name, false) {
+            Ok(()) => e,
+            Err(undo) => undo,
+        }
+    }
+
+    /// Whether `name`'s kubelet is unreachable now (see [`node_unreachable`]); a Node gone counts as
+    /// unreachable (its pods are the pod garbage collector's).
+    fn unreachable(&self, name: &str) -> Result<bool, KubeError> {
+        Ok(self
+            .client
+            .get(&known::nodes(), None, name)?
+            .is_none_or(|n| node_unreachable(&n)))
+    }
+
     /// Evict `pods` until all are gone or `timeout` passes; a 429 (a PodDisruptionBudget allows no
-    /// disruption now) is tried again each poll. The evicted pods, and on a timeout what is left.
-    fn evict_all(
-        &mut self,
-        pods: Vec<Value>,
-        timeout: Duration,
-    ) -> (Vec<String>, Result<(), Vec<String>>) {
-        let mut evicted = Vec::new();
+    /// disruption now) is tried again each poll. An evicted pod still `Terminating` on a node whose
+    /// kubelet is unreachable is no longer waited for once `skip_wait_for_delete` seconds have passed
+    /// since its `deletionTimestamp` (the end of its grace period): no kubelet will ever confirm it
+    /// (k8s.io/kubectl `pkg/drain/filters.go` `shouldSkipPod`, set for unreachable nodes by Cluster
+    /// API's Machine controller `drainNode`).
+    fn evict_all(&mut self, node: &str, pods: Vec<Value>, timeout: Duration) -> Evicted {
+        let mut out = Evicted {
+            evicted: Vec::new(),
+            left_terminating: Vec::new(),
+            result: Ok(()),
+        };
         let (version, kind) = match self.eviction_kind() {
             Ok(k) => k,
-            Err(e) => return (evicted, Err(vec![e.to_string()])),
+            Err(e) => {
+                out.result = Err(vec![e.to_string()]);
+                return out;
+            }
         };
         // The poll is the retry: one attempt per pod per look.
         self.client.set_backoff(kube_client::Backoff::none());
@@ -310,7 +388,7 @@ impl Run {
                 ) {
                     Ok(_) => {
                         *requested = true;
-                        evicted.push(key(pod));
+                        out.evicted.push(key(pod));
                     }
                     Err(e) if e.is_not_found() => *requested = true,
                     Err(e) if e.status() == Some(429) => *why = Some(self.blocked_by(pod, &e)),
@@ -320,13 +398,27 @@ impl Run {
                     Err(e) => return Err(e),
                 }
             }
+            let unreachable = self.unreachable(node)?;
+            let now = unix_now();
             let mut still = Vec::new();
             for (pod, why, requested) in left.drain(..) {
                 let (ns, name) = ns_name(&pod);
-                if requested && !self.same_pod_exists(&pod, &ns, &name)? {
-                    continue;
+                let current = match requested {
+                    true => self.same_pod(&pod, &ns, &name)?,
+                    false => Some(pod.clone()),
+                };
+                match current {
+                    None => continue,
+                    Some(p)
+                        if requested
+                            && unreachable
+                            && skip_wait(&p, now, self.skip_wait_for_delete) =>
+                    {
+                        out.left_terminating.push(key(&pod));
+                        continue;
+                    }
+                    Some(_) => still.push((pod, why, requested)),
                 }
-                still.push((pod, why, requested));
             }
             left = still;
             Ok(if left.is_empty() {
@@ -336,7 +428,7 @@ impl Run {
             })
         });
         self.client.set_backoff(kube_client::Backoff::default());
-        let result = match res {
+        out.result = match res {
             Ok(()) => Ok(()),
             Err(WaitError::Failed(e)) => Err(vec![e.to_string()]),
             Err(WaitError::Timeout { .. }) => Err(left
@@ -348,15 +440,16 @@ impl Run {
                 })
                 .collect()),
         };
-        (evicted, result)
+        out
     }
 
-    fn same_pod_exists(&self, pod: &Value, ns: &str, name: &str) -> Result<bool, KubeError> {
+    /// The pod as it is now, when it is still the same pod (same uid).
+    fn same_pod(&self, pod: &Value, ns: &str, name: &str) -> Result<Option<Value>, KubeError> {
         let uid = pod.pointer("/metadata/uid");
         Ok(self
             .client
             .get(&known::pods(), Some(ns), name)?
-            .is_some_and(|now| now.pointer("/metadata/uid") == uid))
+            .filter(|now| now.pointer("/metadata/uid") == uid))
     }
 
     /// What a 429 on `pod`'s eviction means: the budgets that cover it, or the API's message.
@@ -487,6 +580,12 @@ impl Run {
                 ready_for,
                 vm_running: None,
                 reset_ago: None,
+                node_age: node
+                    .as_ref()
+                    .and_then(|o| o.pointer("/metadata/creationTimestamp")?.as_str())
+                    .and_then(|t| parse_time(t).ok())
+                    .map(|t| now.saturating_sub(t).max(0) as u64),
+                vm_uptime: None,
             });
         }
         Ok(out)

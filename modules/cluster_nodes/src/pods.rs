@@ -36,6 +36,39 @@ pub fn classify(pod: &Value) -> PodClass {
     }
 }
 
+/// Whether a node's kubelet is unreachable: its `Ready` condition `Unknown` (Cluster API
+/// `noderefutil.IsNodeUnreachable`), or the node-lifecycle controller's `node.kubernetes.io/unreachable`
+/// taint (kubernetes `pkg/controller/nodelifecycle`, `UnreachableTaintTemplate`).
+pub fn node_unreachable(node: &Value) -> bool {
+    let ready_unknown = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "Unknown");
+    let tainted = node
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|t| t["key"] == "node.kubernetes.io/unreachable");
+    ready_unknown || tainted
+}
+
+/// Whether a drain stops waiting for a pod being deleted: more than `after` seconds have passed
+/// since its `deletionTimestamp` (the end of its grace period), `after` > 0 (k8s.io/kubectl
+/// `pkg/drain/filters.go` `shouldSkipPod`). Only for pods on an unreachable node (the caller's part).
+pub fn skip_wait(pod: &Value, now: i64, after: u64) -> bool {
+    let deleted = pod
+        .pointer("/metadata/deletionTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| crate::remediation::parse_time(t).ok());
+    match deleted {
+        Some(t) => after > 0 && now.saturating_sub(t) > after as i64,
+        None => false,
+    }
+}
+
 /// `namespace/name` of an object.
 pub fn key(obj: &Value) -> String {
     let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default();
@@ -118,6 +151,43 @@ mod tests {
         assert_eq!(classify(&rs), PodClass::Evict);
         assert_eq!(classify(&mirror), PodClass::Mirror);
         assert_eq!(classify(&json!({"metadata": {}})), PodClass::Evict);
+    }
+
+    #[test]
+    fn unreachable_nodes_by_condition_or_taint() {
+        let cond = |s: &str| json!({"status": {"conditions": [{"type": "Ready", "status": s}]}});
+        assert!(node_unreachable(&cond("Unknown")));
+        assert!(
+            !node_unreachable(&cond("False")),
+            "NotReady is reachable: its kubelet says so"
+        );
+        assert!(!node_unreachable(&cond("True")));
+        let tainted = json!({"spec": {"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]}});
+        assert!(node_unreachable(&tainted));
+        assert!(!node_unreachable(
+            &json!({"spec": {"taints": [{"key": "node.kubernetes.io/not-ready"}]}})
+        ));
+    }
+
+    #[test]
+    fn terminating_pods_are_skipped_only_past_deletion_plus_the_timeout() {
+        // deletionTimestamp 2026-01-01T00:00:30Z = 1767225630: eviction at :00 with a 30 s grace period.
+        let pod = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:30Z"}});
+        let t = 1_767_225_630;
+        assert!(!skip_wait(&pod, t - 20, 1), "still within its grace period");
+        assert!(
+            !skip_wait(&pod, t + 1, 1),
+            "more than `after` seconds, as kubectl's `>`"
+        );
+        assert!(skip_wait(&pod, t + 2, 1));
+        assert!(
+            !skip_wait(&pod, t + 999, 0),
+            "0 turns it off, as in kubectl"
+        );
+        assert!(
+            !skip_wait(&json!({"metadata": {}}), t + 999, 1),
+            "not being deleted"
+        );
     }
 
     #[test]

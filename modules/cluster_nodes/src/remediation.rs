@@ -12,6 +12,11 @@
 //!   reset is replaced (workers only: a control-plane node is never replaced automatically).
 //! - At most one control-plane node per run, and only when the control-plane nodes left healthy keep
 //!   etcd's quorum (a majority of the control-plane nodes) while it is reset.
+//! - A host still joining is not judged: without a Node (or a Node without a `Ready` condition yet)
+//!   within `node_startup_timeout` of its VM's start (or its Node's creation), it is `starting`:
+//!   neither remediated nor counted as unhealthy (CAPI `machinehealthcheck_targets.go`
+//!   `needsRemediation`: a machine without a node is unhealthy only once `NodeStartupTimeout` has
+//!   passed; once it has its node, the node's conditions are judged).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -52,6 +57,10 @@ pub struct NodeHealth {
     pub vm_running: Option<bool>,
     /// Seconds since this node's VM was reset by an earlier remediation run (the record), if it was.
     pub reset_ago: Option<u64>,
+    /// Seconds since the Node object was created, when it exists.
+    pub node_age: Option<u64>,
+    /// Seconds since the VM started (Proxmox's `uptime`), when running.
+    pub vm_uptime: Option<u64>,
 }
 
 /// `max_unhealthy`: a count, or a percentage of the nodes.
@@ -121,6 +130,9 @@ pub struct Plan {
     pub unhealthy: Vec<Verdict>,
     /// Nodes not Ready yet, but for less than the timeout (not counted, not touched).
     pub pending: Vec<String>,
+    /// Hosts still joining: not Ready within `node_startup_timeout` of their Node's creation (or, no
+    /// Node yet, of their VM's start). Not counted, not touched.
+    pub starting: Vec<String>,
     /// Set when `max_unhealthy` stopped all remediation.
     pub short_circuit: Option<String>,
 }
@@ -155,11 +167,34 @@ fn unhealthy_reason(n: &NodeHealth, timeout: u64) -> Result<String, bool> {
     }
 }
 
+/// Whether `n` is still joining: no Node with a `Ready` condition yet, its VM running, and less than
+/// `startup` seconds since its Node was created (or, without a Node, since its VM started). A Node
+/// that reports `Ready` at all is judged by that condition (CAPI: `nodeStartupTimeout` applies until
+/// the machine has its node).
+fn starting(n: &NodeHealth, startup: u64) -> bool {
+    n.ready == Ready::Missing
+        && n.vm_running != Some(false)
+        && n.node_age.or(n.vm_uptime).is_some_and(|s| s < startup)
+}
+
+/// The timeouts of a plan: `unhealthy` for a node's `Ready` condition (and after a reset),
+/// `startup` for a host to join.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub unhealthy: u64,
+    pub startup: u64,
+}
+
 /// The remediation plan for `nodes` under the guards.
-pub fn plan(nodes: &[NodeHealth], timeout: u64, max: MaxUnhealthy) -> Plan {
+pub fn plan(nodes: &[NodeHealth], t: Timeouts, max: MaxUnhealthy) -> Plan {
+    let timeout = t.unhealthy;
     let mut out = Plan::default();
     let mut unhealthy: Vec<(&NodeHealth, String)> = Vec::new();
     for n in nodes {
+        if starting(n, t.startup) {
+            out.starting.push(n.name.clone());
+            continue;
+        }
         match unhealthy_reason(n, timeout) {
             Ok(r) => unhealthy.push((n, r)),
             Err(true) => out.pending.push(n.name.clone()),
@@ -279,8 +314,15 @@ mod tests {
             ready_for: Some(for_s),
             vm_running: Some(true),
             reset_ago: None,
+            node_age: Some(86_400),
+            vm_uptime: Some(86_400),
         }
     }
+
+    const T: Timeouts = Timeouts {
+        unhealthy: 300,
+        startup: 600,
+    };
 
     fn cluster() -> Vec<NodeHealth> {
         let mut v: Vec<NodeHealth> = (0..3)
@@ -313,7 +355,7 @@ mod tests {
         c[3].ready_for = Some(301);
         c[4].ready = Ready::Unknown;
         c[4].ready_for = Some(10);
-        let p = plan(&c, 300, MaxUnhealthy::Percent(40));
+        let p = plan(&c, T, MaxUnhealthy::Percent(40));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("w0", Action::Reset)]);
         assert!(by_name(&p, "w0").reason.contains("Ready=False for 301s"));
         assert_eq!(
@@ -328,7 +370,7 @@ mod tests {
     fn a_stopped_vm_is_unhealthy_at_once() {
         let mut c = cluster();
         c[5].vm_running = Some(false);
-        let p = plan(&c, 300, MaxUnhealthy::Count(1));
+        let p = plan(&c, T, MaxUnhealthy::Count(1));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("w2", Action::Reset)]);
         assert_eq!(by_name(&p, "w2").reason, "its VM is not running");
     }
@@ -342,7 +384,7 @@ mod tests {
         }
         c[3].reset_ago = Some(120);
         c[4].reset_ago = Some(600);
-        let p = plan(&c, 300, MaxUnhealthy::Count(2));
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("w1", Action::Replace)]);
         assert!(by_name(&p, "w0")
             .held
@@ -358,7 +400,7 @@ mod tests {
             n.ready = Ready::Unknown;
             n.ready_for = Some(1000);
         }
-        let p = plan(&c, 300, MaxUnhealthy::Percent(40));
+        let p = plan(&c, T, MaxUnhealthy::Percent(40));
         assert_eq!(p.actions().count(), 0);
         assert!(p
             .short_circuit
@@ -367,7 +409,7 @@ mod tests {
             .contains("3 of 6 nodes are unhealthy, more than max_unhealthy 40% (2)"));
         assert!(p.unhealthy.iter().all(|v| v.held.is_some()));
         // Exactly at the limit is allowed (CAPI: remediation stops only above it).
-        assert_eq!(plan(&c, 300, MaxUnhealthy::Count(3)).actions().count(), 3);
+        assert_eq!(plan(&c, T, MaxUnhealthy::Count(3)).actions().count(), 3);
     }
 
     #[test]
@@ -375,7 +417,7 @@ mod tests {
         let mut c = cluster();
         c[0].ready = Ready::False;
         c[0].ready_for = Some(1000);
-        let p = plan(&c, 300, MaxUnhealthy::Count(6));
+        let p = plan(&c, T, MaxUnhealthy::Count(6));
         assert_eq!(
             p.actions().collect::<Vec<_>>(),
             [("m0", Action::Reset)],
@@ -384,7 +426,7 @@ mod tests {
 
         c[1].ready = Ready::False;
         c[1].ready_for = Some(1000);
-        let p = plan(&c, 300, MaxUnhealthy::Count(6));
+        let p = plan(&c, T, MaxUnhealthy::Count(6));
         assert_eq!(p.actions().count(), 0);
         for n in ["m0", "m1"] {
             assert!(
@@ -405,7 +447,7 @@ mod tests {
             n.ready = Ready::Unknown;
             n.ready_for = Some(1000);
         }
-        let p = plan(&five, 300, MaxUnhealthy::Count(5));
+        let p = plan(&five, T, MaxUnhealthy::Count(5));
         assert_eq!(p.actions().collect::<Vec<_>>(), [("m0", Action::Reset)]);
         assert!(by_name(&p, "m1")
             .held
@@ -420,7 +462,7 @@ mod tests {
         c[2].ready = Ready::False;
         c[2].ready_for = Some(1000);
         c[2].reset_ago = Some(1000);
-        let p = plan(&c, 300, MaxUnhealthy::Count(6));
+        let p = plan(&c, T, MaxUnhealthy::Count(6));
         assert_eq!(p.actions().count(), 0);
         assert!(by_name(&p, "m2")
             .held
@@ -430,8 +472,48 @@ mod tests {
     }
 
     #[test]
+    fn joining_hosts_are_neither_judged_nor_counted() {
+        let mut c = cluster();
+        // Installing: no Node yet, its VM started 2 minutes ago.
+        c[3].ready = Ready::Missing;
+        c[3].ready_for = None;
+        c[3].node_age = None;
+        c[3].vm_uptime = Some(120);
+        // Registered 5 minutes ago, no Ready condition yet: still joining.
+        c[4].ready = Ready::Missing;
+        c[4].ready_for = None;
+        c[4].node_age = Some(300);
+        let p = plan(&c, T, MaxUnhealthy::Count(0));
+        assert_eq!(p.starting, ["w0", "w1"]);
+        assert_eq!(
+            p.unhealthy,
+            [],
+            "not counted: max_unhealthy 0 does not short-circuit"
+        );
+        assert_eq!(p.short_circuit, None);
+
+        // Past node_startup_timeout without a Node: unhealthy.
+        c[3].vm_uptime = Some(601);
+        c[4].node_age = Some(601);
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
+        assert_eq!(
+            p.actions().collect::<Vec<_>>(),
+            [("w0", Action::Reset), ("w1", Action::Reset)]
+        );
+        // A Node that reports Ready=False is judged by that condition (unhealthy_timeout), not as joining.
+        c[5].ready = Ready::False;
+        c[5].ready_for = Some(30);
+        c[5].node_age = Some(30);
+        assert_eq!(plan(&c, T, MaxUnhealthy::Count(2)).pending, ["w2"]);
+        // A stopped VM is unhealthy at once, joining or not.
+        c[3].vm_uptime = Some(10);
+        c[3].vm_running = Some(false);
+        assert_eq!(plan(&c, T, MaxUnhealthy::Count(2)).unhealthy[0].name, "w0");
+    }
+
+    #[test]
     fn healthy_clusters_plan_nothing() {
-        let p = plan(&cluster(), 300, MaxUnhealthy::Count(0));
+        let p = plan(&cluster(), T, MaxUnhealthy::Count(0));
         assert_eq!(p, Plan::default());
     }
 

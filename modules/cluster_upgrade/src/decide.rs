@@ -12,6 +12,12 @@
 //!   `checkForUpgrade`), nor while a ClusterOperator is `Degraded=True` or `Available=False`;
 //! - `Upgradeable=False` blocks a minor-version update, not a z-stream one (CVO `upgradeable.go`,
 //!   `Upgradeable.Run`: "a patch level update with the same minor level is allowed");
+//! - a target listed only in `status.conditionalUpdates` is not recommended for this cluster: refused
+//!   naming its risks, unless every risk is accepted by name (`accept_risks`; openshift/oc
+//!   `pkg/cli/admin/upgrade/upgrade.go`: "--allow-not-recommended", the risks of `ConditionalUpdate`);
+//! - while an update runs, `ReleaseAccepted=False` (the CVO could not retrieve or verify the payload,
+//!   cluster-version-operator `pkg/cvo/sync_worker.go` / `pkg/cvo/status.go`) or `Failing=True` still
+//!   there a poll later ends the wait at once, with the operator's message ([`stuck`]);
 //! - the fields are openshift/api `config/v1/types_cluster_version.go` (`ClusterVersionStatus`,
 //!   `UpdateHistory`, `Update`, `Release`).
 
@@ -103,6 +109,8 @@ pub struct Wish {
     pub channel: Option<String>,
     pub image: Option<String>,
     pub allow_explicit_image: bool,
+    /// Names of conditional-update risks accepted (`accept_risks`).
+    pub accept_risks: Vec<String>,
 }
 
 /// What to do.
@@ -160,6 +168,13 @@ pub enum Refusal {
         offered: Vec<String>,
         /// The CVO's word on retrieving updates when it failed (`RetrievedUpdates=False`).
         retrieved: String,
+    },
+    #[error("{version} is not recommended for this cluster (status.conditionalUpdates): {risks}; accept every risk by name in accept_risks to update anyway (not accepted: {})", .unaccepted.join(", "))]
+    NotRecommended {
+        version: String,
+        /// Each risk as `Name: message (url)`.
+        risks: String,
+        unaccepted: Vec<String>,
     },
     #[error("image {image} is not the image the cluster offers for {version} ({offered}); set allow_explicit_image to force an unverified image")]
     ImageNotOffered {
@@ -252,6 +267,126 @@ pub fn available(cv: &Value) -> Vec<Release> {
         .unwrap_or_default()
 }
 
+/// One entry of `status.conditionalUpdates`: the release and its risks as `(name, "message (url)")`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conditional {
+    pub release: Release,
+    pub risks: Vec<(String, String)>,
+}
+
+pub fn conditional(cv: &Value) -> Vec<Conditional> {
+    cv.pointer("/status/conditionalUpdates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|u| {
+            let release = Release {
+                version: text(u, "/release/version")?.to_string(),
+                image: text(u, "/release/image").unwrap_or_default().to_string(),
+            };
+            let risks = u
+                .pointer("/risks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    let name = text(r, "/name").unwrap_or("unnamed").to_string();
+                    let what = format!(
+                        "{} ({})",
+                        text(r, "/message").unwrap_or(""),
+                        text(r, "/url").unwrap_or("no url")
+                    );
+                    (name, what)
+                })
+                .collect();
+            Some(Conditional { release, risks })
+        })
+        .collect()
+}
+
+/// The release `req` names among `list` (an exact version, or the newest of a minor above `current`).
+fn pick<'a>(list: &'a [Release], req: &Request, current: &Version) -> Option<&'a Release> {
+    match req {
+        Request::Exact(v) => list
+            .iter()
+            .find(|r| Version::parse(&r.version).is_ok_and(|x| &x == v)),
+        Request::Minor { major, minor } => list
+            .iter()
+            .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
+            .filter(|(v, _)| v.major == *major && v.minor == *minor && v > current)
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, r)| r),
+    }
+}
+
+/// A conditional update the task asked for: allowed when every risk is accepted by name.
+fn conditional_target(
+    cv: &Value,
+    req: &Request,
+    current: &Version,
+    wish: &Wish,
+) -> Option<Result<Release, Refusal>> {
+    let all = conditional(cv);
+    let releases: Vec<Release> = all.iter().map(|c| c.release.clone()).collect();
+    let r = pick(&releases, req, current)?;
+    let c = all.iter().find(|c| c.release == *r)?;
+    let unaccepted: Vec<String> = c
+        .risks
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| !wish.accept_risks.contains(n))
+        .collect();
+    Some(if unaccepted.is_empty() {
+        Ok(r.clone())
+    } else {
+        Err(Refusal::NotRecommended {
+            version: r.version.clone(),
+            risks: c
+                .risks
+                .iter()
+                .map(|(n, w)| format!("{n}: {w}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+            unaccepted,
+        })
+    })
+}
+
+/// With `upgrade_path: auto`, the next hop towards `req` when the cluster does not offer it: the newest
+/// offered release above `current` that does not pass the request (a later z-stream of the current
+/// minor first, from which the channel's graph leads on — the update service's edges).
+pub fn next_hop(cv: &Value, req: &Request, current: &Version) -> Option<Release> {
+    let within = |v: &Version| match req {
+        Request::Exact(t) => v < t,
+        Request::Minor { major, minor } => (v.major, v.minor) < (*major, *minor),
+    };
+    available(cv)
+        .into_iter()
+        .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
+        .filter(|(v, _)| v > current && within(v))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, r)| r)
+}
+
+/// Why an update under way cannot go on, from one look at the ClusterVersion: the operator did not
+/// accept the release (`ReleaseAccepted=False`) or reports `Failing=True`; the operator's words.
+pub fn stuck(cv: &Value) -> Option<String> {
+    if let Some(c) = condition(cv, "ReleaseAccepted").filter(|c| c.status == "False") {
+        return Some(format!(
+            "the cluster-version operator did not accept the release (ReleaseAccepted=False, {})",
+            why(&c)
+        ));
+    }
+    condition(cv, "Failing")
+        .filter(|c| c.status == "True")
+        .map(|c| {
+            format!(
+                "the update is failing (ClusterVersion Failing=True, {})",
+                why(&c)
+            )
+        })
+}
+
 /// Offered versions, newest first (as oc sorts them).
 fn offered_versions(list: &[Release]) -> Vec<String> {
     let mut v: Vec<&Release> = list.iter().collect();
@@ -308,18 +443,10 @@ pub fn resolve(
     wish: &Wish,
 ) -> Result<Target, Refusal> {
     let list = available(cv);
-    let found = match req {
-        Request::Exact(v) => list
-            .iter()
-            .find(|r| Version::parse(&r.version).is_ok_and(|x| &x == v))
-            .cloned(),
-        Request::Minor { major, minor } => list
-            .iter()
-            .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
-            .filter(|(v, _)| v.major == *major && v.minor == *minor && v > current)
-            .max_by(|a, b| a.0.cmp(&b.0))
-            .map(|(_, r)| r.clone()),
-    };
+    let mut found = pick(&list, req, current).cloned();
+    if found.is_none() && wish.image.is_none() {
+        found = conditional_target(cv, req, current, wish).transpose()?;
+    }
     match (found, wish.image.as_deref()) {
         (Some(r), None) => Ok(Target {
             version: r.version,
@@ -659,6 +786,87 @@ mod tests {
             matches!(&p.action, Action::Update(t) if t.version == "4.19.10"),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn a_conditional_target_is_refused_with_its_risks_until_they_are_accepted() {
+        let mut c = cv("4.19.7", "stable-4.19", &["4.19.8"]);
+        c["status"]["conditionalUpdates"] = json!([{
+            "release": {"version": "4.19.9", "image": "q@sha256:4.19.9"},
+            "risks": [{"name": "OVNDrop", "message": "pods lose traffic", "url": "https://issues.example/1",
+                       "matchingRules": [{"type": "Always"}]},
+                      {"name": "OldKernel", "message": "boot hangs", "url": "https://issues.example/2",
+                       "matchingRules": [{"type": "Always"}]}],
+            "conditions": [{"type": "Recommended", "status": "False", "reason": "MultipleReasons"}]}]);
+        let ops = healthy("4.19.7");
+        let e = decide(&c, &ops, &req("4.19.9"), &Wish::default()).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("4.19.9 is not recommended"), "{text}");
+        assert!(
+            text.contains("OVNDrop: pods lose traffic (https://issues.example/1)"),
+            "{text}"
+        );
+        assert!(text.contains("not accepted: OVNDrop, OldKernel"), "{text}");
+        let some = Wish {
+            accept_risks: vec!["OVNDrop".into()],
+            ..Wish::default()
+        };
+        let e = decide(&c, &ops, &req("4.19.9"), &some).unwrap_err();
+        assert!(e.to_string().contains("not accepted: OldKernel"), "{e}");
+        let all = Wish {
+            accept_risks: vec!["OVNDrop".into(), "OldKernel".into()],
+            ..Wish::default()
+        };
+        let p = decide(&c, &ops, &req("4.19.9"), &all).unwrap();
+        assert_eq!(
+            p.action,
+            Action::Update(Target {
+                version: "4.19.9".into(),
+                image: "q@sha256:4.19.9".into(),
+                force: false
+            })
+        );
+        // A recommended target never needs an accepted risk; a minor prefers the recommended ones.
+        assert!(decide(&c, &ops, &req("4.19.8"), &Wish::default()).is_ok());
+        let p = decide(&c, &ops, &req("4.19"), &Wish::default()).unwrap();
+        assert!(matches!(p.action, Action::AtTarget));
+    }
+
+    #[test]
+    fn the_next_hop_is_the_newest_offered_release_short_of_the_request() {
+        let c = cv("4.18.5", "stable-4.19", &["4.18.7", "4.18.9", "4.17.9"]);
+        let at = Version::parse("4.18.5").unwrap();
+        assert_eq!(next_hop(&c, &req("4.19"), &at).unwrap().version, "4.18.9");
+        assert_eq!(next_hop(&c, &req("4.19.3"), &at).unwrap().version, "4.18.9");
+        assert_eq!(next_hop(&c, &req("4.18.8"), &at).unwrap().version, "4.18.7");
+        assert_eq!(
+            next_hop(&c, &req("4.18.6"), &at),
+            None,
+            "no offer short of it: no path"
+        );
+        let none = cv("4.18.5", "stable-4.19", &[]);
+        assert_eq!(next_hop(&none, &req("4.19"), &at), None);
+    }
+
+    #[test]
+    fn a_rejected_release_or_failing_update_is_stuck() {
+        let mut c = cv("4.19.7", "stable-4.19", &[]);
+        assert_eq!(stuck(&c), None);
+        set_cond(
+            &mut c,
+            json!({"type": "ReleaseAccepted", "status": "False", "reason": "RetrievePayload",
+                   "message": "Retrieving payload failed version=\"4.19.9\": signature verification failed"}),
+        );
+        let s = stuck(&c).unwrap();
+        assert!(
+            s.contains("ReleaseAccepted=False, RetrievePayload: Retrieving payload failed"),
+            "{s}"
+        );
+        set_cond(&mut c, cond("ReleaseAccepted", "True"));
+        set_cond(&mut c, cond("Failing", "True"));
+        assert!(stuck(&c)
+            .unwrap()
+            .contains("Failing=True, R: Failing is True"));
     }
 
     #[test]

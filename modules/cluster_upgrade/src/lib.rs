@@ -6,8 +6,10 @@
 //! (then waits `refresh_polls` looks for the cluster-version operator to offer the new channel's
 //! updates), then `spec.desiredUpdate` as `oc adm upgrade --to` does (openshift/oc
 //! `pkg/cli/admin/upgrade/upgrade.go`, `patchDesiredUpdate`: a merge patch), and waits for the history
-//! to complete at the target, reporting the operators updated so far. Connection, retries and the
-//! waiting are kube-client's.
+//! to complete at the target, reporting the operators updated so far; a release the operator does not
+//! accept (`ReleaseAccepted=False`) or `Failing=True` still there a poll later ends the wait. A target
+//! only in `conditionalUpdates` is refused naming its risks unless `accept_risks` names them all.
+//! Connection, retries and the waiting are kube-client's.
 
 pub mod decide;
 
@@ -29,6 +31,10 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("channel"),
         Opt::str("image"),
         Opt::bool("allow_explicit_image").default(false),
+        Opt::list("accept_risks", ansible_module::Type::Str).default(json!([])),
+        Opt::str("upgrade_path")
+            .choices(&["direct", "auto"])
+            .default("direct"),
         Opt::bool("wait").default(true),
         Opt::int("timeout").default(10800),
         Opt::int("poll_interval").default(30),
@@ -45,6 +51,8 @@ struct Opts {
     channel: Option<String>,
     image: Option<String>,
     allow_explicit_image: bool,
+    accept_risks: Vec<String>,
+    upgrade_path: String,
     wait: bool,
     timeout: i64,
     poll_interval: i64,
@@ -133,7 +141,7 @@ impl Run<'_> {
                     .unwrap_or_default();
                 Ok::<_, KubeError>(match decide::resolve(&cv, &self.req, &current, &wish) {
                     Ok(t) => Poll::Ready(Ok(t)),
-                    Err(r) if polls >= limit => Poll::Ready(Err(r)),
+                    Err(r) if polls >= limit => Poll::Ready(self.hop(&cv, &current).ok_or(r)),
                     Err(r) => Poll::Pending(r.to_string()),
                 })
             },
@@ -146,16 +154,32 @@ impl Run<'_> {
         }
     }
 
+    /// With `upgrade_path: auto`, the next hop the cluster offers towards the request.
+    fn hop(&self, cv: &Value, current: &semver::Version) -> Option<Target> {
+        if self.o.upgrade_path != "auto" {
+            return None;
+        }
+        decide::next_hop(cv, &self.req, current).map(|r| Target {
+            version: r.version,
+            image: r.image,
+            force: false,
+        })
+    }
+
     fn wish(&self) -> Wish {
         Wish {
             channel: self.o.channel.clone(),
             image: self.o.image.clone(),
             allow_explicit_image: self.o.allow_explicit_image,
+            accept_risks: self.o.accept_risks.clone(),
         }
     }
 
-    /// Wait for the update to `target` to complete; the distinct progress states seen, in order.
+    /// Wait for the update to `target` to complete; the distinct progress states seen, in order. A
+    /// rejected release or `Failing=True` still there one poll after it was first seen ends the wait
+    /// ([`decide::stuck`]): the operator will not get further by itself.
     fn wait_done(&self, target: &str, seen: &mut Vec<Value>) -> Result<(), Failure> {
+        let mut before: Option<String> = None;
         let waited = kube_client::wait_for(
             Duration::from_secs(self.o.timeout as u64),
             self.interval,
@@ -170,15 +194,24 @@ impl Run<'_> {
                 if seen.last() != Some(&j) {
                     seen.push(j);
                 }
-                Ok::<_, KubeError>(if p.done {
-                    Poll::Ready(())
+                let stuck = (!p.done).then(|| decide::stuck(&cv)).flatten();
+                if let Some(s) = stuck.as_ref().filter(|s| before.as_ref() == Some(*s)) {
+                    return Ok::<_, KubeError>(Poll::Ready(Err(s.clone())));
+                }
+                before = stuck;
+                Ok(if p.done {
+                    Poll::Ready(Ok(()))
                 } else {
                     Poll::Pending(p.pending(target))
                 })
             },
         );
         match waited {
-            Ok(()) => Ok(()),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(stuck)) => Err(
+                Failure::new(format!("the update to {target} stopped: {stuck}"))
+                    .with("progress", json!(seen)),
+            ),
             Err(WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
                 "timed out after {}s waiting for the update: {pending}",
                 waited.as_secs()
@@ -222,13 +255,85 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         req,
         interval: Duration::from_secs(o.poll_interval as u64),
     };
-    let cv = r.cluster_version()?;
-    let ops = r
-        .operators()
-        .map_err(|e| kube_fail("listing the ClusterOperators", e))?;
-    let plan = decide::decide(&cv, &ops, &r.req, &r.wish()).map_err(|e| refused(&e, &r.req))?;
-    let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
-    carry_out(m, &r, plan, before)
+    let mut hops: Vec<String> = Vec::new();
+    let mut first_from: Option<String> = None;
+    loop {
+        let cv = r.cluster_version()?;
+        let ops = r
+            .operators()
+            .map_err(|e| kube_fail("listing the ClusterOperators", e))?;
+        let plan = match decide::decide(&cv, &ops, &r.req, &r.wish()) {
+            Ok(p) => p,
+            Err(e @ Refusal::NotOffered { .. }) => hop_plan(&r, &cv, &ops)
+                .ok_or_else(|| refused(&e, &r.req).changed(!hops.is_empty()))?,
+            Err(e) => return Err(refused(&e, &r.req).changed(!hops.is_empty())),
+        };
+        first_from.get_or_insert_with(|| plan.from.clone());
+        let at_target = plan.action == Action::AtTarget;
+        let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
+        let mut out = carry_out(m, &r, plan, before).map_err(|f| {
+            let c = f.changed || !hops.is_empty();
+            f.changed(c)
+        })?;
+        let reached = out
+            .data
+            .get("version")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let done = at_target || m.check_mode || !r.o.wait || r.o.upgrade_path != "auto";
+        match reached {
+            Some(v)
+                if !done
+                    && !r.req.satisfied_by(
+                        &semver::Version::parse(&v).map_err(|e| Failure::new(e.to_string()))?,
+                    ) =>
+            {
+                if hops.contains(&v) || hops.len() >= MAX_HOPS {
+                    return Err(Failure::new(format!(
+                        "upgrade_path auto: no progress towards {} after the hops {}",
+                        r.req,
+                        hops.join(" -> ")
+                    ))
+                    .changed(true));
+                }
+                hops.push(v);
+            }
+            _ => {
+                if !hops.is_empty() {
+                    let from = first_from.unwrap_or_default();
+                    let to = out
+                        .data
+                        .get("to")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    out.changed = true;
+                    out = out.with("from", from.clone()).msg(format!(
+                        "upgraded {from} -> {} -> {to} (upgrade_path auto)",
+                        hops.join(" -> ")
+                    ));
+                }
+                return Ok(out.with("hops", json!(hops)));
+            }
+        }
+    }
+}
+
+/// Hops an update path may take at most (a minor takes two or three).
+const MAX_HOPS: usize = 8;
+
+/// `upgrade_path: auto` when the request is not offered: the plan of the next hop, under the same
+/// rules (health, `Upgradeable`, channel) as a direct update to it.
+fn hop_plan(r: &Run, cv: &Value, ops: &[Value]) -> Option<Plan> {
+    let current = semver::Version::parse(&decide::current_version(cv)?).ok()?;
+    let hop = r.hop(cv, &current)?;
+    let req = Request::Exact(semver::Version::parse(&hop.version).ok()?);
+    let mut wish = r.wish();
+    wish.channel = cv
+        .pointer("/spec/channel")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    decide::decide(cv, ops, &req, &wish).ok()
 }
 
 fn channel_json(plan: &Plan) -> Value {

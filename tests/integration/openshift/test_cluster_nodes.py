@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from standins.kubelet import BOOTSTRAPPER, CSRS, SERVING, allow_csr_creation, approved, client_csr, create_csr, make_request, serving_csr
+from standins.kubelet import (BOOTSTRAPPER, CSRS, SERVING, PodTermination, allow_csr_creation, approved, client_csr,
+                              create_csr, make_request, serving_csr)
 from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
 
 
@@ -116,7 +117,7 @@ def make_workload(api: KubeApi, node: str):
         if owner:
             meta["ownerReferences"] = [owner]
         api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {
-            "nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0,
+            "nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
             "containers": [{"name": "c", "image": "registry.example/app"}]}})
 
     pod("agent-x", labels, {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
@@ -174,8 +175,12 @@ def test_drain_respects_the_budget_then_removes_the_node(run_playbook, kube_api)
         "check mode writes nothing; the blocked drain cordons and uncordons, the master is not touched"
 
     pdb_allows(kube_api, ns, 1)
-    run = run_playbook(play(task("remove", {**args, "state": "absent"}), task("again", {**args, "state": "absent"})))
+    # The evicted pod ends with its grace period (30 s): its kubelet stops it, then removes it.
+    longer = {**args, "drain_timeout": 60}
+    with PodTermination(kube_api, [node]) as kubelet:
+        run = run_playbook(play(task("remove", {**longer, "state": "absent"}), task("again", {**longer, "state": "absent"})))
     assert run.rc == 0, run.output
+    assert kubelet.deleted == [f"{ns}/web-0"], "the kubelet, not the drain, removes the pod"
     removed = run.task("remove")
     assert removed["changed"] is True and removed["nodes"][0]["evicted"] == [f"{ns}/web-0"]
     assert removed["nodes"][0]["deleted"] is True
@@ -185,3 +190,73 @@ def test_drain_respects_the_budget_then_removes_the_node(run_playbook, kube_api)
     assert kube_api.get(f"/api/v1/namespaces/{ns}/pods/agent-x") is not None, "DaemonSet pods are not evicted"
     assert kube_api.get(f"/api/v1/nodes/{master}") is not None
     kube_api.ok("DELETE", f"/api/v1/nodes/{master}")
+
+
+def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
+    """A worker whose kubelet died: the real node-lifecycle controller marks it Ready=Unknown and taints it
+    unreachable; its Running pod (grace period 30 s), once evicted, stays Terminating for ever since no kubelet
+    confirms it. The drain stops waiting for it past its grace period plus skip_wait_for_delete_timeout (Cluster
+    API's drain of unreachable nodes) and the Node is deleted — before, the drain timed out, uncordoned the node
+    and never deleted it. The node is cordoned before its pods are listed."""
+    node = unique("worker-dead")
+    kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    kube_api.patch_status(f"/api/v1/nodes/{node}", {"conditions": [condition("Ready", "True")]})
+    ns = unique("dead")
+    kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    deadline = time.monotonic() + 60
+    while kube_api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None:
+        assert time.monotonic() < deadline, "the service-account controller made no `default` account in 60 s"
+        time.sleep(0.2)
+    kube_api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0"},
+                "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
+                         "containers": [{"name": "c", "image": "registry.example/app"}]}})
+    kube_api.patch_status(f"/api/v1/namespaces/{ns}/pods/web-0", {"phase": "Running", "conditions": [condition("Ready", "True")]})
+    kube_api.stop_kubelet(node)
+    deadline = time.monotonic() + 120
+    while True:
+        obj = kube_api.get(f"/api/v1/nodes/{node}")
+        ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+        taints = [t["key"] for t in obj["spec"].get("taints", [])]
+        if ready["status"] == "Unknown" and "node.kubernetes.io/unreachable" in taints:
+            break
+        assert time.monotonic() < deadline, f"node-lifecycle did not mark {node} unreachable: {ready}, {taints}"
+        time.sleep(1)
+    before = len(kube_api.audit_events())
+    run = run_playbook(play(task("remove", {**conn(kube_api), "state": "absent", "nodes": [node], "drain_timeout": 180,
+                                            "poll_interval": 2, "skip_wait_for_delete_timeout": 1})))
+    assert run.rc == 0, run.output
+    [report] = run.task("remove")["nodes"]
+    assert report["evict"] == [f"{ns}/web-0"] and report["left_terminating"] == [f"{ns}/web-0"], report
+    assert report["deleted"] is True
+    assert kube_api.get(f"/api/v1/nodes/{node}") is None
+    events = kube_api.audit_events()[before:]
+    cordon = next(i for i, e in enumerate(events) if e["verb"] == "patch" and e["requestURI"].startswith(f"/api/v1/nodes/{node}"))
+    listed = next(i for i, e in enumerate(events) if e["verb"] == "list" and "spec.nodeName" in e["requestURI"]
+                  and node in e["requestURI"])
+    assert cordon < listed, "the node is cordoned before its pods are listed"
+    assert not [e for e in events if e["verb"] == "delete" and "/pods/" in e["requestURI"]], \
+        "the pod is evicted with its grace period, never force-deleted"
+    kube_api.request("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+def test_only_the_newest_client_csr_made_after_the_vm_started_is_approved(run_playbook, kube_api):
+    """As the machine-approver: a CSR created before the node's VM started is stale, and of a node's client
+    CSRs only the newest is approved (a kubelet that retried holds only the newest key); both reported."""
+    allow_csr_creation(kube_api)
+    node = unique("worker-fresh")
+    stale = client_csr(kube_api, node)
+    time.sleep(15)  # more than the machine-approver's 10 s clock skew
+    started = time.time()
+    older = client_csr(kube_api, node)
+    time.sleep(1.1)  # creationTimestamp has a resolution of one second
+    newest = client_csr(kube_api, node)
+    uptime = int(time.time() - started) + 1
+    args = {**conn(kube_api), "state": "approved", "nodes": [node], "vm_uptimes": {node: uptime}}
+    run = run_playbook(play(task("approve", args), task("again", args)))
+    assert run.rc == 0, run.output
+    r = run.task("approve")
+    assert [c["name"] for c in r["approved"]] == [newest], r
+    skipped = {c["name"]: c["reason"] for c in r["skipped_csrs"]}
+    assert "before the VM" in skipped[stale] and "not the newest client CSR" in skipped[older], skipped
+    assert run.task("again")["changed"] is False, "the older CSR is never approved later either"
+    assert approved(kube_api, newest) and not approved(kube_api, older) and not approved(kube_api, stale)

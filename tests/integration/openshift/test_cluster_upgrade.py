@@ -63,8 +63,8 @@ def cvo(cluster: KubeApi):
     """Start the fake operator with the given offers per channel; stopped (and its errors raised) after."""
     started = []
 
-    def start(offers: dict[str, list[dict]]) -> FakeCVO:
-        started.append(FakeCVO(cluster, offers, module_user=MODULE_USER, token=cluster.admin_token).ready())
+    def start(offers: dict[str, list[dict]], **more) -> FakeCVO:
+        started.append(FakeCVO(cluster, offers, module_user=MODULE_USER, token=cluster.admin_token, **more).ready())
         return started[-1]
 
     yield start
@@ -197,3 +197,47 @@ def test_a_new_channel_that_does_not_offer_the_target_is_set_back(run_module, cl
     assert len(audit.writes(before)) == 2
     # Three looks at the new channel (bounded by refresh_polls), after the first look of the decision.
     assert audit.count("get", "clusterversions", before) == 1 + 3
+
+
+def test_a_rejected_payload_fails_fast(run_module, cluster, cvo):
+    """The operator cannot verify the release (ReleaseAccepted=False): the module stops one poll after it sees
+    that, naming the operator's message, instead of waiting out its timeout."""
+    failure = "The update cannot be verified: unable to verify sha256:0909 against keyrings: verifier-public-key-redhat"
+    fake = cvo({"stable-4.18": releases("4.18.9")}, reject={"4.18.9": failure})
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", timeout=3600))
+    assert rc != 0 and out["changed"] is True, out
+    assert out["msg"].startswith("the update to 4.18.9 stopped: the cluster-version operator did not accept the "
+                                 "release (ReleaseAccepted=False, RetrievePayload: Retrieving payload failed "
+                                 'version="4.18.9"'), out["msg"]
+    assert failure in out["msg"]
+    assert [u["version"] for u in fake.updates] == ["4.18.9"]
+
+
+def test_a_conditional_target_is_refused_with_its_risks_then_accepted(run_module, cluster, cvo):
+    risk = {"name": "OVNDrop", "message": "Pods on OVN-Kubernetes can lose traffic after the update.",
+            "url": "https://issues.redhat.com/browse/OCPBUGS-0000", "matchingRules": [{"type": "Always"}]}
+    recommended = {"type": "Recommended", "status": "False", "reason": "OVNDrop", "message": risk["message"],
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    conditional = [{"release": releases("4.18.9")[0], "risks": [risk], "conditions": [recommended]}]
+    cvo({"stable-4.18": releases("4.18.7")}, conditional={"stable-4.18": conditional})
+    out = failed(run_module, cluster, version="4.18.9")
+    assert out["msg"] == ("4.18.9 is not recommended for this cluster (status.conditionalUpdates): OVNDrop: Pods on "
+                          "OVN-Kubernetes can lose traffic after the update. (https://issues.redhat.com/browse/OCPBUGS-0000); "
+                          "accept every risk by name in accept_risks to update anyway (not accepted: OVNDrop)"), out
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", accept_risks=["OVNDrop"]))
+    assert rc == 0 and out["changed"] is True and out["version"] == "4.18.9", out
+    assert spec(cluster)["desiredUpdate"] == {"version": "4.18.9", "image": image("4.18.9"), "force": False}
+
+
+def test_upgrade_path_auto_steps_through_the_channels_updates(run_module, cluster, cvo):
+    """4.18.5 -> 4.19: the channel's graph leads through 4.18.9 only (no edge from 4.18.5 to a 4.19). With
+    upgrade_path auto the module updates to 4.18.9, waits for it, checks the cluster again, then goes on to the
+    newest 4.19 offered from there."""
+    fake = cvo({"stable-4.18": {"4.18.5": releases("4.18.9")},
+                "stable-4.19": {"4.18.5": releases("4.18.9"), "4.18.9": releases("4.19.1", "4.19.3")}})
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.19", upgrade_path="auto", refresh_polls=3))
+    assert rc == 0, out
+    assert out["changed"] is True and out["hops"] == ["4.18.9"] and out["version"] == "4.19.3", out
+    assert out["msg"] == "upgraded 4.18.5 -> 4.18.9 -> 4.19.3 (upgrade_path auto)", out
+    assert [u["version"] for u in fake.updates] == ["4.18.9", "4.19.3"]
+    assert spec(cluster)["channel"] == "stable-4.19"

@@ -20,18 +20,26 @@ description:
     is approved only when it was requested by C(system:node:NAME) in the group C(system:nodes), has the same
     subject, and its SANs are only the node's name, its first label and the entries of O(addresses) for it.
     Usages must be those a kubelet asks for.
+  - As openshift/cluster-machine-approver does (C(authorizeNodeClientCSR)), a CSR created more than 10 seconds
+    before its node's VM started (O(vm_uptimes)) is stale and left alone, and of a node's client CSRs (pending
+    or decided) only the newest is ever approved; both are returned in RV(skipped_csrs), not approved.
   - Nothing else is ever approved. Pending CSRs that are not for a named node are returned in
     RV(unexpected_csrs) and left alone. A CSR that claims a named node but fails a check (another requestor,
     another subject, a SAN that is not the node's) fails the task before anything is approved.
   - O(state=ready) waits until every named node exists and is C(Ready=True), at most O(timeout) seconds, and then
     names the nodes that are not. With O(approve_csrs=true) it approves their CSRs (as above) on every look, so
     joining nodes get their client and then their serving certificate while it waits.
-  - O(state=drained) cordons each node (C(spec.unschedulable)) and evicts every pod on it except DaemonSet-owned
+  - O(state=drained) cordons each node (C(spec.unschedulable)) first, then lists and evicts every pod on it except DaemonSet-owned
     and mirror pods through the C(pods/eviction) subresource (its apiVersion as API discovery lists it,
     C(policy/v1beta1) before Kubernetes 1.22, C(policy/v1) after), then waits until the pods are gone. An
     eviction refused with HTTP 429 (a PodDisruptionBudget allows no disruption) is tried again each
     O(poll_interval) until O(drain_timeout); then the node is uncordoned again (when this task cordoned it) and
     the task fails naming each blocked pod and the budgets that cover it.
+  - On a node whose kubelet is unreachable (C(Ready=Unknown) or the C(node.kubernetes.io/unreachable) taint of the
+    node-lifecycle controller), no kubelet will ever confirm an evicted pod's end - it stays C(Terminating). Such
+    a pod is no longer waited for once O(skip_wait_for_delete_timeout) seconds have passed since its
+    C(deletionTimestamp) (the end of its grace period), as Cluster API's Machine controller drains unreachable
+    nodes; it is returned in C(left_terminating) and the pod garbage collector removes it once the Node is deleted.
   - O(state=absent) drains each node as above, then deletes its Node object. A node that does not exist is
     left as it is (no change).
   - Control-plane nodes (label C(node-role.kubernetes.io/master) or C(node-role.kubernetes.io/control-plane))
@@ -50,6 +58,10 @@ options:
         replaced if it is still unhealthy O(unhealthy_timeout) after that reset (O(resets)); nothing is
         remediated when more than O(max_unhealthy) nodes are unhealthy; at most one control-plane node per
         run, only while the others keep etcd's quorum, and never replaced automatically.
+      - A host still joining is not judged - without a Node (or with a Node that has no C(Ready) condition yet)
+        within O(node_startup_timeout) of its VM's start (O(vm_uptimes)) or its Node's creation, it is returned in
+        RV(starting), neither remediated nor counted as unhealthy (Cluster API's C(nodeStartupTimeout)). A Node that
+        reports C(Ready) is judged by that condition.
     type: str
     required: true
     choices: [approved, ready, drained, absent, remediation_plan]
@@ -87,6 +99,13 @@ options:
     description: Seconds a drain of one node may take (evictions retried, pods terminating) before it is undone.
     type: int
     default: 300
+  skip_wait_for_delete_timeout:
+    description:
+      - With O(state=drained) and O(state=absent), on a node whose kubelet is unreachable only - seconds after an
+        evicted pod's C(deletionTimestamp) from which the drain stops waiting for it (C(kubectl drain
+        --skip-wait-for-delete-timeout)). V(0) always waits (until O(drain_timeout)).
+    type: int
+    default: 300
   poll_interval:
     description: Seconds between two looks (Ready, evictions).
     type: int
@@ -113,6 +132,21 @@ options:
         running makes its node unhealthy at once.
     type: dict
     default: {}
+  vm_uptimes:
+    description:
+      - Each node's VM uptime in seconds (C(uptime) of proxshift.proxmox.vm_lifecycle), by node name; every key
+        one of O(nodes).
+      - With O(state=approved) and O(state=ready) - CSRs created before the VM started are stale (not approved).
+      - With O(state=remediation_plan) - a host without a Node is judged only O(node_startup_timeout) after its VM
+        started.
+    type: dict
+    default: {}
+  node_startup_timeout:
+    description:
+      - O(state=remediation_plan) - seconds a host may take to register a Node that reports C(Ready) (from its VM's
+        start, or its Node's creation) before it is judged at all.
+    type: int
+    default: 600
   resets:
     description: O(state=remediation_plan) - the Unix time (seconds) of each node's last remediation reset, by node name (the cluster's record keeps them).
     type: dict
@@ -195,6 +229,13 @@ approved:
   type: list
   elements: dict
   sample: [{name: csr-8b2kq, node: worker-3.lab.example.com, kind: client}]
+skipped_csrs:
+  description:
+    - Pending CSRs of named nodes that are not approved - created before the node's VM started, or a client CSR
+      that is not the node's newest - each with C(name), C(node), C(kind) and C(reason).
+  returned: always
+  type: list
+  elements: dict
 unexpected_csrs:
   description: Pending CSRs that are not for a named node, left alone, each with C(name), C(signer), C(username) and C(reason).
   returned: always
@@ -204,7 +245,8 @@ nodes:
   description:
     - Per node. With O(state=ready) - C(name), C(exists), C(ready).
     - With O(state=drained) and O(state=absent) - C(name), C(cordon) (this task cordons it), C(evict) (pods to
-      evict), C(evicted), C(kept) (DaemonSet and mirror pods), C(deleted); C(absent) when the node did not exist.
+      evict), C(evicted), C(left_terminating) (evicted pods on an unreachable node no longer waited for), C(kept) (DaemonSet
+      and mirror pods), C(deleted); C(absent) when the node did not exist.
   returned: state is ready, drained or absent
   type: list
   elements: dict
@@ -227,6 +269,11 @@ unhealthy:
   elements: dict
 pending:
   description: O(state=remediation_plan) - nodes not Ready for less than O(unhealthy_timeout) (left alone).
+  returned: state is remediation_plan
+  type: list
+  elements: str
+starting:
+  description: O(state=remediation_plan) - hosts still joining, within O(node_startup_timeout) (left alone, not counted).
   returned: state is remediation_plan
   type: list
   elements: str

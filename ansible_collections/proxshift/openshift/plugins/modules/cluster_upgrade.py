@@ -28,8 +28,13 @@ description:
     example C(fast-4.18) becomes C(fast-4.19); C(stable-<minor>) when there is none) before the target is
     chosen; the module then looks up to O(refresh_polls) times for the cluster to offer the target in the new
     channel, and sets the channel back when it does not.
+  - A target the cluster lists only in C(status.conditionalUpdates) (not recommended for it) is refused naming
+    each risk (name, message, URL), unless O(accept_risks) names every one of them.
   - An update to the requested version that is already under way (a rerun after a timeout) is waited for, not
     started again.
+  - While it waits, a release the cluster-version operator does not accept (C(ReleaseAccepted=False), for
+    example a payload it cannot retrieve or verify) or C(Failing=True) still reported one poll after it was first
+    seen ends the task at once with the operator's message, instead of waiting out O(timeout).
   - With O(wait), it follows the update - the newest history entry and how many ClusterOperators report the
     target as their C(operator) version - until the history shows the target C(Completed) and
     C(status.desired.version) is the target.
@@ -93,6 +98,24 @@ options:
         yourself. The other rules (no lowering, a healthy cluster, C(Upgradeable)) still hold.
     type: bool
     default: false
+  accept_risks:
+    description:
+      - Names of the risks of a conditional update (C(status.conditionalUpdates[].risks[].name)) you accept. A
+        target that is not recommended is updated to only when every one of its risks is named here (as
+        C(oc adm upgrade --allow-not-recommended), but risk by risk).
+    type: list
+    elements: str
+    default: []
+  upgrade_path:
+    description:
+      - V(direct) updates only to a target the cluster offers (C(status.availableUpdates)) from its current version.
+      - V(auto), when the target is not offered but the channel's updates lead towards it (4.18.5 -> 4.18.9 ->
+        4.19), updates to the newest offered release short of the target, waits for it to complete, checks the
+        cluster again under the same rules (health, C(Upgradeable), risks) and goes on, hop by hop, until the target.
+        Needs O(wait).
+    type: str
+    choices: [direct, auto]
+    default: direct
   wait:
     description: Wait for the update to complete. With V(false), the module returns once the update is requested.
     type: bool
@@ -158,6 +181,12 @@ from:
   returned: success
   type: str
   sample: 4.18.5
+hops:
+  description: With O(upgrade_path=auto), the releases updated to on the way to the target (not the target itself).
+  returned: success
+  type: list
+  elements: str
+  sample: [4.18.9]
 to:
   description: The target version (in check mode with a channel change, the request, as the target is chosen from the new channel's offers).
   returned: success
