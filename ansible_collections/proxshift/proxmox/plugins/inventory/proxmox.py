@@ -130,7 +130,7 @@ options:
   exclude_nodes:
     description:
       - Leave the Proxmox nodes out. By default (as community.proxmox) each node is a host too, in the group
-        C(<group_prefix>nodes); O(filters) do not apply to nodes, O(compose) does (never strictly: an expression
+        C(<group_prefix>nodes); O(filters) do not apply to nodes, O(compose) does (never strictly, so an expression
         over VM facts leaves a node's variable unset).
     type: bool
     default: false
