@@ -177,7 +177,7 @@ class KubeApi:
         deadline = time.monotonic() + 60
         while True:
             got = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}") or {}
-            if any(c["type"] == "Established" and c["status"] == "True" for c in got.get("status", {}).get("conditions", [])):
+            if any(c["type"] == "Established" and c["status"] == "True" for c in (got.get("status") or {}).get("conditions") or []):
                 return
             assert time.monotonic() < deadline, f"CRD {doc['metadata']['name']} not Established in 60 s"
             time.sleep(0.2)
