@@ -2,8 +2,9 @@
 real kube-apiserver (kube_fixtures.py), a real OpenBao and the real External Secrets controller
 (github.com/external-secrets/external-secrets, built from Go modules by scripts/deps/kube.sh).
 
-Only OLM is played (`FakeOlm`, tests/standins/olm.py: it marks the operator's CSV Succeeded, as OLM would). The
-controller does the rest itself, as on a cluster: for the ClusterSecretStore the role applied it requests a
+Only OLM and the operator are played (`FakeOlm`, tests/standins/olm.py: it installs the package's CRDs and marks the
+operator's CSV Succeeded, as OLM would; `FakeEsoOperator`, tests/standins/eso.py: from the ExternalSecretsConfig the
+role applied it deploys the operand's Deployments, as Red Hat's operator would). The controller does the rest itself, as on a cluster: for the ClusterSecretStore the role applied it requests a
 token for the store's service account (TokenRequest), logs in to OpenBao at the store's auth mount and role
 (OpenBao checks that token with a real TokenReview against the kube-apiserver, over TLS with the CA the role
 took from the kubeconfig) and sets `Ready`; for an ExternalSecret in an application namespace it reads the
@@ -15,6 +16,7 @@ import base64
 import json
 from pathlib import Path
 
+from standins.eso import ESC, FakeEsoOperator
 from standins.olm import FakeOlm
 from kube_fixtures import KubeApi, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
 from services import OpenBao
@@ -48,15 +50,17 @@ def play(kubeconfig: Path, bao: OpenBao, token: str, **role_vars) -> str:
 
 
 def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
-    cluster, ns, store = unique("eso"), unique("eso-ns"), unique("vault")
+    cluster, ns, op_ns, store = unique("eso"), unique("eso-ns"), unique("eso-op"), unique("vault")
     sa = f"{ns}-reader"
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     openbao.kv_put(f"clusters/{cluster}/app", {"password": "canary-own-cluster"})
     openbao.kv_put("clusters/another/app", {"password": "canary-other-cluster"})
     pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
-              external_secrets_service_account=sa, external_secrets_store_name=store)
-    with FakeOlm(kube_api, ns), external_secrets_controller(kube_api, tmp_path) as eso_log:
+              external_secrets_service_account=sa, external_secrets_store_name=store,
+              external_secrets_operator_namespace=op_ns)
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), \
+            external_secrets_controller(kube_api, tmp_path) as eso_log:
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
         assert kube_api.get(f"/api/v1/namespaces/{ns}") is None, "check mode must not create"
@@ -66,6 +70,10 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
 
         run = run_playbook(pb)
         assert run.rc == 0, run.output
+        # Red Hat's operator from redhat-operators, its operand configured by the ExternalSecretsConfig `cluster`.
+        sub = kube_api.get(f"/apis/operators.coreos.com/v1alpha1/namespaces/{op_ns}/subscriptions/openshift-external-secrets-operator")
+        assert (sub["spec"]["channel"], sub["spec"]["source"]) == ("stable-v1", "redhat-operators"), sub["spec"]
+        assert kube_api.get(f"{ESC}/cluster") is not None
         live = kube_api.get(f"{STORES}/{store}")
         assert [c["status"] for c in live["status"]["conditions"]] == ["True"], live["status"]
         assert live["spec"]["provider"]["vault"]["auth"]["kubernetes"] == {
@@ -109,10 +117,12 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     weak = openbao.token_with_policy(f"weak-{cluster}", 'path "sys/policies/acl/*" { capabilities = ["create", "read", "update"] }\n'
                                                         'path "sys/auth" { capabilities = ["read"] }')
+    op_ns = unique("eso-weak-op")
     role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns,
-                 "external_secrets_install_operator": False, "external_secrets_store_name": store}
+                 "external_secrets_operator_namespace": op_ns, "external_secrets_store_name": store}
     pb = play(kubeconfig, openbao, weak, **role_vars)
-    run = run_playbook(pb)
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns):
+        run = run_playbook(pb)
     assert run.rc != 0
     failed = [r for r in run.results if r["status"] == "failed"]
     assert [r["task"] for r in failed] == [f"{ROLE} : Configure the Kubernetes auth mount auth/kubernetes/{cluster}"]
@@ -121,7 +131,7 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
                           f"POST sys/auth/kubernetes/{cluster}: Vault answered HTTP 403"), msg
 
     # The fix, a token that may manage auth methods: the rerun converges.
-    with external_secrets_controller(kube_api, tmp_path):
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), external_secrets_controller(kube_api, tmp_path):
         run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
     assert run.rc == 0, run.output
     assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200
