@@ -11,7 +11,8 @@ on the configuration. The controller those Deployments stand for is the real one
 - The community helm-based operator (external-secrets/external-secrets-helm-operator, archived at 0.11.0):
   each OperatorConfig (operator.external-secrets.io/v1alpha1) is a Helm release of the chart, so the
   Deployments are `<name>-external-secrets`, `-webhook`, `-cert-controller` in its namespace (the chart's
-  `external-secrets.fullname`). Nothing without an OperatorConfig.
+  `external-secrets.fullname`). Nothing without an OperatorConfig. Its 0.11 controller's store validation is
+  played too (`_validate_stores`).
 """
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ PARTS = ("", "-webhook", "-cert-controller")
 
 
 class FakeEsoOperator(FakeController):
-    def __init__(self, api: KubeApi, operator_ns: str, operand_ns: str):
-        self.api, self.operator_ns, self.operand_ns = api, operator_ns, operand_ns
+    def __init__(self, api: KubeApi, operator_ns: str, operand_ns: str, bad_stores: tuple[str, ...] = ()):
+        """`bad_stores`: ClusterSecretStores the community operand's 0.11 controller cannot validate."""
+        self.api, self.operator_ns, self.operand_ns, self.bad_stores = api, operator_ns, operand_ns, bad_stores
         super().__init__()
 
     def _installed(self, package: str) -> bool:
@@ -44,8 +46,27 @@ class FakeEsoOperator(FakeController):
                         {**condition("Ready", "True", "reconciliation successful"), "reason": "Ready"},
                         {**condition("Degraded", "False", ""), "reason": "Ready"}]})
         if self._installed("external-secrets-operator"):
-            for oc in self.api.ok("GET", f"{OPERATOR_CONFIGS}/{self.operator_ns}/operatorconfigs")["items"]:
+            configs = self.api.ok("GET", f"{OPERATOR_CONFIGS}/{self.operator_ns}/operatorconfigs")["items"]
+            for oc in configs:
                 self._deploy(self.operator_ns, f"{oc['metadata']['name']}-external-secrets")
+            if configs:
+                self._validate_stores()
+
+    def _validate_stores(self):
+        """The community operand's controller (external-secrets v0.11, which cannot run here: the real one of
+        the tests is 0.16 and needs external-secrets.io/v1) validates each v1beta1 ClusterSecretStore:
+        `Ready=True` reason `Valid` "store validated", or `Ready=False` reason `InvalidProviderConfig`
+        (pkg/controllers/secretstore/common.go, `validateStore`)."""
+        stores = "/apis/external-secrets.io/v1beta1/clustersecretstores"
+        for st in self.api.ok("GET", stores)["items"]:
+            if st.get("status", {}).get("conditions"):
+                continue
+            name = st["metadata"]["name"]
+            ok = name not in self.bad_stores
+            c = condition("Ready", "True" if ok else "False",
+                          "store validated" if ok else "unable to validate store: permission denied (Vault role)")
+            c["reason"] = "Valid" if ok else "InvalidProviderConfig"
+            self.api.patch_status(f"{stores}/{name}", {"conditions": [c]})
 
     def _deploy(self, ns: str, base: str):
         api = self.api

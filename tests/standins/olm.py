@@ -58,7 +58,12 @@ CATALOG = {
     # helm-based operator whose chart is installed per OperatorConfig (operator.external-secrets.io/v1alpha1).
     "external-secrets-operator": {
         "source": "community-operators", "channels": ["stable", "alpha"], "version": "0.11.0",
-        "crds": [crd("operator.external-secrets.io", "OperatorConfig", "operatorconfigs", "Namespaced", ["v1alpha1"])]},
+        # Its 0.11 CRDs serve v1alpha1 and v1beta1 only (external-secrets.io/v1 came with 0.16). Only for a
+        # fresh API server: on one with the 0.16 CRDs they are kept as they are.
+        "crds": [crd("operator.external-secrets.io", "OperatorConfig", "operatorconfigs", "Namespaced", ["v1alpha1"]),
+                 *[crd("external-secrets.io", kind, f"{kind.lower()}s", scope, ["v1alpha1", "v1beta1"])
+                   for kind, scope in (("ClusterSecretStore", "Cluster"), ("SecretStore", "Namespaced"),
+                                       ("ExternalSecret", "Namespaced"), ("ClusterExternalSecret", "Cluster"))]]},
     # Red Hat OpenShift GitOps (redhat-developer/gitops-operator bundle: package openshift-gitops-operator,
     # channel latest and gitops-<minor>).
     "openshift-gitops-operator": {"source": "redhat-operators", "channels": ["latest", "gitops-1.16"], "version": "1.16.0",

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
+
+import pytest
 
 from standins.eso import ESC, FakeEsoOperator
 from standins.olm import FakeOlm
-from kube_fixtures import KubeApi, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
+from kube_fixtures import KubeApi, _running_testenv, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.external_secrets"
@@ -135,3 +138,53 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
         run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
     assert run.rc == 0, run.output
     assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200
+
+
+@pytest.fixture(scope="module")
+def fresh_api(tmp_path_factory):
+    """A cluster as it comes from the installer: OLM's CRDs, none of External Secrets."""
+    yield from _running_testenv(tmp_path_factory, "fresh")
+
+
+def test_community_bundle_on_a_fresh_cluster_check_mode_then_install(run_playbook, fresh_api: KubeApi,
+                                                                     openbao: OpenBao, tmp_path):
+    """The community bundle (frozen at 0.11): --check on a cluster without the operator predicts its kinds and
+    writes nothing (audit log); the real run creates the OperatorConfig the helm-based operator waits for and
+    applies the store at v1beta1, the newest version its CRDs serve. A store that is never Ready fails with
+    its own condition message."""
+    cluster, ns = unique("eso-com"), unique("eso-com")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(fresh_api.kubeconfig(fresh_api.kubeconfig_token))
+    pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
+              external_secrets_distribution="community", external_secrets_store_name="vault")
+    by = "the External Secrets Operator (external-secrets-operator)"
+    with FakeOlm(fresh_api, ns), FakeEsoOperator(fresh_api, ns, ns, bad_stores=("broken",)):
+        since = len(fresh_api.audit_events())
+        run = run_playbook(pb, check=True, diff=True)
+        assert run.rc == 0, run.output
+        for task in ("Apply the operand's configuration, OperatorConfig cluster",
+                     "Apply the ClusterSecretStore and wait until ESO calls it Ready, vault"):
+            r = run.task(f"{ROLE} : {task}")
+            assert r["changed"] and r["results"][0]["note"] == f"would create (kind not served yet: installed by {by})", r
+        time.sleep(0.5)
+        writes = [e for e in fresh_api.audit_events()[since:] if e["user"]["username"] == "kc-admin"
+                  and e["verb"] in ("create", "update", "patch", "delete") and "dryRun=All" not in e["requestURI"]]
+        assert writes == [], writes
+
+        run = run_playbook(pb)
+        assert run.rc == 0, run.output
+        sub = fresh_api.get(f"/apis/operators.coreos.com/v1alpha1/namespaces/{ns}/subscriptions/external-secrets-operator")
+        assert (sub["spec"]["channel"], sub["spec"]["source"]) == ("stable", "community-operators"), sub["spec"]
+        assert fresh_api.get(f"/apis/operator.external-secrets.io/v1alpha1/namespaces/{ns}/operatorconfigs/cluster")
+        store = fresh_api.get("/apis/external-secrets.io/v1beta1/clustersecretstores/vault")
+        assert store["apiVersion"] == "external-secrets.io/v1beta1" and \
+            store["status"]["conditions"][0]["status"] == "True", store
+        assert fresh_api.request("GET", "/apis/external-secrets.io/v1")[0] == 404
+
+        run = run_playbook(play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster,
+                                external_secrets_namespace=ns, external_secrets_distribution="community",
+                                external_secrets_store_name="broken", external_secrets_store_timeout=3))
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Apply the ClusterSecretStore and wait until ESO calls it Ready, broken")["msg"]
+    assert "Ready=True (now False, InvalidProviderConfig: unable to validate store: permission denied (Vault role))" \
+        in msg, msg
