@@ -21,6 +21,7 @@ import yaml
 from standins.cvo import CV, FakeCVO, releases
 from kube_fixtures import (KubeApi, external_secret, external_secrets_controller, kube_api,  # noqa: F401 (fixtures)
                            ready_condition, spoke_api)
+from standins.eso import FakeEsoOperator
 from standins.olm import FakeOlm
 from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
 from test_full_install import make_cluster_ready
@@ -249,8 +250,9 @@ def test_external_secrets_phase_syncs_a_secret_from_vault_with_the_real_controll
     site.bao.kv_put("clusters/lab-compact/app", {"password": "another-clusters-password"})
     eso = {"external_secrets": {"enabled": True, "namespace": "external-secrets", "store_name": "vault"}}
     # The flow's cluster kubeconfig is the admin token's (cluster_kubeconfig above).
-    olm = FakeOlm(spoke_api, "external-secrets", module_user="admin")
-    with olm, external_secrets_controller(spoke_api, tmp_path) as log:
+    olm = FakeOlm(spoke_api, "external-secrets-operator", module_user="admin")
+    with olm, FakeEsoOperator(spoke_api, "external-secrets-operator", "external-secrets"), \
+            external_secrets_controller(spoke_api, tmp_path) as log:
         run = flow(PROVISIONED, tags="external_secrets", extra=eso)
         assert run.rc == 0, run.output
         store = ready_condition(spoke_api, "/apis/external-secrets.io/v1/clustersecretstores/vault")
