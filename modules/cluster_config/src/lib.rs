@@ -178,6 +178,7 @@ pub(crate) fn finish(
         Some(e) => {
             let mut out = Failure::new(e.to_string())
                 .changed(changed)
+                .with("conflict", json!(e.is_conflict()))
                 .with("results", results);
             for (k, v) in more {
                 out = out.with(&k, v);

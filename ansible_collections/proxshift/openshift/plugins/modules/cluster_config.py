@@ -266,6 +266,13 @@ msg:
   description: How many objects were created, updated, unchanged, deleted, absent or read.
   returned: always
   type: str
+conflict:
+  description:
+    - The failure is the API server's 409 Conflict - the object changed since it was read (an object given with its
+      C(metadata.resourceVersion) is applied only over that version), or other field managers own the fields. A caller
+      that read the object first re-reads it and tries again.
+  returned: failure
+  type: bool
 backup:
   description:
     - With O(state=backup), the kept Secrets found in the cluster by C(NAMESPACE/NAME), each as the record keeps
@@ -339,7 +346,7 @@ results:
       description: Whether this object changed (or would, in check mode).
       type: bool
     object:
-      description: The object as the server has it now (in check mode, would have it), without C(managedFields), Secret values hidden.
+      description: The object as the server has it now (in check mode, would have it), without C(managedFields), Secret values hidden; with its C(metadata.resourceVersion), so a caller can apply a merge over the version it read.
       type: dict
     objects:
       description: With O(state=read) and no name, every object of the kind, as RV(results[].object).
