@@ -31,8 +31,11 @@ class FakeGitOps(FakeController):
       sync leaves the Deployment Degraded.
     """
 
-    def __init__(self, api: KubeApi, ns: str, hub_ns: str, op_ns: str, healthy: bool = True):
+    def __init__(self, api: KubeApi, ns: str, hub_ns: str, op_ns: str, healthy: bool = True,
+                 hub_api: KubeApi | None = None):
+        """`hub_api`: the ACM hub when it is another API server than the cluster's `api`."""
         self.api, self.ns, self.hub_ns, self.op_ns, self.healthy = api, ns, hub_ns, op_ns, healthy
+        self.hub_api = hub_api or api
         super().__init__()
 
     def _operator_installed(self) -> bool:
@@ -86,9 +89,9 @@ class FakeGitOps(FakeController):
     def __enter__(self):
         # What ACM and OpenShift GitOps serve on the hub besides the fixture CRDs: PlacementDecisions
         # (open-cluster-management-io/api cluster/v1beta1) and ApplicationSets (argoproj/argo-cd).
-        self.api.install_crd(crd("cluster.open-cluster-management.io", "PlacementDecision", "placementdecisions",
-                                 "Namespaced", ["v1beta1"]))
-        self.api.install_crd(crd("argoproj.io", "ApplicationSet", "applicationsets", "Namespaced", ["v1alpha1"]))
+        self.hub_api.install_crd(crd("cluster.open-cluster-management.io", "PlacementDecision", "placementdecisions",
+                                     "Namespaced", ["v1beta1"]))
+        self.hub_api.install_crd(crd("argoproj.io", "ApplicationSet", "applicationsets", "Namespaced", ["v1alpha1"]))
         return super().__enter__()
 
     def _hub(self):
@@ -103,7 +106,7 @@ class FakeGitOps(FakeController):
           `addManagedClustersToArgo`): an Argo CD cluster secret `<cluster>-application-manager-cluster-secret` per
           decided cluster, then `phase: successful`. No decision yet: no status.
         """
-        api, ns = self.api, self.hub_ns
+        api, ns = self.hub_api, self.hub_ns
         ocm = "/apis/cluster.open-cluster-management.io"
         for p in api.ok("GET", f"{ocm}/v1beta1/namespaces/{ns}/placements")["items"]:
             name = p["metadata"]["name"]
