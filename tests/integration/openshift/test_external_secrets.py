@@ -162,7 +162,7 @@ def test_community_bundle_on_a_fresh_cluster_check_mode_then_install(run_playboo
         since = len(fresh_api.audit_events())
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
-        for task in ("Apply the operand's configuration, OperatorConfig cluster",
+        for task in ("Apply the operand's configuration named cluster, OperatorConfig",
                      "Apply the ClusterSecretStore and wait until ESO calls it Ready, vault"):
             r = run.task(f"{ROLE} : {task}")
             assert r["changed"] and r["results"][0]["note"] == f"would create (kind not served yet: installed by {by})", r

@@ -105,7 +105,7 @@ def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api:
         assert appset["spec"]["template"]["spec"]["destination"]["server"] == "{{server}}"
         decision = kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placementdecisions/{n['set']}-gitops-decision-1")
         assert {"clusterName": n["cluster"], "reason": ""} in decision["status"]["decisions"], decision
-        wait = run.task(f"{ROLE} : Wait for the Placement to decide for {n['cluster']} and the hub's Argo CD to have its cluster secret")
+        wait = run.task(f"{ROLE} : Wait for the Placement's decision and the hub's Argo CD cluster secret of {n['cluster']}")
         assert wait["attempts"] >= 1
 
         run = run_playbook(pb)
