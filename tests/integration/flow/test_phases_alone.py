@@ -260,7 +260,9 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
         kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-gitops"}})
     make_cluster_ready(spoke_api, ["lab-sno-0"])
     run_it = dict(with_installer=True, tags="post,external_secrets,gitops",
-                  extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **extra},
+                  # Looks a second apart instead of five (the roles' own settings; the stand-ins answer at once).
+                  extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **extra, "external_secrets_operator_interval": 1,
+                         "gitops_operator_interval": 1, "gitops_app_interval": 1},
                   env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
     gitops = FakeGitOps(spoke_api, "openshift-gitops", "openshift-gitops", "openshift-gitops-operator", hub_api=kube_api)
     with FakeOlm(spoke_api, "external-secrets-operator", module_user="admin"), \
