@@ -76,7 +76,9 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
         # Red Hat's operator from redhat-operators, its operand configured by the ExternalSecretsConfig `cluster`.
         sub = kube_api.get(f"/apis/operators.coreos.com/v1alpha1/namespaces/{op_ns}/subscriptions/openshift-external-secrets-operator")
         assert (sub["spec"]["channel"], sub["spec"]["source"]) == ("stable-v1", "redhat-operators"), sub["spec"]
-        assert kube_api.get(f"{ESC}/cluster") is not None
+        # Red Hat's documented operand config: the core controller may reach Vault (egress allowed).
+        assert kube_api.get(f"{ESC}/cluster")["spec"]["controllerConfig"]["networkPolicies"] == [
+            {"name": "allow-external-secrets-egress", "componentName": "ExternalSecretsCoreController", "egress": [{}]}]
         live = kube_api.get(f"{STORES}/{store}")
         assert [c["status"] for c in live["status"]["conditions"]] == ["True"], live["status"]
         assert live["spec"]["provider"]["vault"]["auth"]["kubernetes"] == {
