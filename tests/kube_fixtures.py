@@ -170,6 +170,18 @@ class KubeApi:
                 assert time.monotonic() < deadline, f"CRD {name} not Established in 60 s: {crd.get('status')}"
                 time.sleep(0.2)
 
+    def install_crd(self, doc: dict) -> None:
+        """Create one CRD (kept when it exists) and wait until it is Established."""
+        status, out = self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
+        assert status in (201, 409), f"installing CRD {doc['metadata']['name']}: HTTP {status}: {out}"
+        deadline = time.monotonic() + 60
+        while True:
+            got = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}") or {}
+            if any(c["type"] == "Established" and c["status"] == "True" for c in (got.get("status") or {}).get("conditions") or []):
+                return
+            assert time.monotonic() < deadline, f"CRD {doc['metadata']['name']} not Established in 60 s"
+            time.sleep(0.2)
+
     def kubeconfig(self, token: str) -> str:
         ca = base64.b64encode(Path(self.ca_cert).read_bytes()).decode()
         return json.dumps({

@@ -7,19 +7,46 @@ from __future__ import annotations
 
 from kube_fixtures import KubeApi, condition
 from standins.controller import FakeController
+from standins.olm import crd
 
 APPS = "/apis/argoproj.io/v1alpha1/namespaces"
 
 
-class FakeGitOps(FakeController):
-    """The GitOps operator, Argo CD's application controller and the hub's GitOps addon, for `ns`."""
+OPS = "/apis/operators.coreos.com/v1alpha1/namespaces"
+SYNC_FAILED = ("one or more synchronization tasks completed unsuccessfully, reason: the server could not find the "
+               "requested resource (the CRD of a resource is still being installed)")
 
-    def __init__(self, api: KubeApi, ns: str, hub_ns: str, healthy: bool = True):
-        self.api, self.ns, self.hub_ns, self.healthy = api, ns, hub_ns, healthy
+
+class FakeGitOps(FakeController):
+    """The GitOps operator (installed through OLM in `op_ns`), Argo CD's application controller in `ns`,
+    and the hub's GitOps addon in `hub_ns`.
+
+    - The operator creates `ns` and the Argo CD server Deployment only once its CSV in `op_ns` is
+      Succeeded: before OLM installed it there is no operator (redhat-developer/gitops-operator
+      `controllers/gitopsservice_controller.go` makes the default instance when it runs).
+    - Argo CD's first automated sync of a revision fails (a CRD still installing); it tries again only
+      when the Application has `spec.syncPolicy.retry` (argoproj/argo-cd `controller/appcontroller.go`
+      `autoSync`: "Skipping auto-sync: failed previous sync attempt" for the same revision; the retry
+      with backoff is `controller/sync.go` / `operationState.retryCount`). `healthy=False`: the retried
+      sync leaves the Deployment Degraded.
+    """
+
+    def __init__(self, api: KubeApi, ns: str, hub_ns: str, op_ns: str, healthy: bool = True,
+                 hub_api: KubeApi | None = None):
+        """`hub_api`: the ACM hub when it is another API server than the cluster's `api`."""
+        self.api, self.ns, self.hub_ns, self.op_ns, self.healthy = api, ns, hub_ns, op_ns, healthy
+        self.hub_api = hub_api or api
         super().__init__()
+
+    def _operator_installed(self) -> bool:
+        csvs = self.api.ok("GET", f"{OPS}/{self.op_ns}/clusterserviceversions")["items"]
+        return any(c.get("status", {}).get("phase") == "Succeeded" for c in csvs)
 
     def tick(self):
         api, ns = self.api, self.ns
+        if not self._operator_installed():
+            self._hub()
+            return
         if api.get(f"/api/v1/namespaces/{ns}") is None:
             api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         dep = f"/apis/apps/v1/namespaces/{ns}/deployments/openshift-gitops-server"
@@ -31,24 +58,86 @@ class FakeGitOps(FakeController):
                     "containers": [{"name": "argocd-server", "image": "quay.io/argoproj/argocd:v3.0.0"}]}}}})
             api.patch_status(dep, {"conditions": [condition("Available", "True", "Deployment has minimum availability.")]})
         for app in api.ok("GET", f"{APPS}/{ns}/applications")["items"]:
-            if app.get("status", {}).get("sync"):
-                continue
-            src = app["spec"]["source"]
-            res = [{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "team-a", "name": "web",
-                    "status": "Synced" if self.healthy else "OutOfSync",
-                    "health": {"status": "Healthy"} if self.healthy else
-                    {"status": "Degraded", "message": "Deployment \"web\" exceeded its progress deadline"}}]
-            api.ok("PATCH", f"{APPS}/{ns}/applications/{app['metadata']['name']}", {"status": {
-                "sync": {"status": "Synced" if self.healthy else "OutOfSync", "revision": "4f2c1e0",
-                         "comparedTo": {"source": src, "destination": app["spec"]["destination"]}},
-                "health": {"status": "Healthy" if self.healthy else "Degraded"}, "resources": res,
-                **({} if self.healthy else {"operationState": {"phase": "Failed", "message": "one or more objects failed to apply",
-                                                               "startedAt": "2026-01-01T00:00:00Z",
-                                                               "operation": {"sync": {"revision": "4f2c1e0"}}}})}},
-                   content_type="application/merge-patch+json")
-        gc = f"/apis/apps.open-cluster-management.io/v1beta1/namespaces/{self.hub_ns}/gitopsclusters"
+            self._sync(app)
+        self._hub()
+
+    def _sync(self, app: dict):
+        op = app.get("status", {}).get("operationState")
+        retry = app["spec"].get("syncPolicy", {}).get("retry")
+        if op is None:
+            self._status(app, "OutOfSync", "Missing", {"phase": "Failed", "message": SYNC_FAILED, "retryCount": 0})
+        elif op["phase"] == "Failed" and op.get("retryCount") == 0 and retry:
+            if self.healthy:
+                self._status(app, "Synced", "Healthy", {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
+                                                        "retryCount": 1})
+            else:
+                self._status(app, "OutOfSync", "Degraded", {"phase": "Failed", "message": "one or more objects failed to apply",
+                                                            "retryCount": 1})
+
+    def _status(self, app: dict, sync: str, health: str, op: dict):
+        ok = health == "Healthy"
+        res = [{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "team-a", "name": "web",
+                "status": sync, "health": {"status": health} if ok or health == "Missing" else
+                {"status": health, "message": "Deployment \"web\" exceeded its progress deadline"}}]
+        self.api.ok("PATCH", f"{APPS}/{self.ns}/applications/{app['metadata']['name']}", {"status": {
+            "sync": {"status": sync, "revision": "4f2c1e0",
+                     "comparedTo": {"source": app["spec"]["source"], "destination": app["spec"]["destination"]}},
+            "health": {"status": health}, "resources": res,
+            "operationState": {"startedAt": "2026-01-01T00:00:00Z", "operation": {"sync": {"revision": "4f2c1e0"}}, **op}}},
+            content_type="application/merge-patch+json")
+
+    def __enter__(self):
+        # What ACM and OpenShift GitOps serve on the hub besides the fixture CRDs: PlacementDecisions
+        # (open-cluster-management-io/api cluster/v1beta1) and ApplicationSets (argoproj/argo-cd).
+        self.hub_api.install_crd(crd("cluster.open-cluster-management.io", "PlacementDecision", "placementdecisions",
+                                     "Namespaced", ["v1beta1"]))
+        self.hub_api.install_crd(crd("argoproj.io", "ApplicationSet", "applicationsets", "Namespaced", ["v1alpha1"]))
+        return super().__enter__()
+
+    def _hub(self):
+        """ACM's placement controller and GitOps addon on the hub namespace.
+
+        - Placement: the ManagedClusters labelled into one of `spec.clusterSets` that is bound to the namespace
+          (a ManagedClusterSetBinding there), written to PlacementDecision `<placement>-decision-1`, labelled
+          `cluster.open-cluster-management.io/placement` (open-cluster-management-io/ocm
+          pkg/placement/controllers/scheduling/scheduling_controller.go, `bind`).
+        - GitOpsCluster: from its Placement's decisions only (stolostron/multicloud-integrations
+          pkg/controller/gitopscluster/gitopscluster_controller.go, `GetManagedClustersByPlacement`,
+          `addManagedClustersToArgo`): an Argo CD cluster secret `<cluster>-application-manager-cluster-secret` per
+          decided cluster, then `phase: successful`. No decision yet: no status.
+        """
+        api, ns = self.hub_api, self.hub_ns
+        ocm = "/apis/cluster.open-cluster-management.io"
+        for p in api.ok("GET", f"{ocm}/v1beta1/namespaces/{ns}/placements")["items"]:
+            name = p["metadata"]["name"]
+            bound = [s for s in p["spec"].get("clusterSets", [])
+                     if api.get(f"{ocm}/v1beta2/namespaces/{ns}/managedclustersetbindings/{s}") is not None]
+            clusters = [c["metadata"]["name"] for c in api.ok("GET", f"{ocm}/v1/managedclusters")["items"]
+                        if c["metadata"].get("labels", {}).get("cluster.open-cluster-management.io/clusterset") in bound]
+            path = f"{ocm}/v1beta1/namespaces/{ns}/placementdecisions"
+            have = api.get(f"{path}/{name}-decision-1")
+            if have is None:
+                have = api.ok("POST", path, {
+                    "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
+                    "metadata": {"name": f"{name}-decision-1", "namespace": ns,
+                                 "labels": {"cluster.open-cluster-management.io/placement": name}}})
+            decisions = [{"clusterName": c, "reason": ""} for c in clusters]
+            if have.get("status", {}).get("decisions") != decisions:
+                api.patch_status(f"{path}/{name}-decision-1", {"decisions": decisions})
+        gc = f"/apis/apps.open-cluster-management.io/v1beta1/namespaces/{ns}/gitopsclusters"
         for g in api.ok("GET", gc)["items"]:
-            if not g.get("status"):
-                api.patch_status(f"{gc}/{g['metadata']['name']}", {
-                    "phase": "successful", "message": "Added managed clusters to argo",
-                    "lastUpdateTime": "2026-01-01T00:00:00Z"})
+            placement = g["spec"]["placementRef"]["name"]
+            decision = api.get(f"{ocm}/v1beta1/namespaces/{ns}/placementdecisions/{placement}-decision-1")
+            if decision is None or g.get("status"):
+                continue
+            for c in [d["clusterName"] for d in decision.get("status", {}).get("decisions") or []]:
+                if api.get(f"/api/v1/namespaces/{ns}/secrets/{c}-application-manager-cluster-secret") is None:
+                    api.ok("POST", f"/api/v1/namespaces/{ns}/secrets", {
+                        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                        "metadata": {"name": f"{c}-application-manager-cluster-secret", "namespace": ns, "labels": {
+                            "argocd.argoproj.io/secret-type": "cluster", "apps.open-cluster-management.io/acm-cluster": "true",
+                            "apps.open-cluster-management.io/cluster-name": c}},
+                        "stringData": {"name": c, "server": f"https://{c}-control-plane:6443"}})
+            api.patch_status(f"{gc}/{g['metadata']['name']}", {
+                "phase": "successful", "message": "Added managed clusters to argo",
+                "lastUpdateTime": "2026-01-01T00:00:00Z"})

@@ -26,13 +26,60 @@ def cond(t: str, s: str, reason: str, msg: str) -> dict:
 
 HEALTHY = cond("CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
 SUCCEEDED = {"phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed"}
+INSTALLING = {"phase": "Installing", "reason": "InstallWaiting", "message": "installing: waiting for deployment"}
+FAILED = {"phase": "Failed", "reason": "InstallCheckFailed",
+          "message": "install timeout: deployment demo-controller not available"}
+
+
+def crd(group: str, kind: str, plural: str, scope: str, versions: list[str]) -> dict:
+    """A CRD as a bundle ships one, reduced to what the API server needs to serve the kind (the schema keeps
+    unknown fields); the last version is the storage version."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": v, "served": True, "storage": v == versions[-1], "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+                                  for v in versions]}}
+
+
+# The catalogs as they are, for the packages the roles install. Each package: its catalog source, its channels
+# (the first is the default), the head CSV's version, and the CRDs its bundle installs (OLM creates them when it
+# runs the InstallPlan: pkg/controller/operators/catalog/step.go).
+CATALOG = {
+    # Red Hat's External Secrets Operator for Red Hat OpenShift: openshift/external-secrets-operator
+    # bundle/metadata/annotations.yaml (package openshift-external-secrets-operator, channels stable-v1,
+    # stable-v1.3, default stable-v1); its operand is configured by the ExternalSecretsConfig (cluster-scoped,
+    # operator.openshift.io/v1alpha1, bundle/manifests/operator.openshift.io_externalsecretsconfigs.yaml).
+    "openshift-external-secrets-operator": {
+        "source": "redhat-operators", "channels": ["stable-v1", "stable-v1.3"], "version": "1.0.0",
+        "crds": [crd("operator.openshift.io", "ExternalSecretsConfig", "externalsecretsconfigs", "Cluster", ["v1alpha1"])]},
+    # The community bundle, frozen at 0.11.0 (external-secrets/external-secrets-helm-operator, archived): a
+    # helm-based operator whose chart is installed per OperatorConfig (operator.external-secrets.io/v1alpha1).
+    "external-secrets-operator": {
+        "source": "community-operators", "channels": ["stable", "alpha"], "version": "0.11.0",
+        # Its 0.11 CRDs serve v1alpha1 and v1beta1 only (external-secrets.io/v1 came with 0.16). Only for a
+        # fresh API server: on one with the 0.16 CRDs they are kept as they are.
+        "crds": [crd("operator.external-secrets.io", "OperatorConfig", "operatorconfigs", "Namespaced", ["v1alpha1"]),
+                 *[crd("external-secrets.io", kind, f"{kind.lower()}s", scope, ["v1alpha1", "v1beta1"])
+                   for kind, scope in (("ClusterSecretStore", "Cluster"), ("SecretStore", "Namespaced"),
+                                       ("ExternalSecret", "Namespaced"), ("ClusterExternalSecret", "Cluster"))]]},
+    # Red Hat OpenShift GitOps (redhat-developer/gitops-operator bundle: package openshift-gitops-operator,
+    # channel latest and gitops-<minor>).
+    "openshift-gitops-operator": {"source": "redhat-operators", "channels": ["latest", "gitops-1.16"], "version": "1.16.0",
+                                  "crds": []},
+}
+# Packages the OLM tests invent, served from any catalog on any channel.
+TEST_PACKAGES = ("demo-operator", "broken-operator", "flaky-operator", "pinned-operator", "other-operator")
 
 
 class FakeOlm(FakeController):
     """OLM's catalog and OLM operators, reduced to what a Subscription in `ns` leads to."""
 
     def __init__(self, api: KubeApi, ns: str, csv_outcome: str = "Succeeded", module_user: str = "kc-admin"):
-        """`module_user`: who the role's modules are in the audit log (the kubeconfig's user)."""
+        """`csv_outcome`: `Succeeded`; `Failed` (stays Failed); `FailedOnce` (Failed first, retried by OLM
+        once the role has seen it, then Installing and Succeeded). `module_user`: who the role's modules are
+        in the audit log (the kubeconfig's user)."""
         self.api, self.ns, self.csv_outcome, self.module_user = api, ns, csv_outcome, module_user
         self.audit = Path(api.info["dir"]) / "audit.log"
         self._pos = self.audit.stat().st_size if self.audit.exists() else 0
@@ -67,14 +114,14 @@ class FakeOlm(FakeController):
                     self.sub_status(sub, conditions=[
                         cond("CatalogSourcesUnhealthy", "True", "UnhealthyCatalogSourceFound", msg)])
                 continue
-            if spec.get("channel") == UNKNOWN_CHANNEL:
-                msg = (f"constraints not satisfiable: no operators found in channel {UNKNOWN_CHANNEL} of package "
-                       f"{spec['name']} in the catalog referenced by subscription {sub['metadata']['name']}")
+            unresolvable = self._unresolvable(spec, sub["metadata"]["name"])
+            if unresolvable:
                 if not any(c["type"] == "ResolutionFailed" for c in st.get("conditions", [])):
                     self.sub_status(sub, conditions=[
-                        HEALTHY, cond("ResolutionFailed", "True", "ConstraintsNotSatisfiable", msg)])
+                        HEALTHY, cond("ResolutionFailed", "True", "ConstraintsNotSatisfiable", unresolvable)])
                 continue
-            csv = spec.get("startingCSV") or f"{spec['name']}.v1.0.0"
+            package = CATALOG.get(spec["name"], {"version": "1.0.0", "crds": []})
+            csv = spec.get("startingCSV") or f"{spec['name']}.v{package['version']}"
             manual = spec["installPlanApproval"] == "Manual"
             plan = f"install-{spec['name']}"
             if not st.get("currentCSV"):
@@ -91,21 +138,44 @@ class FakeOlm(FakeController):
             path = f"{OPS}/{ns}/clusterserviceversions/{csv}"
             have = api.get(path)
             if have is None:
+                for c in package["crds"]:
+                    api.install_crd(c)
                 api.ok("POST", f"{OPS}/{ns}/clusterserviceversions", {
                     "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
                     "metadata": {"name": csv, "namespace": ns},
-                    "spec": {"displayName": spec["name"], "version": "1.0.0",
+                    "spec": {"displayName": spec["name"], "version": package["version"],
                              "install": {"strategy": "deployment", "spec": {"deployments": []}}}})
-                first = ({"phase": "Failed", "reason": "InstallCheckFailed",
-                          "message": "install timeout: deployment demo-controller not available"}
-                         if self.csv_outcome == "Failed" else {"phase": "Installing", "reason": "InstallWaiting",
-                                                               "message": "installing: waiting for deployment"})
+                first = (FAILED if self.csv_outcome in ("Failed", "FailedOnce") else INSTALLING)
                 api.patch_status(path, first)
+            elif have.get("status", {}).get("phase") == "Failed" and self.csv_outcome == "FailedOnce" \
+                    and self._role_read(csv):
+                # OLM retries a Failed CSV: transitionCSVState's CSVPhaseFailed case re-checks the install
+                # (updateInstallStatus) and moves it back to Pending with NeedsReinstall, then on to
+                # Installing. The role, having seen Failed once, must keep waiting.
+                self._read_csvs.discard(csv)
+                api.patch_status(path, INSTALLING)
             elif have.get("status", {}).get("phase") == "Installing" and self._role_read(csv):
                 api.patch_status(path, SUCCEEDED)
                 upgrade = ({"currentCSV": f"{spec['name']}.v9.0.0", "installPlanRef": {"name": f"{plan}-upgrade", "namespace": ns}}
                            if manual else {"state": "AtLatestKnown"})
                 self.sub_status(sub, **{"installedCSV": csv, "state": "UpgradePending", **upgrade})
+
+    @staticmethod
+    def _unresolvable(spec: dict, sub: str) -> str:
+        """OLM's resolution failure for a package, channel or source the catalogs do not have, or ''
+        (pkg/controller/registry/resolver: "no operators found ...")."""
+        name, channel, source = spec["name"], spec.get("channel"), spec["source"]
+        where = f"in the catalog referenced by subscription {sub}"
+        if channel == UNKNOWN_CHANNEL:
+            return f"constraints not satisfiable: no operators found in channel {channel} of package {name} {where}"
+        if name in TEST_PACKAGES:
+            return ""
+        package = CATALOG.get(name)
+        if package is None or package["source"] != source:
+            return f"constraints not satisfiable: no operators found in package {name} {where}"
+        if channel and channel not in package["channels"]:
+            return f"constraints not satisfiable: no operators found in channel {channel} of package {name} {where}"
+        return ""
 
     def _plan(self, name: str, csv: str, approved: bool):
         if self.api.get(f"{OPS}/{self.ns}/installplans/{name}") is None:

@@ -5,11 +5,14 @@ use std::time::Duration;
 
 use ansible_module::Module;
 use kube_client::objects::{clean_manifest, known, name_of, parse_documents};
-use kube_client::{Client, KubeError, Method, Poll, Resource, WaitError};
+use kube_client::{Client, KubeError, Method, Poll, Resolved, Resource, WaitError};
 use serde_json::{json, Value};
 
 use crate::error::ImportError;
 use crate::{resources, Opts, Report};
+
+/// What installs the kinds of `import.yaml` that the spoke does not serve yet.
+const CRDS_FROM: &str = "crds.yaml of the hub's import Secret";
 
 /// Wait for `<cluster>-import`, then apply `crds.yaml` and `import.yaml` to the spoke.
 pub fn import(
@@ -102,14 +105,18 @@ fn apply_one(
     };
     let (api_version, kind) = (field("apiVersion"), field("kind"));
     let obj_name = name_of(doc).0.unwrap_or_default();
-    // In check mode the CRDs of crds.yaml are not there: their kinds would be created.
-    if m.check_mode && matches!(spoke.resolve(&api_version, &kind), Err(e) if e.is_not_served()) {
+    // In check mode the CRDs of crds.yaml are not there: objects of their kinds are predicted (the
+    // rule shared with cluster_config, kube_client::pending). Other errors surface in resolve_kind.
+    if let Ok(Resolved::NotYet(why)) =
+        spoke.resolve_pending(&api_version, &kind, m.check_mode, Some(CRDS_FROM))
+    {
         report.changed = true;
         let what = format!("{kind} {obj_name}");
+        let note = why.prediction();
         report
             .actions
-            .push(json!({"side": "spoke", "object": what, "action": "created"}));
-        applied.push(json!({"object": what, "action": "created", "from": file}));
+            .push(json!({"side": "spoke", "object": what, "action": "created", "note": note}));
+        applied.push(json!({"object": what, "action": "created", "from": file, "note": note}));
         return Ok(());
     }
     let res =

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use kube_client::{wait_for, Client, KubeError, Poll, Resource, WaitError};
+use kube_client::{wait_for, Client, KubeError, NotYet, Poll, Resolved, Resource, WaitError};
 use serde_json::{json, Value};
 
 use crate::error::ConfigError;
@@ -36,6 +36,8 @@ pub struct ObjResult {
     /// What a wait still missed when it timed out.
     pub pending: Vec<String>,
     pub note: Option<String>,
+    /// Check mode only: predicted without the server's dry run (kind or namespace not there yet).
+    pub predicted: bool,
 }
 
 impl ObjResult {
@@ -52,6 +54,7 @@ impl ObjResult {
             items: None,
             pending: Vec::new(),
             note: None,
+            predicted: false,
         }
     }
 
@@ -94,11 +97,20 @@ impl RunOutcome {
     pub fn summary(&self, check_mode: bool) -> String {
         let actions: Vec<&str> = self.results.iter().map(|r| r.action).collect();
         let s = summary(&actions);
-        if check_mode && self.changed() {
+        let mut s = if check_mode && self.changed() {
             format!("{s} (check mode: server-side dry run, nothing stored)")
         } else {
             s
+        };
+        for r in self.results.iter().filter(|r| r.predicted) {
+            let what = format!("{} {}", r.kind, r.name.as_deref().unwrap_or("*"));
+            s.push_str(&format!(
+                "; {} {what} {}",
+                r.origin,
+                r.note.as_deref().unwrap_or_default()
+            ));
         }
+        s
     }
 }
 
@@ -122,8 +134,21 @@ impl Run<'_> {
         let mut new_namespaces = HashSet::new();
         for i in order {
             let t = &mut targets[i];
-            let r = match self.client.resolve(&t.api_version, &t.kind) {
-                Ok(r) => r,
+            let resolved = self.client.resolve_pending(
+                &t.api_version,
+                &t.kind,
+                self.check_mode,
+                self.opts.installed_by.as_deref(),
+            );
+            let r = match resolved {
+                Ok(Resolved::Served(r)) => r,
+                // Check mode, and the kind comes with what installed_by names: predicted.
+                Ok(Resolved::NotYet(why)) => {
+                    let ns = t.namespace.clone().or_else(|| self.opts.namespace.clone());
+                    out.results
+                        .push(self.not_yet(t, ns.as_deref(), &why, &mut out.diffs));
+                    continue;
+                }
                 Err(e) => {
                     out.error = Some(kube(&format!("{} ({})", t.origin, t.describe(None)))(e));
                     return out;
@@ -192,6 +217,15 @@ impl Run<'_> {
                 diffs.push(self.diff(&what, &json!({}), &t.body));
                 return Ok(res);
             }
+            // Check mode: the namespace is made by what installed_by names (an operator, an
+            // earlier step), so the server cannot dry-run what goes into it either.
+            Err(e) if self.check_mode && e.is_not_found() => {
+                let by = o.installed_by.as_deref();
+                match self.client.namespace_pending(ns, true, by) {
+                    Ok(Some(why)) => return Ok(self.not_yet(t, ns, &why, diffs)),
+                    _ => return Err(kube(&what)(e)),
+                }
+            }
             Err(e) => return Err(kube(&what)(e)),
         };
         let changed = would_change(current.as_ref(), &predicted);
@@ -214,6 +248,35 @@ impl Run<'_> {
         let mut res = ObjResult::new(t, ns, action, changed);
         res.object = Some(masked(&object));
         Ok(res)
+    }
+
+    /// Check mode: an object whose kind or namespace is not there yet, predicted without the server.
+    /// A creation when applied (changed, its diff from nothing), not found when read, absent when
+    /// deleted — what a real run would meet once the kind or namespace is there and the object not.
+    fn not_yet(
+        &self,
+        t: &Target,
+        ns: Option<&str>,
+        why: &NotYet,
+        diffs: &mut Vec<Diff>,
+    ) -> ObjResult {
+        let mut res = match self.opts.state.as_str() {
+            "read" => ObjResult::new(t, ns, "not_found", false),
+            "absent" => ObjResult::new(t, ns, "absent", false),
+            _ => {
+                diffs.push(self.diff(
+                    &format!("{} ({})", t.origin, t.describe(ns)),
+                    &json!({}),
+                    &t.body,
+                ));
+                let mut res = ObjResult::new(t, ns, "created", true);
+                res.object = Some(masked(&t.body));
+                res
+            }
+        };
+        res.note = Some(why.prediction());
+        res.predicted = true;
+        res
     }
 
     fn diff(&self, what: &str, before: &Value, after: &Value) -> Diff {

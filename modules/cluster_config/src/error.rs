@@ -62,6 +62,14 @@ pub enum ConfigError {
     Connect(#[source] Box<kube_client::ConnectError>),
 }
 
+impl ConfigError {
+    /// The API server answered 409 Conflict: the object changed since it was read (a stale
+    /// `metadata.resourceVersion`), or other field managers own the fields.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ConfigError::Kube { source, .. } if source.is_conflict())
+    }
+}
+
 /// What the user can do about an API answer, when we know.
 fn hint(e: &KubeError) -> &'static str {
     if e.is_conflict() {

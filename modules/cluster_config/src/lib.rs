@@ -37,6 +37,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("namespace"),
         Opt::str("field_manager").default(kube_client::client::FIELD_MANAGER),
         Opt::bool("force_conflicts").default(false),
+        Opt::str("installed_by"),
         Opt::list("wait", Type::Dict)
             .default(json!([]))
             .options(ArgSpec::new(vec![
@@ -79,6 +80,7 @@ pub struct Options {
     pub namespace: Option<String>,
     pub field_manager: String,
     pub force_conflicts: bool,
+    pub installed_by: Option<String>,
     pub wait: Vec<WaitOpt>,
     pub wait_timeout: i64,
     pub wait_interval: i64,
@@ -176,6 +178,7 @@ pub(crate) fn finish(
         Some(e) => {
             let mut out = Failure::new(e.to_string())
                 .changed(changed)
+                .with("conflict", json!(e.is_conflict()))
                 .with("results", results);
             for (k, v) in more {
                 out = out.with(&k, v);

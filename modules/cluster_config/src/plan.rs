@@ -191,9 +191,15 @@ pub fn masked_pair(before: &Value, after: &Value) -> (Value, Value) {
     (b, a)
 }
 
-/// One object as a result may show it: normalised, without managedFields, Secret values hidden.
+/// One object as a result may show it: without managedFields, Secret values hidden. Its
+/// `resourceVersion` is kept: a caller that merges into what it read applies over that version.
 pub fn masked(obj: &Value) -> Value {
-    masked_pair(obj, obj).0
+    let mut out = masked_pair(obj, obj).0;
+    let rv = obj.pointer("/metadata/resourceVersion").cloned();
+    if let (Some(rv), Some(Value::Object(meta))) = (rv, out.get_mut("metadata")) {
+        meta.insert("resourceVersion".into(), rv);
+    }
+    out
 }
 
 /// The shortest secret value registered for masking: shorter ones would blank out ordinary words
@@ -355,6 +361,14 @@ mod tests {
         let other = json!({"metadata": {"name": "a"}, "spec": {"x": 2}});
         assert!(would_change(Some(&cur), &other));
         assert!(would_change(None, &same));
+    }
+
+    #[test]
+    fn a_result_keeps_the_resource_version_but_not_managed_fields() {
+        let shown = masked(&secret(json!({"a": "b2xk"})));
+        assert_eq!(shown["metadata"]["resourceVersion"], json!("7"));
+        assert!(shown["metadata"].get("managedFields").is_none());
+        assert_eq!(shown["data"]["a"], json!(HIDDEN));
     }
 
     #[test]

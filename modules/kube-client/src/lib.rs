@@ -12,6 +12,7 @@ pub mod error;
 pub mod kubeconfig;
 pub mod oauth;
 pub mod objects;
+pub mod pending;
 #[cfg(feature = "testenv")]
 pub mod testenv;
 
@@ -22,4 +23,5 @@ pub use error::{KubeError, LoginError};
 pub use kubeconfig::{Connection, ConnectionParams, Kubeconfig, KubeconfigError};
 pub use oauth::OAuthRedirectError;
 pub use objects::{known, Condition, DocumentError, Resource};
+pub use pending::{NotYet, Resolved};
 pub use proxshift_http::{wait_for, Backoff, Poll, Tls, WaitError};

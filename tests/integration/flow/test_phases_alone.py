@@ -13,6 +13,7 @@ import base64
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ import yaml
 from standins.cvo import CV, FakeCVO, releases
 from kube_fixtures import (KubeApi, external_secret, external_secrets_controller, kube_api,  # noqa: F401 (fixtures)
                            ready_condition, spoke_api)
+from standins.eso import FakeEsoOperator
+from standins.gitops import FakeGitOps
 from standins.olm import FakeOlm
 from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
 from test_full_install import make_cluster_ready
@@ -238,37 +241,73 @@ def test_phase_table_matches_the_tags_of_site_yaml():
             assert before < i or row["phase"] in needed.get("read_for", []), row
 
 
-def test_external_secrets_phase_syncs_a_secret_from_vault_with_the_real_controller(flow, site, provisioned, tmp_path,
-                                                                                     spoke_api: KubeApi):  # noqa: F811
-    """site.yaml's external_secrets phase alone on the installed lab-sno (`external_secrets.enabled`), with the
-    real External Secrets controller running against the cluster: the store the phase wrote logs in to the real
-    OpenBao with the cluster's own service account (OpenBao reviews the token against the cluster's API), an
-    application's ExternalSecret gets its Secret from the cluster's Vault path, and another cluster's path
-    stays unreadable through that store. A rerun changes nothing."""
-    site.bao.kv_put(f"clusters/{PROVISIONED}/app", {"password": "lab-sno-app-password"})
-    site.bao.kv_put("clusters/lab-compact/app", {"password": "another-clusters-password"})
-    eso = {"external_secrets": {"enabled": True, "namespace": "external-secrets", "store_name": "vault"}}
-    # The flow's cluster kubeconfig is the admin token's (cluster_kubeconfig above).
-    olm = FakeOlm(spoke_api, "external-secrets", module_user="admin")
-    with olm, external_secrets_controller(spoke_api, tmp_path) as log:
-        run = flow(PROVISIONED, tags="external_secrets", extra=eso)
-        assert run.rc == 0, run.output
-        store = ready_condition(spoke_api, "/apis/external-secrets.io/v1/clustersecretstores/vault")
-        assert store["status"] == "True", store
-        app_ns = "lab-sno-app"
-        external_secret(spoke_api, app_ns, "db", "vault", f"clusters/{PROVISIONED}/app")
-        synced = ready_condition(spoke_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/db")
-        assert synced["status"] == "True", (synced, log.read_text()[-3000:])
-        secret = spoke_api.get(f"/api/v1/namespaces/{app_ns}/secrets/db")
-        assert base64.b64decode(secret["data"]["password"]).decode() == "lab-sno-app-password"
-        external_secret(spoke_api, app_ns, "theirs", "vault", "clusters/lab-compact/app")
-        refused = ready_condition(spoke_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/theirs")
-        assert refused["status"] == "False" and refused["reason"] == "SecretSyncedError", refused
-        assert spoke_api.get(f"/api/v1/namespaces/{app_ns}/secrets/theirs") is None
-        again = flow(PROVISIONED, tags="external_secrets", extra=eso)
-        assert again.rc == 0, again.output
-        assert again.changed_tasks() == [], again.changed_tasks()
-    assert site.canary not in run.output + again.output
+def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_real(
+        run_flow, flow, site, hub, cluster_kubeconfig, provisioned, kube_api: KubeApi, spoke_api: KubeApi, tmp_path):  # noqa: F811
+    """site.yaml's post, external_secrets and gitops phases with the settings of inventory/gitops.yml (only Vault's
+    address is the test's OpenBao) on the installed lab-sno, which has neither operator yet: `--check --diff` first
+    exits 0 and writes nothing to the cluster or the hub (their audit logs), predicting the operators' kinds and
+    namespaces; then the real run: Red Hat's ESO (the real controller syncs an ExternalSecret), the root
+    Application synced after one failed attempt (Argo CD's retry), the hub's ApplicationSet and this cluster in
+    its Placement's decisions and Argo CD's cluster secrets."""
+    lab = yaml.safe_load((REPO / "inventory" / "gitops.yml").read_text())
+    lab = lab["all"]["children"]["clusters"]["children"]["lab-gitops"]["vars"]
+    extra = {"external_secrets": {**lab["external_secrets"], "vault_url": site.bao.addr,
+                                  "vault_path": f"clusters/{PROVISIONED}", "auth_mount": f"kubernetes/{PROVISIONED}"},
+             "gitops": lab["gitops"]}
+    site.bao.kv_put(lab["gitops"]["repo_credentials_vault_path"], {"username": "git", "password": "lab-repo-password"})
+    site.bao.kv_put(f"clusters/{PROVISIONED}/gitops-app", {"password": "gitops-app-password"})
+    if kube_api.get("/api/v1/namespaces/openshift-gitops") is None:
+        kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-gitops"}})
+    make_cluster_ready(spoke_api, ["lab-sno-0"])
+    run_it = dict(with_installer=True, tags="post,external_secrets,gitops",
+                  # Looks a second apart instead of five (the roles' own settings; the stand-ins answer at once).
+                  extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **extra, "external_secrets_operator_interval": 1,
+                         "gitops_operator_interval": 1, "gitops_app_interval": 1},
+                  env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
+    gitops = FakeGitOps(spoke_api, "openshift-gitops", "openshift-gitops", "openshift-gitops-operator", hub_api=kube_api)
+    with FakeOlm(spoke_api, "external-secrets-operator", module_user="admin"), \
+            FakeOlm(spoke_api, "openshift-gitops-operator", module_user="admin"), \
+            FakeEsoOperator(spoke_api, "external-secrets-operator", "external-secrets"), gitops:
+        since = {api.url: len(api.audit_events()) for api in (spoke_api, kube_api)}
+        check = run_flow("site.yaml", PROVISIONED, check=True, diff=True, **run_it)
+        assert check.rc == 0, check.output
+        time.sleep(0.5)
+        for api in (spoke_api, kube_api):
+            # The modules' user (the flow's kubeconfigs carry the admin token); the stand-ins write nothing
+            # before an operator is installed, which check mode never does.
+            writes = [(e["verb"], e["requestURI"]) for e in api.audit_events()[since[api.url]:]
+                      if e["user"]["username"] == "admin" and e["verb"] in ("create", "update", "patch", "delete")
+                      and "dryRun=All" not in e["requestURI"]]
+            assert writes == [], writes
+        notes = [x.get("note", "") for r in check.results for x in r["result"].get("results", []) or []
+                 if isinstance(x, dict)]
+        assert any(n.startswith("would create (kind not served yet: installed by the External Secrets Operator")
+                   for n in notes), notes
+        assert any(n.startswith("would create (namespace openshift-gitops not there yet") for n in notes), notes
+
+        with external_secrets_controller(spoke_api, tmp_path) as log:
+            run = run_flow("site.yaml", PROVISIONED, **run_it)
+            assert run.rc == 0, run.output
+            external_secret(spoke_api, "gitops-app", "db", "vault", f"clusters/{PROVISIONED}/gitops-app")
+            synced = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/gitops-app/externalsecrets/db")
+            assert synced["status"] == "True", (synced, log.read_text()[-3000:])
+            secret = spoke_api.get("/api/v1/namespaces/gitops-app/secrets/db")
+            assert base64.b64decode(secret["data"]["password"]).decode() == "gitops-app-password"
+            # Another cluster's path through the same store: Vault refuses, no Secret is written.
+            site.bao.kv_put("clusters/lab-compact/app", {"password": "another-clusters-password"})
+            external_secret(spoke_api, "gitops-app", "theirs", "vault", "clusters/lab-compact/app")
+            refused = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/gitops-app/externalsecrets/theirs")
+            assert refused["status"] == "False" and refused["reason"] == "SecretSyncedError", refused
+    app = spoke_api.get("/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applications/root")
+    assert app["status"]["operationState"]["retryCount"] == 1 and app["status"]["sync"]["status"] == "Synced"
+    assert app["spec"]["source"]["repoURL"] == lab["gitops"]["repo_url"]
+    appset = kube_api.get("/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applicationsets/default-gitops")
+    assert appset["spec"]["generators"][0]["clusterDecisionResource"]["configMapRef"] == "acm-placement"
+    decision = kube_api.get("/apis/cluster.open-cluster-management.io/v1beta1/namespaces/openshift-gitops/"
+                            "placementdecisions/default-gitops-decision-1")
+    assert PROVISIONED in [d["clusterName"] for d in decision["status"]["decisions"]], decision
+    assert kube_api.get(f"/api/v1/namespaces/openshift-gitops/secrets/{PROVISIONED}-application-manager-cluster-secret")
+    assert "lab-repo-password" not in check.output + run.output and site.canary not in check.output + run.output
 
 
 def test_raising_ocp_version_upgrades_the_installed_cluster(run_flow, flow, site, hub, cluster_kubeconfig,

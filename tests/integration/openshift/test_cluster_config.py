@@ -107,6 +107,42 @@ def test_check_mode_is_a_server_dry_run_and_stores_nothing(run_playbook, kube_ap
     assert dry and all("dryRun=All" in e["requestURI"] for e in dry), dry
 
 
+def admin_writes(kube_api: KubeApi, since: int) -> list[dict]:
+    """Audit events after the first `since` that wrote (not dry-run) as the admin token's user, the modules'."""
+    return [e for e in kube_api.audit_events()[since:]
+            if e["user"]["username"] == "admin" and e["verb"] in ("create", "update", "patch", "delete")
+            and "dryRun=All" not in e["requestURI"]]
+
+
+def test_check_mode_predicts_what_an_operator_brings(run_playbook, kube_api: KubeApi):
+    """A fresh cluster: the kind comes with an operator's CRD and the namespace with the operator. With
+    installed_by, --check predicts both (no failure, no write); without it a kind that is not served still
+    fails check mode, as it fails a real run."""
+    n = unique("cfgpend")
+    group = f"{n}.proxshift.test"  # served by no CRD in this API server
+    operator = "the Widget operator"
+    objs = [{"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}},
+            cm("settings", n, mode="lab")]
+    since = settle(kube_api)
+    run = run_playbook(play(task("apply", kube_api, objects=objs, installed_by=operator),
+                            task("read", kube_api, state="read", objects=objs[:1], installed_by=operator),
+                            task("typo", kube_api, objects=objs[:1])), check=True, diff=True)
+    assert run.rc != 0, run.output
+    r = run.task("apply")
+    assert r["changed"] is True, r
+    assert [x["action"] for x in r["results"]] == ["created", "created"], r
+    assert r["results"][0]["note"] == f"would create (kind not served yet: installed by {operator})", r
+    assert r["results"][1]["note"] == f"would create (namespace {n} not there yet: created by {operator})", r
+    assert f"objects[0] Widget w would create (kind not served yet: installed by {operator})" in r["msg"], r["msg"]
+    assert any(x.startswith("+") and '"size": 1' in x for x in run.stdout.splitlines()), run.stdout
+    read = run.task("read")
+    assert read["changed"] is False and read["results"][0]["action"] == "not_found", read
+    typo = run.task("typo")
+    assert run.status("typo") == "failed" and f"does not serve {group}/v1" in typo["msg"], typo
+    settle(kube_api)
+    assert admin_writes(kube_api, since) == []
+
+
 def test_secret_values_never_show(run_playbook, kube_api: KubeApi):
     n = unique("cfgsec")
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": n},

@@ -2,8 +2,9 @@
 real kube-apiserver (kube_fixtures.py), a real OpenBao and the real External Secrets controller
 (github.com/external-secrets/external-secrets, built from Go modules by scripts/deps/kube.sh).
 
-Only OLM is played (`FakeOlm`, tests/standins/olm.py: it marks the operator's CSV Succeeded, as OLM would). The
-controller does the rest itself, as on a cluster: for the ClusterSecretStore the role applied it requests a
+Only OLM and the operator are played (`FakeOlm`, tests/standins/olm.py: it installs the package's CRDs and marks the
+operator's CSV Succeeded, as OLM would; `FakeEsoOperator`, tests/standins/eso.py: from the ExternalSecretsConfig the
+role applied it deploys the operand's Deployments, as Red Hat's operator would). The controller does the rest itself, as on a cluster: for the ClusterSecretStore the role applied it requests a
 token for the store's service account (TokenRequest), logs in to OpenBao at the store's auth mount and role
 (OpenBao checks that token with a real TokenReview against the kube-apiserver, over TLS with the CA the role
 took from the kubeconfig) and sets `Ready`; for an ExternalSecret in an application namespace it reads the
@@ -13,10 +14,14 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 
+import pytest
+
+from standins.eso import ESC, FakeEsoOperator
 from standins.olm import FakeOlm
-from kube_fixtures import KubeApi, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
+from kube_fixtures import KubeApi, _running_testenv, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.external_secrets"
@@ -48,15 +53,17 @@ def play(kubeconfig: Path, bao: OpenBao, token: str, **role_vars) -> str:
 
 
 def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
-    cluster, ns, store = unique("eso"), unique("eso-ns"), unique("vault")
+    cluster, ns, op_ns, store = unique("eso"), unique("eso-ns"), unique("eso-op"), unique("vault")
     sa = f"{ns}-reader"
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     openbao.kv_put(f"clusters/{cluster}/app", {"password": "canary-own-cluster"})
     openbao.kv_put("clusters/another/app", {"password": "canary-other-cluster"})
     pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
-              external_secrets_service_account=sa, external_secrets_store_name=store)
-    with FakeOlm(kube_api, ns), external_secrets_controller(kube_api, tmp_path) as eso_log:
+              external_secrets_service_account=sa, external_secrets_store_name=store,
+              external_secrets_operator_namespace=op_ns)
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), \
+            external_secrets_controller(kube_api, tmp_path) as eso_log:
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
         assert kube_api.get(f"/api/v1/namespaces/{ns}") is None, "check mode must not create"
@@ -66,6 +73,12 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
 
         run = run_playbook(pb)
         assert run.rc == 0, run.output
+        # Red Hat's operator from redhat-operators, its operand configured by the ExternalSecretsConfig `cluster`.
+        sub = kube_api.get(f"/apis/operators.coreos.com/v1alpha1/namespaces/{op_ns}/subscriptions/openshift-external-secrets-operator")
+        assert (sub["spec"]["channel"], sub["spec"]["source"]) == ("stable-v1", "redhat-operators"), sub["spec"]
+        # Red Hat's documented operand config: the core controller may reach Vault (egress allowed).
+        assert kube_api.get(f"{ESC}/cluster")["spec"]["controllerConfig"]["networkPolicies"] == [
+            {"name": "allow-external-secrets-egress", "componentName": "ExternalSecretsCoreController", "egress": [{}]}]
         live = kube_api.get(f"{STORES}/{store}")
         assert [c["status"] for c in live["status"]["conditions"]] == ["True"], live["status"]
         assert live["spec"]["provider"]["vault"]["auth"]["kubernetes"] == {
@@ -109,10 +122,12 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     weak = openbao.token_with_policy(f"weak-{cluster}", 'path "sys/policies/acl/*" { capabilities = ["create", "read", "update"] }\n'
                                                         'path "sys/auth" { capabilities = ["read"] }')
+    op_ns = unique("eso-weak-op")
     role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns,
-                 "external_secrets_install_operator": False, "external_secrets_store_name": store}
+                 "external_secrets_operator_namespace": op_ns, "external_secrets_store_name": store}
     pb = play(kubeconfig, openbao, weak, **role_vars)
-    run = run_playbook(pb)
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns):
+        run = run_playbook(pb)
     assert run.rc != 0
     failed = [r for r in run.results if r["status"] == "failed"]
     assert [r["task"] for r in failed] == [f"{ROLE} : Configure the Kubernetes auth mount auth/kubernetes/{cluster}"]
@@ -121,7 +136,57 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
                           f"POST sys/auth/kubernetes/{cluster}: Vault answered HTTP 403"), msg
 
     # The fix, a token that may manage auth methods: the rerun converges.
-    with external_secrets_controller(kube_api, tmp_path):
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), external_secrets_controller(kube_api, tmp_path):
         run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
     assert run.rc == 0, run.output
     assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200
+
+
+@pytest.fixture(scope="module")
+def fresh_api(tmp_path_factory):
+    """A cluster as it comes from the installer: OLM's CRDs, none of External Secrets."""
+    yield from _running_testenv(tmp_path_factory, "fresh")
+
+
+def test_community_bundle_on_a_fresh_cluster_check_mode_then_install(run_playbook, fresh_api: KubeApi,
+                                                                     openbao: OpenBao, tmp_path):
+    """The community bundle (frozen at 0.11): --check on a cluster without the operator predicts its kinds and
+    writes nothing (audit log); the real run creates the OperatorConfig the helm-based operator waits for and
+    applies the store at v1beta1, the newest version its CRDs serve. A store that is never Ready fails with
+    its own condition message."""
+    cluster, ns = unique("eso-com"), unique("eso-com")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(fresh_api.kubeconfig(fresh_api.kubeconfig_token))
+    pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
+              external_secrets_distribution="community", external_secrets_store_name="vault")
+    by = "the External Secrets Operator (external-secrets-operator)"
+    with FakeOlm(fresh_api, ns), FakeEsoOperator(fresh_api, ns, ns, bad_stores=("broken",)):
+        since = len(fresh_api.audit_events())
+        run = run_playbook(pb, check=True, diff=True)
+        assert run.rc == 0, run.output
+        for task in ("Apply the operand's configuration named cluster, OperatorConfig",
+                     "Apply the ClusterSecretStore and wait until ESO calls it Ready, vault"):
+            r = run.task(f"{ROLE} : {task}")
+            assert r["changed"] and r["results"][0]["note"] == f"would create (kind not served yet: installed by {by})", r
+        time.sleep(0.5)
+        writes = [e for e in fresh_api.audit_events()[since:] if e["user"]["username"] == "kc-admin"
+                  and e["verb"] in ("create", "update", "patch", "delete") and "dryRun=All" not in e["requestURI"]]
+        assert writes == [], writes
+
+        run = run_playbook(pb)
+        assert run.rc == 0, run.output
+        sub = fresh_api.get(f"/apis/operators.coreos.com/v1alpha1/namespaces/{ns}/subscriptions/external-secrets-operator")
+        assert (sub["spec"]["channel"], sub["spec"]["source"]) == ("stable", "community-operators"), sub["spec"]
+        assert fresh_api.get(f"/apis/operator.external-secrets.io/v1alpha1/namespaces/{ns}/operatorconfigs/cluster")
+        store = fresh_api.get("/apis/external-secrets.io/v1beta1/clustersecretstores/vault")
+        assert store["apiVersion"] == "external-secrets.io/v1beta1" and \
+            store["status"]["conditions"][0]["status"] == "True", store
+        assert fresh_api.request("GET", "/apis/external-secrets.io/v1")[0] == 404
+
+        run = run_playbook(play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster,
+                                external_secrets_namespace=ns, external_secrets_distribution="community",
+                                external_secrets_store_name="broken", external_secrets_store_timeout=3))
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Apply the ClusterSecretStore and wait until ESO calls it Ready, broken")["msg"]
+    assert "Ready=True (now False, InvalidProviderConfig: unable to validate store: permission denied (Vault role))" \
+        in msg, msg

@@ -9,7 +9,9 @@ addon (the GitOpsCluster's status.phase). The same API server stands for the clu
 """
 from __future__ import annotations
 
+import base64
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -39,11 +41,17 @@ def play(kubeconfig: Path, bao: OpenBao, **role_vars) -> str:
 def setup(kube_api: KubeApi, openbao: OpenBao, tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
-    names = {"ns": unique("gitops"), "op_ns": unique("gitops-op"), "hub_ns": unique("hub-gitops"), "set": unique("set")}
+    names = {"ns": unique("gitops"), "op_ns": unique("gitops-op"), "hub_ns": unique("hub-gitops"), "set": unique("set"),
+             "cluster": unique("c")}
     kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names["hub_ns"]}})
+    # The cluster as the ACM import left it on the hub: a ManagedCluster in the set (acm_import's clusterset label).
+    kube_api.ok("POST", f"{OCM}/v1/managedclusters", {
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": names["cluster"], "labels": {"cluster.open-cluster-management.io/clusterset": names["set"]}},
+        "spec": {"hubAcceptsClient": True}})
     cred = f"gitops/{names['ns']}/repo"
     openbao.kv_put(cred, {"username": "git", "password": REPO_CANARY_PASSWORD})
-    role_vars = {"gitops_cluster": "c1", "gitops_namespace": names["ns"], "gitops_operator_namespace": names["op_ns"],
+    role_vars = {"gitops_cluster": names["cluster"], "gitops_namespace": names["ns"], "gitops_operator_namespace": names["op_ns"],
                  "gitops_repo_url": "https://git.example.com/platform/clusters.git", "gitops_repo_path": "clusters/c1",
                  "gitops_repo_revision": "main", "gitops_repo_credentials_vault_path": cred,
                  "gitops_hub": True, "gitops_hub_clusterset": names["set"], "gitops_hub_namespace": names["hub_ns"]}
@@ -53,18 +61,34 @@ def setup(kube_api: KubeApi, openbao: OpenBao, tmp_path):
 def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
     kubeconfig, n, role_vars = setup
     pb = play(kubeconfig, openbao, **role_vars)
-    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"]):
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        since = len(kube_api.audit_events())
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
         assert kube_api.get(f"{APPS}/{n['ns']}/applications/root") is None, "check mode must not create"
         assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{n['set']}-gitops") is None
+        # The GitOps namespace comes with the operator, which check mode does not install: predicted.
+        installed_by = "OpenShift GitOps (operator openshift-gitops-operator)"
+        for what in ("repository credentials", "root Application"):
+            r = next(r["result"] for r in run.results if r["task"].startswith(f"{ROLE} : Apply the {what}"))
+            assert r["results"][0]["note"] == \
+                f"would create (namespace {n['ns']} not there yet: created by {installed_by})", r
+        time.sleep(0.5)
+        writes = [e for e in kube_api.audit_events()[since:] if e["user"]["username"] == "kc-admin"
+                  and e["verb"] in ("create", "update", "patch", "delete") and "dryRun=All" not in e["requestURI"]]
+        assert writes == [], writes
 
         run = run_playbook(pb, diff=True)
         assert run.rc == 0, run.output
         app = kube_api.get(f"{APPS}/{n['ns']}/applications/root")
         assert app["spec"]["source"] == {"repoURL": "https://git.example.com/platform/clusters.git",
                                          "path": "clusters/c1", "targetRevision": "main"}
-        assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
+        assert app["spec"]["syncPolicy"] == {
+            "automated": {"prune": True, "selfHeal": True},
+            "retry": {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
+            "syncOptions": ["CreateNamespace=true", "SkipDryRunOnMissingResource=true", "ServerSideApply=true"]}
+        # Synced after one failed attempt, by Argo CD's retry.
+        assert app["status"]["operationState"]["retryCount"] == 1 and app["status"]["sync"]["status"] == "Synced"
         secret = kube_api.get(f"/api/v1/namespaces/{n['ns']}/secrets/root-repository")
         assert secret["metadata"]["labels"] == {"argocd.argoproj.io/secret-type": "repository"}
         assert REPO_CANARY_PASSWORD not in run.output
@@ -72,6 +96,17 @@ def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api:
         assert binding["spec"] == {"clusterSet": n["set"]}
         placement = kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{n['set']}-gitops")
         assert placement["spec"]["clusterSets"] == [n["set"]]
+        # The hub's ApplicationSet deploys to the Placement's clusters, this one among them.
+        appset = kube_api.get(f"{APPS}/{n['hub_ns']}/applicationsets/{n['set']}-gitops")
+        gen = appset["spec"]["generators"][0]["clusterDecisionResource"]
+        assert gen["configMapRef"] == "acm-placement" and gen["labelSelector"]["matchLabels"] == {
+            "cluster.open-cluster-management.io/placement": f"{n['set']}-gitops"}, gen
+        assert appset["spec"]["template"]["metadata"]["name"] == "{{name}}-root"
+        assert appset["spec"]["template"]["spec"]["destination"]["server"] == "{{server}}"
+        decision = kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placementdecisions/{n['set']}-gitops-decision-1")
+        assert {"clusterName": n["cluster"], "reason": ""} in decision["status"]["decisions"], decision
+        wait = run.task(f"{ROLE} : Wait for the Placement's decision and the hub's Argo CD cluster secret of {n['cluster']}")
+        assert wait["attempts"] >= 1
 
         run = run_playbook(pb)
         assert run.rc == 0, run.output
@@ -82,7 +117,7 @@ def test_an_application_never_healthy_fails_naming_the_failing_resources(run_pla
                                                                           openbao: OpenBao, setup):
     kubeconfig, n, role_vars = setup
     pb = play(kubeconfig, openbao, **{**role_vars, "gitops_hub": False, "gitops_app_timeout": 3})
-    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], healthy=False):
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"], healthy=False):
         run = run_playbook(pb)
     assert run.rc != 0
     msg = run.task(f"{ROLE} : Check that the root Application is Synced and Healthy")["msg"]
@@ -91,3 +126,68 @@ def test_an_application_never_healthy_fails_naming_the_failing_resources(run_pla
     assert ('Failing resources: Deployment team-a/web: OutOfSync, Degraded (Deployment "web" exceeded its progress '
             'deadline).') in msg, msg
     assert "Last sync: Failed one or more objects failed to apply." in msg, msg
+
+
+def test_without_retry_the_first_failed_sync_is_final(run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
+    """Argo CD does not retry a failed automated sync of the same revision unless syncPolicy.retry says so."""
+    kubeconfig, n, role_vars = setup
+    pb = play(kubeconfig, openbao, **{**role_vars, "gitops_hub": False, "gitops_app_timeout": 3, "gitops_app_sync_retry": {}})
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        run = run_playbook(pb)
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Check that the root Application is Synced and Healthy")["msg"]
+    assert "is OutOfSync and Missing after 3s." in msg and "Last sync: Failed one or more synchronization tasks" in msg, msg
+    assert "retry" not in kube_api.get(f"{APPS}/{n['ns']}/applications/root")["spec"]["syncPolicy"]
+
+
+def test_repository_credentials_missing_fail_first_ssh_and_token_work(run_playbook, kube_api: KubeApi,
+                                                                      openbao: OpenBao, setup):
+    kubeconfig, n, role_vars = setup
+    base = {**role_vars, "gitops_hub": False}
+    missing = f"gitops/{n['ns']}/nothing-here"
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        run = run_playbook(play(kubeconfig, openbao, **{**base, "gitops_repo_credentials_vault_path": missing}))
+        assert run.rc != 0
+        msg = run.task(f"{ROLE} : Check the repository credentials in Vault")["msg"]
+        assert msg.startswith(f"No repository credentials in Vault at secret/{missing} (gitops_repo_credentials_vault_path)"), msg
+        assert kube_api.get(f"/api/v1/namespaces/{n['ns']}/secrets/root-repository") is None
+        assert kube_api.get(f"{APPS}/{n['ns']}/applications/root") is None
+
+        # An SSH URL with a key, and the application controller granted a cluster role (off by default).
+        ssh = f"gitops/{n['ns']}/ssh"
+        openbao.kv_put(ssh, {"ssh_private_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nrepo-key-canary-51\n"})
+        run = run_playbook(play(kubeconfig, openbao, **{
+            **base, "gitops_repo_url": "git@git.example.com:platform/clusters.git", "gitops_repo_credentials_vault_path": ssh,
+            "gitops_app_controller_cluster_role": "cluster-admin"}))
+        assert run.rc == 0, run.output
+        data = kube_api.get(f"/api/v1/namespaces/{n['ns']}/secrets/root-repository")["data"]
+        assert sorted(data) == ["sshPrivateKey", "type", "url"], data
+        assert "repo-key-canary-51" in base64.b64decode(data["sshPrivateKey"]).decode()
+        crb = kube_api.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/"
+                           f"{n['ns']}-argocd-application-controller-cluster-admin")
+        assert crb["subjects"] == [{"kind": "ServiceAccount", "name": "openshift-gitops-argocd-application-controller",
+                                    "namespace": n["ns"]}], crb
+
+        # An HTTPS token: any username goes with it.
+        token = f"gitops/{n['ns']}/token"
+        openbao.kv_put(token, {"token": REPO_CANARY_PASSWORD})
+        run = run_playbook(play(kubeconfig, openbao, **{**base, "gitops_repo_credentials_vault_path": token}))
+        assert run.rc == 0, run.output
+        data = kube_api.get(f"/api/v1/namespaces/{n['ns']}/secrets/root-repository")["data"]
+        assert base64.b64decode(data["username"]) == b"git" and "sshPrivateKey" not in data, data
+        assert base64.b64decode(data["password"]).decode() == REPO_CANARY_PASSWORD
+        assert REPO_CANARY_PASSWORD not in run.output and "repo-key-canary-51" not in run.output
+
+
+def test_a_cluster_in_another_set_than_the_acm_import_fails_before_the_hub_is_touched(
+        run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
+    kubeconfig, n, role_vars = setup
+    other = unique("other-set")
+    pb = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_url": "", "gitops_hub_clusterset": other})
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        run = run_playbook(pb)
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Check that the cluster is in the set the hub's Argo CD gets")["msg"]
+    assert msg.startswith(f"ManagedCluster {n['cluster']} is in the ManagedClusterSet '{n['set']}'") and \
+        f"not in gitops_hub_clusterset '{other}'" in msg, msg
+    assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{other}-gitops") is None

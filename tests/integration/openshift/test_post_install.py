@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from kube_fixtures import KubeApi, kube_api, unique  # noqa: F401 (fixtures)
+from standins.controller import FakeController
 
 GA = "storageclass.kubernetes.io/is-default-class"
 SC = "/apis/storage.k8s.io/v1/storageclasses"
@@ -64,7 +65,7 @@ def test_labels_taints_and_the_default_storage_class_converge(run_playbook, kube
 
     run = run_playbook(play(**role_vars))
     assert run.rc == 0, run.output
-    assert set(run.changed_tasks()) == {f"{ROLE} : Set the nodes' labels and taints",
+    assert set(run.changed_tasks()) == {f"{ROLE} : Apply the nodes' labels and taints (attempt 1)",
                                         f"{ROLE} : Converge the StorageClasses and the default one"}
     i = kube_api.get(f"/api/v1/nodes/{infra}")
     assert i["metadata"]["labels"] == {"kept": "yes", "node-role.kubernetes.io/infra": ""}
@@ -114,3 +115,45 @@ def test_nothing_configured_is_a_no_op_and_a_missing_node_fails(run_playbook, ku
 
     run = run_playbook(play(post_install_kubeconfig=str(kubeconfig), post_install_default_storage_class=unique("nope")))
     assert run.rc != 0 and "has no such StorageClass" in run.output, run.output
+
+
+class TaintsBetween(FakeController):
+    """Another writer (the node lifecycle controller, the machine-config daemon) adding a taint to `node` right
+    after the role's modules (`kc-admin`) read it, before they apply: the taint list the role merged is stale."""
+
+    def __init__(self, api: KubeApi, node: str):
+        self.api, self.node, self.done = api, node, False
+        self.since = len(api.audit_events())
+        super().__init__()
+
+    def tick(self):
+        if self.done:
+            return
+        read = [e for e in self.api.audit_events()[self.since:] if e["user"]["username"] == "kc-admin"
+                and e["verb"] == "get" and e["requestURI"].split("?")[0] == f"/api/v1/nodes/{self.node}"]
+        if read:
+            taints = self.api.get(f"/api/v1/nodes/{self.node}")["spec"].get("taints", [])
+            self.api.ok("PATCH", f"/api/v1/nodes/{self.node}",
+                        {"spec": {"taints": taints + [{"key": "other-writer", "effect": "PreferNoSchedule"}]}},
+                        content_type="application/merge-patch+json")
+            self.done = True
+
+
+def test_a_taint_added_between_read_and_apply_is_kept(run_playbook, kube_api: KubeApi, tmp_path):
+    """The taints are applied over the resourceVersion they were merged from: the other writer's change makes
+    the apply a 409 Conflict, and the role reads, merges and applies again, keeping that taint."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
+    n = unique("tainted")
+    kube_api.ok("POST", "/api/v1/nodes", node(n, {}, []))
+    mine = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    with TaintsBetween(kube_api, n) as other:
+        run = run_playbook(play(post_install_kubeconfig=str(kubeconfig), post_install_nodes=[{"name": n, "taints": [mine]}]))
+    assert run.rc == 0, run.output
+    assert other.done
+    taints = kube_api.get(f"/api/v1/nodes/{n}")["spec"]["taints"]
+    assert mine in taints and {"key": "other-writer", "effect": "PreferNoSchedule"} in taints, taints
+    conflicts = [e for e in kube_api.audit_events() if e["user"]["username"] == "kc-admin" and e["verb"] == "patch"
+                 and e["requestURI"].startswith(f"/api/v1/nodes/{n}") and e["responseStatus"]["code"] == 409]
+    assert conflicts, "the first apply must have met the other writer's change"
+    assert run.task(f"{ROLE} : Apply the nodes' labels and taints (attempt 2)")["changed"] is True

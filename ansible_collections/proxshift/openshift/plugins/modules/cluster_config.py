@@ -22,6 +22,13 @@ description:
   - In check mode nothing is stored; the answer of the server's dry run is the result and the diff, so
     what check mode reports is validated and defaulted by the server itself. An object in a namespace
     that the same task would create cannot be dry-run; it is reported as created with a RV(results[].note).
+  - >-
+    On a cluster that does not have yet what an operator or an earlier step brings, check mode cannot dry-run
+    objects of a kind not served yet (its CRD comes with the operator) or in a namespace not there yet. With
+    O(installed_by) naming what brings them, such objects are predicted instead of failing - created
+    (C(changed)), or not found when read - with a RV(results[].note) such as C(would create (kind not served
+    yet: installed by the External Secrets Operator)), also appended to RV(msg). Without O(installed_by) a kind
+    that is not served fails check mode as it fails a real run (a mistyped kind is never hidden).
   - Secret C(data) and C(stringData) values (and kubectl's last-applied annotation of a Secret) never appear
     in the result or the diff; every such value of the task is also masked in all output.
   - O(wait) checks conditions and values of the applied objects until all hold or O(wait_timeout) passes;
@@ -73,6 +80,12 @@ options:
         their manager.
     type: bool
     default: false
+  installed_by:
+    description:
+      - What installs the kinds, or creates the namespaces, of these objects that the cluster may not have yet
+        (an operator, an earlier step), named in the check-mode prediction. Used only in check mode; see the
+        description. A real run always needs the kind served and the namespace there.
+    type: str
   wait:
     description:
       - Checks every applied object (or those of O(wait[].kind) / O(wait[].name)) must pass, polled every
@@ -253,6 +266,13 @@ msg:
   description: How many objects were created, updated, unchanged, deleted, absent or read.
   returned: always
   type: str
+conflict:
+  description:
+    - The failure is the API server's 409 Conflict - the object changed since it was read (an object given with its
+      C(metadata.resourceVersion) is applied only over that version), or other field managers own the fields. A caller
+      that read the object first re-reads it and tries again.
+  returned: failure
+  type: bool
 backup:
   description:
     - With O(state=backup), the kept Secrets found in the cluster by C(NAMESPACE/NAME), each as the record keeps
@@ -326,7 +346,7 @@ results:
       description: Whether this object changed (or would, in check mode).
       type: bool
     object:
-      description: The object as the server has it now (in check mode, would have it), without C(managedFields), Secret values hidden.
+      description: The object as the server has it now (in check mode, would have it), without C(managedFields), Secret values hidden; with its C(metadata.resourceVersion), so a caller can apply a merge over the version it read.
       type: dict
     objects:
       description: With O(state=read) and no name, every object of the kind, as RV(results[].object).
@@ -337,6 +357,6 @@ results:
       type: list
       elements: str
     note:
-      description: Why a result is not the server's answer (check mode, namespace created by the same task).
+      description: Why a result is not the server's answer (check mode - a namespace created by the same task, or a kind or namespace O(installed_by) brings).
       type: str
 """
