@@ -93,7 +93,16 @@ pub enum Keep {
     Lost(Option<Lease>),
 }
 
-pub fn acquire(current: Option<&Lease>, me: &Holder, phase: &str, now: u64, ttl: u64) -> Acquire {
+/// `broken`: the run id of a holder the user declares dead (`lease_break`, as `terraform force-unlock
+/// LOCK_ID`): its lease is taken over before it expires. Any other holder is still refused.
+pub fn acquire(
+    current: Option<&Lease>,
+    me: &Holder,
+    phase: &str,
+    now: u64,
+    ttl: u64,
+    broken: Option<&str>,
+) -> Acquire {
     let fresh = |acquired_at: u64| Lease {
         holder: me.clone(),
         phase: phase.to_string(),
@@ -104,10 +113,12 @@ pub fn acquire(current: Option<&Lease>, me: &Holder, phase: &str, now: u64, ttl:
     match current {
         None => Acquire::Take(fresh(now)),
         Some(l) if l.held_by(me) => Acquire::Take(fresh(l.acquired_at)),
-        Some(l) if l.expired(now) => Acquire::TakeOver {
-            lease: fresh(now),
-            previous: l.clone(),
-        },
+        Some(l) if l.expired(now) || broken == Some(l.holder.run_id.as_str()) => {
+            Acquire::TakeOver {
+                lease: fresh(now),
+                previous: l.clone(),
+            }
+        }
         Some(l) => Acquire::Refuse(l.clone()),
     }
 }
@@ -184,9 +195,11 @@ pub fn describe(l: &Lease, now: u64) -> String {
 pub fn refusal(where_: &str, l: &Lease, me: &Holder, now: u64) -> String {
     format!(
         "the cluster is held by another run: the lease {where_} is held by {}. This run ({}) wrote nothing. \
-         Wait for that run to finish; if it died, the lease is taken over once it expires (lease_ttl).",
+         Wait for that run to finish; if it died, the lease is taken over once it expires, or at once by a run \
+         given its run id to break (playbooks: -e proxshift_lease_break={}).",
         describe(l, now),
-        me.describe()
+        me.describe(),
+        l.holder.run_id
     )
 }
 
@@ -219,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_free_lease_is_taken() {
-        let a = acquire(None, &me(), "preflight", 2000, 600);
+        let a = acquire(None, &me(), "preflight", 2000, 600, None);
         let Acquire::Take(l) = a else { panic!("{a:?}") };
         assert_eq!(
             (l.acquired_at, l.renewed_at, l.expires_at),
@@ -232,10 +245,10 @@ mod tests {
     #[test]
     fn a_lease_held_by_another_run_is_refused_until_it_expires() {
         assert_eq!(
-            acquire(Some(&other(2001)), &me(), "", 2000, 600),
+            acquire(Some(&other(2001)), &me(), "", 2000, 600, None),
             Acquire::Refuse(other(2001))
         );
-        let a = acquire(Some(&other(2000)), &me(), "", 2000, 600);
+        let a = acquire(Some(&other(2000)), &me(), "", 2000, 600, None);
         let Acquire::TakeOver { lease, previous } = a else {
             panic!("{a:?}")
         };
@@ -245,10 +258,18 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_is_broken_only_for_the_run_named() {
+        let a = acquire(Some(&other(9000)), &me(), "", 2000, 600, Some("run-a"));
+        assert!(matches!(a, Acquire::TakeOver { .. }), "{a:?}");
+        let a = acquire(Some(&other(9000)), &me(), "", 2000, 600, Some("run-x"));
+        assert_eq!(a, Acquire::Refuse(other(9000)));
+    }
+
+    #[test]
     fn our_own_lease_is_taken_again_keeping_its_start() {
         let mut mine = other(1500);
         mine.holder = me();
-        let Acquire::Take(l) = acquire(Some(&mine), &me(), "vms", 2000, 600) else {
+        let Acquire::Take(l) = acquire(Some(&mine), &me(), "vms", 2000, 600, None) else {
             panic!()
         };
         assert_eq!(

@@ -156,32 +156,41 @@ fn decide(
         )
     };
     Ok(match o.state.as_str() {
-        "lease_acquire" => match lease::acquire(held, me, phase, now, ttl) {
-            Acquire::Take(l) => Step::Write {
-                data: l.to_data(),
-                msg: format!("took the lease {where_} for {}", me.describe()),
-                warning: None,
-                previous: None,
-            },
-            Acquire::TakeOver { lease, previous } => Step::Write {
-                data: lease.to_data(),
-                msg: format!("took over the expired lease {where_}"),
-                warning: Some(format!(
-                    "took over the expired lease {where_} from {}; that run is presumed dead — \
+        "lease_acquire" => {
+            match lease::acquire(held, me, phase, now, ttl, o.lease_break.as_deref()) {
+                Acquire::Take(l) => Step::Write {
+                    data: l.to_data(),
+                    msg: format!("took the lease {where_} for {}", me.describe()),
+                    warning: None,
+                    previous: None,
+                },
+                Acquire::TakeOver { lease, previous } => Step::Write {
+                    data: lease.to_data(),
+                    msg: format!("took over the lease {where_}"),
+                    warning: Some(format!(
+                        "took over the {} lease {where_} from {}; that run is presumed dead — \
                      check what it left half-done",
-                    lease::describe(&previous, now)
-                )),
-                previous: Some(previous),
-            },
-            Acquire::Refuse(l) if m.check_mode => {
-                m.warn(lease::refusal(where_, &l, me, now));
-                unchanged(
-                    format!("the lease {where_} is held by another run (check mode)"),
-                    Some(&l),
-                )
+                        if previous.expired(now) {
+                            "expired"
+                        } else {
+                            "broken (lease_break)"
+                        },
+                        lease::describe(&previous, now)
+                    )),
+                    previous: Some(previous),
+                },
+                Acquire::Refuse(l) if m.check_mode => {
+                    m.warn(lease::refusal(where_, &l, me, now));
+                    unchanged(
+                        format!("the lease {where_} is held by another run (check mode)"),
+                        Some(&l),
+                    )
+                }
+                Acquire::Refuse(l) => {
+                    return Err(Failure::new(lease::refusal(where_, &l, me, now)))
+                }
             }
-            Acquire::Refuse(l) => return Err(Failure::new(lease::refusal(where_, &l, me, now))),
-        },
+        }
         "lease_renew" => match lease::renew(held, me, phase, now, ttl) {
             Keep::Write(data) => Step::Write {
                 data,

@@ -73,6 +73,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::dict("holder").options(holder),
         Opt::str("lease_phase"),
         Opt::int("lease_ttl").default(1800),
+        Opt::str("lease_break"),
     ])
     .with(connection_options())
     .required_if("state", "read", &["secrets"])
@@ -124,6 +125,7 @@ pub(crate) struct Options {
     pub(crate) holder: Option<lease::Holder>,
     pub(crate) lease_phase: Option<String>,
     pub(crate) lease_ttl: i64,
+    pub(crate) lease_break: Option<String>,
     #[serde(flatten)]
     conn: ConnectionOptions,
 }

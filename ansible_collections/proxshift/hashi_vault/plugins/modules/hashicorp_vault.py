@@ -213,6 +213,12 @@ options:
         blocks the cluster this long at most; the playbooks renew it at every phase.
     type: int
     default: 1800
+  lease_break:
+    description:
+      - The run id of a lease holder you know is dead (its process killed, its machine gone) - C(lease_acquire)
+        takes its lease over at once, with a warning, instead of waiting for it to expire (as
+        C(terraform force-unlock LOCK_ID)). A lease held by any other run is still refused.
+    type: str
   url:
     description: Vault address, for example C(https://vault.example.com:8200). Falls back to C(VAULT_ADDR).
     type: str
