@@ -22,6 +22,8 @@ enum Step {
         previous: Option<Lease>,
     },
     Done(Outcome),
+    /// Held by another run: the refusal.
+    Refused(String),
 }
 
 fn now() -> u64 {
@@ -47,12 +49,45 @@ fn shown(data: &Map<String, Value>, version: Option<u64>) -> Value {
     Value::Object(out)
 }
 
+/// One look at the lease: `Ok(Err(refusal))` when another run holds it.
+type Attempt = Result<Outcome, String>;
+
 pub(crate) fn run(
     m: &mut Module,
     vault: &Vault,
     kv: &mut KvVersions,
     o: &Options,
 ) -> Result<Outcome, Failure> {
+    let wait = match o.lease_wait {
+        w if w < 0 => return Err("lease_wait must be 0 or more (seconds)".into()),
+        w => Duration::from_secs(w as u64),
+    };
+    if o.state != "lease_acquire" || wait.is_zero() || m.check_mode {
+        return once(m, vault, kv, o)?.map_err(Failure::new);
+    }
+    // Queue behind the holder: look again every few seconds until it lets go or `lease_wait` runs out.
+    let waited = proxshift_http::wait_for(wait, Duration::from_secs(2), || {
+        Ok::<_, Failure>(match once(m, vault, kv, o)? {
+            Ok(out) => proxshift_http::Poll::Ready(out),
+            Err(refusal) => proxshift_http::Poll::Pending(refusal),
+        })
+    });
+    match waited {
+        Ok(out) => Ok(out),
+        Err(proxshift_http::WaitError::Failed(f)) => Err(f),
+        Err(proxshift_http::WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
+            "waited {}s (lease_wait) and {pending}",
+            waited.as_secs()
+        ))),
+    }
+}
+
+fn once(
+    m: &mut Module,
+    vault: &Vault,
+    kv: &mut KvVersions,
+    o: &Options,
+) -> Result<Attempt, Failure> {
     let mount = o.engine_mount_point.as_str();
     let path = o.path.as_deref().unwrap_or_default();
     let where_ = format!("{mount}/{}", vault_client::clean_path(path));
@@ -81,7 +116,8 @@ pub(crate) fn run(
         let held = Lease::from_data(current.as_ref().and_then(|s| s.data.as_ref()));
         let (data, msg, warning, previous) =
             match decide(m, o, &where_, held.as_ref(), &me, ttl, read_version)? {
-                Step::Done(out) => return Ok(out),
+                Step::Done(out) => return Ok(Ok(out)),
+                Step::Refused(why) => return Ok(Err(why)),
                 Step::Write {
                     data,
                     msg,
@@ -107,14 +143,17 @@ pub(crate) fn run(
             if let Some(w) = &warning {
                 m.warn(w.clone());
             }
-            return Ok(result(Some(read_version), format!("{msg} (check mode)")));
+            return Ok(Ok(result(
+                Some(read_version),
+                format!("{msg} (check mode)"),
+            )));
         }
         match vault.kv_write(KvVersion::V2, mount, path, &data, Some(read_version)) {
             Ok(version) => {
                 if let Some(w) = warning {
                     m.warn(w);
                 }
-                return Ok(result(version, msg));
+                return Ok(Ok(result(version, msg)));
             }
             Err(e) if e.is_cas_mismatch() && attempt == 1 => continue,
             Err(e) if e.is_cas_mismatch() => {
@@ -186,9 +225,7 @@ fn decide(
                         Some(&l),
                     )
                 }
-                Acquire::Refuse(l) => {
-                    return Err(Failure::new(lease::refusal(where_, &l, me, now)))
-                }
+                Acquire::Refuse(l) => Step::Refused(lease::refusal(where_, &l, me, now)),
             }
         }
         "lease_renew" => match lease::renew(held, me, phase, now, ttl) {

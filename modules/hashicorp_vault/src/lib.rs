@@ -74,6 +74,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("lease_phase"),
         Opt::int("lease_ttl").default(1800),
         Opt::str("lease_break"),
+        Opt::int("lease_wait").default(0),
     ])
     .with(connection_options())
     .required_if("state", "read", &["secrets"])
@@ -126,6 +127,7 @@ pub(crate) struct Options {
     pub(crate) lease_phase: Option<String>,
     pub(crate) lease_ttl: i64,
     pub(crate) lease_break: Option<String>,
+    pub(crate) lease_wait: i64,
     #[serde(flatten)]
     conn: ConnectionOptions,
 }

@@ -187,3 +187,44 @@ fn a_kv_v1_mount_is_refused_naming_it() {
         "{r}"
     );
 }
+
+#[test]
+fn lease_wait_queues_behind_the_holder() {
+    let bao = Arc::new(BaoServer::dev());
+    let r = module(lease_args(&bao, "lease_acquire", "a", json!({})));
+    assert_eq!(r["changed"], json!(true), "{r}");
+    // A holder that does not let go: the wait runs out and says so.
+    let r = module(lease_args(
+        &bao,
+        "lease_acquire",
+        "b",
+        json!({"lease_wait": 1}),
+    ));
+    let msg = r["msg"].as_str().unwrap();
+    assert!(
+        msg.starts_with("waited ") && msg.contains("held by run a"),
+        "{msg}"
+    );
+    // A holder that releases while the other waits: the waiting run gets it.
+    let waiter = {
+        let bao = bao.clone();
+        std::thread::spawn(move || {
+            module(lease_args(
+                &bao,
+                "lease_acquire",
+                "b",
+                json!({"lease_wait": 120}),
+            ))
+        })
+    };
+    // Let the waiter find it held at least once (an ordering, not a timing assertion).
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let r = module(lease_args(&bao, "lease_release", "a", json!({})));
+    assert_eq!(r["changed"], json!(true), "{r}");
+    let r = waiter.join().unwrap();
+    assert_eq!(
+        (r["changed"].clone(), r["lease"]["holder"]["run_id"].clone()),
+        (json!(true), json!("b")),
+        "{r}"
+    );
+}

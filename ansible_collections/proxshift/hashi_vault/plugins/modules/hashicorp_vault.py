@@ -219,6 +219,12 @@ options:
         takes its lease over at once, with a warning, instead of waiting for it to expire (as
         C(terraform force-unlock LOCK_ID)). A lease held by any other run is still refused.
     type: str
+  lease_wait:
+    description:
+      - Seconds C(lease_acquire) waits for a lease another run holds, looking again every 2 seconds, instead of
+        failing at once; then it fails as without it, saying how long it waited. C(0) - no waiting. Not in check mode.
+    type: int
+    default: 0
   url:
     description: Vault address, for example C(https://vault.example.com:8200). Falls back to C(VAULT_ADDR).
     type: str
