@@ -27,6 +27,8 @@ def test_ten_clusters_at_once_no_vmid_conflict_no_node_overcommitted(run_playboo
     inventory = fleet_inventory(tmp_path / "inventory", CLUSTERS, bad=BAD)
     run = run_playbook(REPO / "playbooks" / "fleet.yaml", inventory=inventory, env=env,
                        extra_vars={**site_vars, "fleet_concurrency": 6, "fleet_extra_vars": site_vars,
+                                   # The phases that place, create and start VMs (the later ones do nothing here).
+                                   "fleet_tags": "preflight,manifests,iso,vms,start",
                                    "fleet_log_dir": str(tmp_path / "fleet-logs")})
     # One cluster failed: the fleet says so, after every other cluster went through.
     assert run.rc != 0
