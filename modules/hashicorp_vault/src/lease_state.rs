@@ -156,8 +156,9 @@ fn once(
                 return Ok(Ok(result(version, msg)));
             }
             Err(e) if e.is_cas_mismatch() && attempt == 1 => continue,
+            // Busy: a refusal like a held lease (lease_wait looks again), never a failure of its own.
             Err(e) if e.is_cas_mismatch() => {
-                return Err(Failure::new(format!(
+                return Ok(Err(format!(
                     "the lease {where_} changed twice while this run was writing it \
                      (check-and-set conflict); nothing was written"
                 )))
