@@ -26,9 +26,10 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import yaml  # noqa: E402
 
-from services import LAB_SEED, ROOT_TOKEN_ID, ROOT_TOKEN_SECRET, many_vm_seed, pvesim_bin  # noqa: E402
+from services import DEMO_SEED, LAB_SEED, ROOT_TOKEN_ID, ROOT_TOKEN_SECRET, many_vm_seed, pvesim_bin  # noqa: E402
+from services import nmstatectl_bin, running_openbao  # noqa: E402
 from services import running_pvesim as _running_pvesim  # noqa: E402
-from testlib import VENV, ansible_env, module_binary  # noqa: E402
+from testlib import VENV, ansible_env, fleet_inventory, module_binary  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 LOOP = 50
@@ -232,6 +233,67 @@ def scale(b: Bench, total: int, clusters: int) -> float:
         made = [v for v in sim.state()["vms"] if str(v["config"].get("tags", "")).startswith("scale-")]
         assert len(made) == total, len(made)
     return (wall - empty) / total
+
+
+FLEET = 10
+
+
+def fleet(b: Bench) -> None:
+    """playbooks/fleet.yaml: ten clusters at once (site.yaml each, the demo's path: no installer), realistic
+    task durations, on the demo layout; against the slowest of those clusters alone. CPU: every process the
+    runs started (ansible-playbook, its workers, the modules), per cluster."""
+    import resource
+
+    names = [f"fleet-{i:02d}" for i in range(FLEET)]
+    d = b.work / "fleet"
+    d.mkdir()
+
+    def once(pb: str, inventory: Path, extra: dict, sim, bao) -> tuple[float, float]:
+        site = {"proxmox_api_host": sim.host, "proxmox_api_port": sim.port, "proxmox_api_user": "proxshift@pve",
+                "proxmox_api_token_id": "ansible", "proxmox_ca_path": str(sim.ca_path), "vault_url": bao.addr,
+                "proxmox_allowed_nodes": ["pve1", "pve2", "pve3"], "proxmox_vmid_range": [4100, 4199],
+                "proxshift_work_dir": str(d / "work"), "preflight_check_dns": False}
+        env = {**ansible_env(d), "PROXMOX_TOKEN_SECRET": "0d3e6f2a-demo-4b1c-9c55-proxshift0001",
+               "VAULT_TOKEN": bao.token,
+               "PATH": f"{VENV / 'bin'}:{nmstatectl_bin().parent}:{os.environ.get('PATH', '')}"}
+        env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+        cmd = [str(VENV / "bin" / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / pb),
+               "-e", json.dumps({**site, "fleet_extra_vars": site, **extra})]
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO, timeout=3600)
+        wall = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{pb} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+        return wall, (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+
+    def world(tag: str):
+        (d / tag).mkdir()
+        stack = ExitStack()
+        sim = stack.enter_context(_running_pvesim(d / tag, seed=DEMO_SEED, time_scale="1"))
+        (d / tag / "bao").mkdir()
+        bao = stack.enter_context(running_openbao(d / tag / "bao"))
+        bao.kv_put("openshift/pull-secret", {"pullSecret": json.dumps({"auths": {"r.example.com": {"auth": "eDp5"}}})})
+        bao.kv_put("openshift/ssh", {"publicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBench bench@fleet"})
+        return stack, sim, bao
+
+    inventory = fleet_inventory(d / "inventory", names)
+    alone = []
+    for name in names[:3]:  # the clusters are alike: the slowest of three alone stands for "the slowest"
+        stack, sim, bao = world(f"alone-{name}")
+        with stack:
+            alone.append(once("site.yaml", inventory, {"cluster_name": name}, sim, bao)[0])
+    slowest = max(alone)
+    stack, sim, bao = world("fleet")
+    with stack:
+        wall, cpu = once("fleet.yaml", inventory, {"fleet_concurrency": FLEET, "fleet_log_dir": str(d / "logs")}, sim, bao)
+        made = [v for v in sim.state()["vms"] if str(v["config"].get("tags", "")).startswith("proxshift-fleet-")]
+        assert len(made) == FLEET and all(v["running"] for v in made), made
+    r = wall / slowest
+    b.row(f"Fleet: {FLEET} clusters at once (`fleet.yaml`, site.yaml each, no installer), realistic task durations",
+          f"{wall:.1f} s; CPU {cpu / FLEET:.1f} s per cluster (ansible + modules)",
+          f"slowest cluster alone {slowest:.1f} s", f"{r:.2f}× the slowest alone", "≤ 1.25×", r <= 1.25)
 
 
 def inventory_list(b: Bench, source: Path, env: dict | None = None) -> tuple[float, int]:
@@ -483,7 +545,7 @@ def version(cmd: list[str]) -> str:
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="proxshift-bench-"))
     b = Bench(work)
-    alone = {"inventory": inventory, "upload": upload}
+    alone = {"inventory": inventory, "upload": upload, "fleet": fleet}
     if len(sys.argv) == 2 and sys.argv[1] in alone:  # one figure alone, for checking it
         alone[sys.argv[1]](b)
         for row in b.rows:
@@ -563,6 +625,9 @@ def main() -> int:
 
     progress(f"ISO upload, {UPLOAD_MIB} MiB: proxmox_vm vs curl -F")
     upload(b)
+
+    progress(f"fleet: {FLEET} clusters at once vs the slowest alone, realistic task durations")
+    fleet(b)
 
     per_vm = {}
     for total, clusters in ((25, 4), (50, 8), (100, 15)):

@@ -231,3 +231,31 @@ TEST_CLUSTER_ID = "6c1f5a2e-0000-4000-8000-0000000000f1"
 # The kubeadmin password the installer double generates and logs at install-complete, as the real
 # installer does (tests/fixtures/bin/openshift-install): a canary of the session's leak scan.
 KUBEADMIN_PASSWORD_CANARY = "Kcnry-Admin-Passw-Leak1"
+
+
+def fleet_inventory(dest: Path, names: list[str], bad: str | None = None, memory_mib: int = 24576) -> Path:
+    """An inventory folder for a fleet (tests/integration/flow/test_fleet.py, `make bench`'s fleet row): the
+    example site settings, and one SNO cluster per name (its own network, MAC and `memory_mib` VM); `bad`, a
+    cluster whose node address is outside its machine network (its preflight refuses it)."""
+    import shutil
+
+    import yaml
+
+    def cluster(i: int, host: str, ip: str) -> dict:
+        return {
+            "vars": {
+                "ocp_version": "4.19", "base_domain": "fleet.example.com", "machine_network": f"10.40.{i}.0/24",
+                "gateway": f"10.40.{i}.1", "dns_servers": [f"10.40.{i}.2"],
+                "vm_defaults": {"memory": memory_mib, "cores": 4,
+                                "disks": [{"slot": "scsi0", "storage": "local-lvm", "size": "120G"}],
+                                "nics": [{"slot": "net0", "bridge": "vmbr0"}]},
+            },
+            "hosts": {host: {"ip": ip, "mac": f"BC:24:11:40:{i:02X}:11"}},
+        }
+
+    shutil.copytree(REPO / "inventory" / "group_vars", dest / "group_vars")
+    children = {name: cluster(i, f"{name}-0", f"10.40.{i}.11") for i, name in enumerate(names)}
+    if bad:
+        children[bad] = cluster(len(names), f"{bad}-0", "192.0.2.99")
+    (dest / "fleet.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"children": children}}}}))
+    return dest

@@ -6,6 +6,8 @@
 
 mod admin;
 pub mod kube_auth;
+pub mod lease;
+mod lease_state;
 pub mod plan;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
@@ -35,9 +37,23 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("token_ttl").default(3600),
         Opt::str("audience"),
     ]);
+    let holder = ArgSpec::new(vec![
+        Opt::str("run_id").required(),
+        Opt::str("host").default(""),
+        Opt::str("job_id").default(""),
+    ]);
     ArgSpec::new(vec![
         Opt::str("state")
-            .choices(&["read", "present", "absent", "policy", "kubernetes_auth"])
+            .choices(&[
+                "read",
+                "present",
+                "absent",
+                "policy",
+                "kubernetes_auth",
+                "lease_acquire",
+                "lease_renew",
+                "lease_release",
+            ])
             .default("present"),
         Opt::str("engine_mount_point").default("secret"),
         Opt::int("kv_version").choices(&[1, 2]),
@@ -54,12 +70,20 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("kubernetes_ca_cert"),
         Opt::str("token_reviewer_jwt").no_log(),
         Opt::list("roles", Type::Dict).options(role),
+        Opt::dict("holder").options(holder),
+        Opt::str("lease_phase"),
+        Opt::int("lease_ttl").default(1800),
+        Opt::str("lease_break"),
+        Opt::int("lease_wait").default(0),
     ])
     .with(connection_options())
     .required_if("state", "read", &["secrets"])
     .required_if("state", "present", &["path", "data"])
     .required_if("state", "absent", &["path"])
     .required_if("state", "policy", &["name", "rules"])
+    .required_if("state", "lease_acquire", &["path", "holder"])
+    .required_if("state", "lease_renew", &["path", "holder"])
+    .required_if("state", "lease_release", &["path", "holder"])
     .required_if(
         "state",
         "kubernetes_auth",
@@ -83,10 +107,10 @@ struct ReadItem {
 
 #[derive(Deserialize)]
 pub(crate) struct Options {
-    state: String,
-    engine_mount_point: String,
+    pub(crate) state: String,
+    pub(crate) engine_mount_point: String,
     kv_version: Option<u64>,
-    path: Option<String>,
+    pub(crate) path: Option<String>,
     data: Option<Map<String, Value>>,
     merge: bool,
     cas: Option<i64>,
@@ -99,6 +123,11 @@ pub(crate) struct Options {
     pub(crate) kubernetes_ca_cert: Option<String>,
     pub(crate) token_reviewer_jwt: Option<String>,
     pub(crate) roles: Option<Vec<kube_auth::RoleWant>>,
+    pub(crate) holder: Option<lease::Holder>,
+    pub(crate) lease_phase: Option<String>,
+    pub(crate) lease_ttl: i64,
+    pub(crate) lease_break: Option<String>,
+    pub(crate) lease_wait: i64,
     #[serde(flatten)]
     conn: ConnectionOptions,
 }
@@ -127,7 +156,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
             item.name
         )));
     }
-    let kv_state = matches!(o.state.as_str(), "present" | "absent");
+    let kv_state = matches!(
+        o.state.as_str(),
+        "present" | "absent" | "lease_acquire" | "lease_renew" | "lease_release"
+    );
     if kv_state
         && o.path
             .as_deref()
@@ -157,6 +189,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         "present" => present(m, &vault, &mut kv, &o, cas),
         "policy" => admin::policy(m, &vault, &o),
         "kubernetes_auth" => admin::kubernetes_auth(m, &vault, &o),
+        "lease_acquire" | "lease_renew" | "lease_release" => {
+            lease_state::run(m, &vault, &mut kv, &o)
+        }
         _ => absent(m, &vault, &mut kv, &o),
     }
 }

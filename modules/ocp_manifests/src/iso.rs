@@ -222,13 +222,65 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Work folders of earlier failed builds were kept for inspection; a new build archives them.
+/// The lock beside a build's work folder (`.agent-build-<pid>.lock`): held by the build while it runs.
+fn lock_path(work: &Path) -> PathBuf {
+    let mut name = work.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    work.with_file_name(name)
+}
+
+/// A running build's lock: taken before its work folder exists, so a folder whose lock is missing or free
+/// belongs to no running build. Dropped (unlocked and removed) when the build returns, whatever happened.
+struct BuildLock {
+    path: PathBuf,
+    _file: fs::File,
+}
+
+impl BuildLock {
+    fn take(work: &Path) -> std::io::Result<BuildLock> {
+        let path = lock_path(work);
+        let file = fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        file.lock()?;
+        Ok(BuildLock { path, _file: file })
+    }
+}
+
+impl Drop for BuildLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Whether another process holds the lock of the work folder `dir` (a build under way there).
+fn in_use(dir: &Path) -> bool {
+    let Ok(file) = fs::File::options().write(true).open(lock_path(dir)) else {
+        return false; // no lock: a failed build of an earlier run (or of a release before the lock)
+    };
+    match file.try_lock() {
+        Ok(()) => false,
+        Err(fs::TryLockError::WouldBlock) => true,
+        // The lock cannot be judged: leave the folder where it is.
+        Err(fs::TryLockError::Error(_)) => true,
+    }
+}
+
+/// Work folders of earlier failed builds were kept for inspection; a new build archives them. A folder
+/// whose lock another process holds is another run's build under way (`agent create image` of the same
+/// cluster from a second run on this machine): it is left alone.
 fn archive_failed_builds(output_dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     let mut archived = Vec::new();
     for entry in fs::read_dir(output_dir).into_iter().flatten().flatten() {
-        if entry.file_name().to_string_lossy().starts_with(WORK_PREFIX) {
-            archived.push(files::archive(output_dir, &entry.path(), "failed-build")?);
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(WORK_PREFIX) || !path.is_dir() || in_use(&path) {
+            continue;
         }
+        archived.push(files::archive(output_dir, &path, "failed-build")?);
+        let _ = fs::remove_file(lock_path(&path));
     }
     Ok(archived)
 }
@@ -300,6 +352,10 @@ pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Built,
         work_dir: work.clone(),
     };
     let mut archived = archive_failed_builds(output_dir).map_err(|e| fail(e.into(), vec![]))?;
+    let _lock = BuildLock::take(&work).map_err(|source| {
+        let path = lock_path(&work);
+        fail(BuildErrorKind::CreateDir { path, source }, vec![])
+    })?;
     fs::create_dir_all(&work).map_err(|source| {
         let path = work.clone();
         fail(BuildErrorKind::CreateDir { path, source }, vec![])
@@ -341,6 +397,39 @@ pub fn build(bin: &Path, output_dir: &Path, inputs: &[PathBuf]) -> Result<Built,
         artifacts: Artifacts::in_dir(&dest),
         archived,
     })
+}
+
+#[cfg(test)]
+mod build_lock_tests {
+    use super::*;
+
+    #[test]
+    fn a_build_under_way_is_never_archived_by_another() {
+        let out = std::env::temp_dir().join(format!("proxshift-buildlock-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&out);
+        fs::create_dir_all(&out).unwrap();
+        let running = out.join(format!("{WORK_PREFIX}111"));
+        let failed = out.join(format!("{WORK_PREFIX}222"));
+        let legacy = out.join(format!("{WORK_PREFIX}333"));
+        // Another run's build: its lock is held (by an open file description of its own).
+        let lock = BuildLock::take(&running).unwrap();
+        fs::create_dir_all(&running).unwrap();
+        // A build that failed: its lock file is there but nobody holds it.
+        fs::create_dir_all(&failed).unwrap();
+        fs::write(lock_path(&failed), "").unwrap();
+        fs::create_dir_all(&legacy).unwrap();
+        let archived = archive_failed_builds(&out).unwrap();
+        assert_eq!(archived.len(), 2, "{archived:?}");
+        assert!(running.is_dir() && lock_path(&running).is_file());
+        assert!(!failed.exists() && !lock_path(&failed).exists() && !legacy.exists());
+        drop(lock);
+        assert!(
+            !lock_path(&running).exists(),
+            "the lock goes with its build"
+        );
+        assert_eq!(archive_failed_builds(&out).unwrap().len(), 1);
+        fs::remove_dir_all(&out).unwrap();
+    }
 }
 
 #[cfg(test)]

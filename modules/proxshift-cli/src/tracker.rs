@@ -542,9 +542,21 @@ mod tests {
         let mut roles = Vec::new();
         for play in &plays {
             let sections = ["pre_tasks", "tasks", "post_tasks"];
-            let tasks = sections
+            let top = sections
                 .iter()
                 .flat_map(|k| play[*k].as_sequence().into_iter().flatten());
+            // A block's tasks (site.yaml's phases sit in the block that holds the cluster's lease).
+            let tasks = top.flat_map(|t| {
+                let inner: Vec<&serde_yaml_ng::Value> = ["block", "rescue", "always"]
+                    .iter()
+                    .flat_map(|k| t[*k].as_sequence().into_iter().flatten())
+                    .collect();
+                if inner.is_empty() {
+                    vec![t]
+                } else {
+                    inner
+                }
+            });
             for task in tasks {
                 for key in [
                     "ansible.builtin.import_role",

@@ -45,8 +45,21 @@ options:
       - C(kubernetes_auth) enables the C(kubernetes) auth method at C(auth/<auth_mount>) when it is
         not there (another method type there is an error), writes its config when a field differs,
         and creates or updates each role of O(roles) whose fields differ. Roles not listed are left alone.
+      - C(lease_acquire) takes the lease at O(path) (KV v2 only) for O(holder) - one writer per cluster. A free
+        lease (never taken, released, or data that is not a lease) or one O(holder) already holds is written
+        with the holder, O(lease_phase) and an expiry O(lease_ttl) seconds ahead; a lease whose holder's
+        expiry has passed is taken over with a warning naming that holder; a lease another run holds fails
+        naming that run (its id, host and AWX job), its phase and how long ago it was taken and renewed, with
+        nothing written. Every write is a check-and-set on the version read; when another run wrote in
+        between, the lease is read and decided again once.
+      - C(lease_renew) moves the expiry of O(holder)'s lease O(lease_ttl) seconds ahead and records
+        O(lease_phase); it fails when the lease is no longer O(holder)'s (it expired and another run took it
+        over), so a run that lost its lease stops before writing more.
+      - C(lease_release) frees O(holder)'s lease (the secret keeps C(last_holder) and C(released_at)); a lease
+        held by another run is left alone with a warning, a free one is no change.
+      - In check mode the lease states read and predict; a lease held by another run is a warning, not a failure.
     type: str
-    choices: [read, present, absent, policy, kubernetes_auth]
+    choices: [read, present, absent, policy, kubernetes_auth, lease_acquire, lease_renew, lease_release]
     default: present
   engine_mount_point:
     description: Mount path of the KV secrets engine (without C(/data/)).
@@ -175,6 +188,43 @@ options:
       audience:
         description: The audience the service-account JWT must carry (none checked when unset).
         type: str
+  holder:
+    description: Who takes, renews or releases the lease (O(state=lease_acquire), C(lease_renew), C(lease_release)).
+    type: dict
+    suboptions:
+      run_id:
+        description: The run's own id, unique per playbook run (the lease is this run's while it holds this id).
+        type: str
+        required: true
+      host:
+        description: The machine the run is on, shown to a run that is refused.
+        type: str
+        default: ""
+      job_id:
+        description: The AWX/AAP job id when the run is a job, shown to a run that is refused.
+        type: str
+        default: ""
+  lease_phase:
+    description: The phase the run is in, stored in the lease and shown to a run that is refused.
+    type: str
+  lease_ttl:
+    description:
+      - Seconds from now that the lease stays the holder's without a renewal. A run that dies holding it
+        blocks the cluster this long at most; the playbooks renew it at every phase.
+    type: int
+    default: 1800
+  lease_break:
+    description:
+      - The run id of a lease holder you know is dead (its process killed, its machine gone) - C(lease_acquire)
+        takes its lease over at once, with a warning, instead of waiting for it to expire (as
+        C(terraform force-unlock LOCK_ID)). A lease held by any other run is still refused.
+    type: str
+  lease_wait:
+    description:
+      - Seconds C(lease_acquire) waits for a lease another run holds, looking again every 2 seconds, instead of
+        failing at once; then it fails as without it, saying how long it waited. C(0) - no waiting. Not in check mode.
+    type: int
+    default: 0
   url:
     description: Vault address, for example C(https://vault.example.com:8200). Falls back to C(VAULT_ADDR).
     type: str
@@ -345,6 +395,18 @@ EXAMPLES = r"""
         token_policies: [eso-cluster1]
         token_ttl: 900
 
+- name: Take the cluster's lease before changing anything (fails naming the run that holds it)
+  proxshift.hashi_vault.hashicorp_vault:
+    url: https://vault.example.com:8200
+    state: lease_acquire
+    path: openshift/clusters/cluster1/lease
+    holder:
+      run_id: "{{ run_id }}"
+      host: "{{ lookup('ansible.builtin.pipe', 'uname -n') }}"
+      job_id: "{{ awx_job_id | default('') }}"
+    lease_phase: preflight
+    lease_ttl: 1800
+
 - name: Remove a cluster's secret for good
   proxshift.hashi_vault.hashicorp_vault:
     url: https://vault.example.com:8200
@@ -390,7 +452,7 @@ path:
   description:
     - The secret written or deleted, as C(<mount>/<path>); for O(state=policy) C(sys/policies/acl/<name>),
       for O(state=kubernetes_auth) C(auth/<auth_mount>).
-  returned: state=present, state=absent, state=policy or state=kubernetes_auth
+  returned: state=present, state=absent, state=policy, state=kubernetes_auth or a lease state
   type: str
   sample: secret/openshift/cluster1
 kv_version:
@@ -421,6 +483,23 @@ auth_changes:
   sample:
     - "auth/kubernetes/cluster1: enabled"
     - "auth/kubernetes/cluster1/config: kubernetes_host, kubernetes_ca_cert, disable_local_ca_jwt, token_reviewer_jwt"
+lease:
+  description:
+    - The lease as written (or as found, when nothing was written) - C(holder), C(phase), the Unix times
+      C(acquired_at), C(renewed_at), C(expires_at) (a released lease C(released_at) and C(last_holder)), each
+      also as C(<name>_utc) in RFC 3339 - and its KV C(version). Null for a free lease that was not written.
+  returned: state=lease_acquire, state=lease_renew or state=lease_release
+  type: dict
+  sample: {holder: {run_id: 3f2a9c, host: ctl1, job_id: "812"}, phase: vms, acquired_at: 1764892800,
+           renewed_at: 1764893100, expires_at: 1764894900, expires_at_utc: "2025-12-05T00:35:00Z", version: 7}
+taken_over:
+  description: Whether C(lease_acquire) took over an expired lease of another run.
+  returned: state=lease_acquire, state=lease_renew or state=lease_release
+  type: bool
+previous:
+  description: The expired lease that was taken over (same fields as RV(lease)), else null.
+  returned: state=lease_acquire, state=lease_renew or state=lease_release
+  type: dict
 destroyed:
   description: Whether the absent state destroyed all versions and metadata (KV v2 with O(destroy=true)).
   returned: state=absent
