@@ -97,15 +97,20 @@ def test_ready_waits_and_names_the_nodes_that_are_not(run_playbook, kube_api):
         kube_api.ok("DELETE", f"/api/v1/nodes/{n}")
 
 
-def make_workload(api: KubeApi, node: str):
-    """A namespace with a DaemonSet pod and a web pod covered by a PodDisruptionBudget, both on `node`."""
-    ns = unique("drain")
+def namespace_with_default_account(api: KubeApi, prefix: str) -> str:
+    """A new namespace once the service-account controller has made its `default` account (pods need it)."""
+    ns = unique(prefix)
     api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    # The service-account controller makes the namespace's `default` account, which the pods need.
     deadline = time.monotonic() + 60
     while api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None:
         assert time.monotonic() < deadline, "the service-account controller made no `default` account in 60 s"
         time.sleep(0.2)
+    return ns
+
+
+def make_workload(api: KubeApi, node: str):
+    """A namespace with a DaemonSet pod and a web pod covered by a PodDisruptionBudget, both on `node`."""
+    ns = namespace_with_default_account(api, "drain")
     labels = {"app": "agent"}
     ds = api.ok("POST", f"/apis/apps/v1/namespaces/{ns}/daemonsets", {
         "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
@@ -201,12 +206,7 @@ def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
     node = unique("worker-dead")
     kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     kube_api.patch_status(f"/api/v1/nodes/{node}", {"conditions": [condition("Ready", "True")]})
-    ns = unique("dead")
-    kube_api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    deadline = time.monotonic() + 60
-    while kube_api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None:
-        assert time.monotonic() < deadline, "the service-account controller made no `default` account in 60 s"
-        time.sleep(0.2)
+    ns = namespace_with_default_account(kube_api, "dead")
     kube_api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0"},
                 "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
                          "containers": [{"name": "c", "image": "registry.example/app"}]}})
