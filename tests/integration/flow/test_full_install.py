@@ -131,7 +131,8 @@ def test_install_failure_shows_the_installer_log(run_flow, site, spoke_api: Kube
 def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site, kube_api: KubeApi,
                                                                   spoke_api: KubeApi, tmp_path):
     """Vault is sealed while the installer waits, so the first run stops at storing the credentials; the
-    second finds the ACM hub unreachable and stops at the import. Each failure names its cause, nothing is
+    sealed Vault also kept its lease, so a rerun is refused until told to break it; the run that breaks it
+    finds the ACM hub unreachable and stops at the import. Each failure names its cause, nothing is
     lost or written twice, and the third run finishes without touching the VMs again."""
     kubeconfig = tmp_path / "cluster.kubeconfig"
     kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.admin_token))
@@ -158,12 +159,21 @@ def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site
     assert len(vms) == 1
     site.bao.unseal()
     assert site.bao.kv_get(stored_path)["phase"] == "installing", "a failed write left something behind"
+    # Vault was sealed when the run let go of its lease too: the lease stays, said so, and refuses the next
+    # run until it expires or is broken by the run id the refusal names (tasks/lease_release.yml).
+    assert "could not be released" in sealed.output, sealed.output
+    dead_run = site.bao.kv_get(f"{stored_path}/lease")["run_id"]
+    refused = run_flow("site.yaml", "lab-sno", with_installer=True, extra=hub, env_more=env_more)
+    assert refused.rc != 0
+    assert [r["task"] for r in refused.results if r["status"] == "failed"] == ["Lease — acquire"], refused.output
+    assert f"proxshift_lease_break={dead_run}" in refused.output, refused.output
+    assert site.record_version("lab-sno") == 1
 
     dead_port = free_port()
     dead_hub = tmp_path / "dead-hub.kubeconfig"
     dead_hub.write_text(re.sub(r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{dead_port}", hub_kubeconfig.read_text()))
     no_hub = run_flow("site.yaml", "lab-sno", with_installer=True, env_more=env_more,
-                      extra={**hub, "acm_hub_kubeconfig": str(dead_hub)})
+                      extra={**hub, "acm_hub_kubeconfig": str(dead_hub), "proxshift_lease_break": dead_run})
     assert no_hub.rc != 0
     failed = [r["task"] for r in no_hub.results if r["status"] == "failed"]
     assert len(failed) == 1 and "Import into or detach from the ACM hub" in failed[0], failed
@@ -180,5 +190,5 @@ def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site
     assert site.record("lab-sno")["phase"] == "imported"
     assert {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms("lab-sno")} == vms
     assert [t for t in final.changed_tasks() if "VM" in t or "Start" in t] == [], final.changed_tasks()
-    for run in (sealed, no_hub, final):
+    for run in (sealed, refused, no_hub, final):
         assert site.canary not in run.output

@@ -346,7 +346,10 @@ results:
       description: Whether this object changed (or would, in check mode).
       type: bool
     object:
-      description: The object as the server has it now (in check mode, would have it), without C(managedFields), Secret values hidden; with its C(metadata.resourceVersion), so a caller can apply a merge over the version it read.
+      description:
+        - The object as the server has it now (in check mode, would have it), without C(managedFields), Secret
+          values hidden.
+        - With its C(metadata.resourceVersion), so a caller can apply a merge over the version it read.
       type: dict
     objects:
       description: With O(state=read) and no name, every object of the kind, as RV(results[].object).
