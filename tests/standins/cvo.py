@@ -125,13 +125,20 @@ class FakeCVO(threading.Thread):
     its risks; `Recommended=False`), as `pkg/cvo/availableupdates.go` (`syncAvailableUpdates`) evaluates them.
     `reject` maps versions to a failure: a desired update to one of them is not applied — the payload cannot be
     retrieved or verified — and `ReleaseAccepted=False` (`RetrievePayload`) says why, as `pkg/cvo/sync_worker.go`
-    (`loadUpdatedPayload`: "Retrieving payload failed version=%q image=%q failure=%v") reports it."""
+    (`loadUpdatedPayload`: "Retrieving payload failed version=%q image=%q failure=%v") reports it.
+    `degrade` maps versions to a ClusterOperator that degrades during the update to them: the update starts
+    (history `Partial`), the operator reports `Degraded=True` and never its new version, and the ClusterVersion
+    says `Failing=True` (`ClusterOperatorDegraded`, "Cluster operator %s is degraded") with Progressing's
+    "Unable to apply %s: wait has exceeded 40 minutes for these operators: %s" — what `pkg/cvo/status.go`
+    (`convertErrorToProgressing`, `setDesiredReleaseAcceptedCondition`) and `lib/resourcebuilder` report once the
+    sync worker gave up waiting: the CVO itself waited out the grace before Failing turns True."""
 
     def __init__(self, api: KubeApi, offers: dict[str, list[dict]], *, module_user: str, token: str,
-                 conditional: dict[str, list[dict]] | None = None, reject: dict[str, str] | None = None):
+                 conditional: dict[str, list[dict]] | None = None, reject: dict[str, str] | None = None,
+                 degrade: dict[str, str] | None = None):
         super().__init__(daemon=True)
         self.api, self.offers, self.token = api, offers, token
-        self.conditional, self.reject = conditional or {}, reject or {}
+        self.conditional, self.reject, self.degrade = conditional or {}, reject or {}, degrade or {}
         self.audit = Audit(api, module_user)
         self.stop = threading.Event()
         self.channel: str | None = None
@@ -206,6 +213,9 @@ class FakeCVO(threading.Thread):
                    "startedTime": "2026-01-02T00:00:00Z", "completionTime": None}
         replace_status(self.api, {"desired": {"version": want, "image": image(want)}, "history": [partial] + old,
                                   "conditions": conditions(progressing=f"Working towards {want}")}, self.token)
+        if want in self.degrade:
+            self.degraded(want, cv["status"]["conditions"])
+            return
         for name in operators:
             self.after_next_look()
             self.status(f"{CO}/{name}", {"versions": [{"name": "operator", "version": want}]})
@@ -213,6 +223,22 @@ class FakeCVO(threading.Thread):
         done = {**partial, "state": "Completed", "completionTime": "2026-01-02T01:00:00Z"}
         self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": self.offered(channel, want, graph_only=True),
                                       "conditions": conditions(message=f"Cluster version is {want}")})
+
+    def degraded(self, want: str, before: list[dict]) -> None:
+        """The update to `want` stalls on `self.degrade[want]`: Degraded operator, then Failing=True (after one
+        more look, so the module sees the update under way first)."""
+        name = self.degrade[want]
+        self.after_next_look()
+        self.status(f"{CO}/{name}", {"conditions": [
+            {**condition("Degraded", "True", "NodeInstallerDegraded: 1 nodes are failing on revision 12"),
+             "reason": "NodeInstaller_InstallerPodFailed"},
+            condition("Available", "True"), condition("Progressing", "True")]})
+        self.after_next_look()
+        failing = {**condition("Failing", "True", f"Cluster operator {name} is degraded"), "reason": "ClusterOperatorDegraded"}
+        progressing = {**condition("Progressing", "True", f"Unable to apply {want}: wait has exceeded 40 minutes for these "
+                                                          f"operators: {name}"), "reason": "ClusterOperatorDegraded"}
+        keep = [c for c in before if c["type"] not in ("Failing", "Progressing")]
+        replace_status(self.api, {"conditions": keep + [failing, progressing]}, self.token)
 
     def finish(self) -> None:
         self.stop.set()

@@ -15,7 +15,7 @@ use std::time::{Duration, UNIX_EPOCH};
 pub use host::covers;
 pub use kept::{assess, Contents, Kept};
 pub use key::{key_matches, KeyError};
-pub use parse::{leaf, CertError, CertInfo};
+pub use parse::{leaf, trust_anchor, CertError, CertInfo};
 
 /// What is known about one kept certificate: its leaf's facts, whether it covers the hostname it is
 /// wired to, how long it is valid, and the warnings a report shows.
@@ -31,6 +31,10 @@ pub struct Report {
     pub days_left: i64,
     /// Certificates in the PEM bundle, the leaf included.
     pub chain_length: usize,
+    /// The PEM of the certificate a client trusts to verify the bundle ([`trust_anchor`]): what a
+    /// kubeconfig and Vault's Kubernetes auth need once the certificate serves the API. Public.
+    #[serde(default)]
+    pub trust_anchor: String,
     /// The hostname it is wired to, when it is wired to one.
     pub hostname: Option<String>,
     pub covers_hostname: Option<bool>,
@@ -72,6 +76,7 @@ pub fn check(
         not_after: rfc3339(info.not_after),
         days_left,
         chain_length: info.chain_length,
+        trust_anchor: trust_anchor(pem)?,
         hostname: hostname.map(str::to_string),
         covers_hostname: covered,
         warnings,

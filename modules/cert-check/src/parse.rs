@@ -45,6 +45,23 @@ pub fn certificates(pem: &str) -> Result<Vec<Vec<u8>>, CertError> {
     Ok(out)
 }
 
+/// The certificate a client must trust to verify the bundle, as the bundle's own PEM text: its last
+/// certificate. OpenShift's documentation asks that a named API certificate's file hold the leaf, then the
+/// intermediates, ending with the root CA ("Adding an API server named certificate"); a bundle of the
+/// leaf alone (self-signed, or issued by a CA the user keeps elsewhere) is trusted as itself, as Go's
+/// `crypto/x509` and webpki accept any certificate of their root pool as an anchor.
+pub fn trust_anchor(pem: &str) -> Result<String, CertError> {
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    leaf(pem)?;
+    let start = pem.rfind(BEGIN).ok_or(CertError::NoCertificate)?;
+    let end = pem[start..]
+        .find(END)
+        .map(|i| start + i + END.len())
+        .ok_or(CertError::NoCertificate)?;
+    Ok(format!("{}\n", &pem[start..end]))
+}
+
 /// The first certificate of the bundle, checked that every certificate of the bundle parses.
 pub fn leaf(pem: &str) -> Result<CertInfo, CertError> {
     let ders = certificates(pem)?;
@@ -115,6 +132,22 @@ mod tests {
         assert_eq!(info.serial, "07");
         assert_eq!(info.chain_length, 2);
         assert!(info.subject.contains("rcgen"), "{}", info.subject);
+    }
+
+    #[test]
+    fn the_trust_anchor_is_the_bundles_last_certificate_or_the_leaf_alone() {
+        let (leaf_pem, key) = testcert::make(&["api.lab.example.com"], 2030, 7);
+        let (ca_pem, _) = testcert::make(&["ca.example.com"], 2031, 8);
+        assert_eq!(
+            trust_anchor(&format!("{leaf_pem}{ca_pem}{key}")).unwrap(),
+            ca_pem
+        );
+        assert_eq!(trust_anchor(&leaf_pem).unwrap(), leaf_pem);
+        // Windows line ends and no final newline: the block's own text, one newline after it.
+        let crlf = ca_pem.trim_end().replace('\n', "\r\n");
+        let anchor = trust_anchor(&format!("{leaf_pem}{crlf}")).unwrap();
+        assert_eq!(anchor, format!("{crlf}\n"));
+        assert_eq!(trust_anchor(&key).unwrap_err(), CertError::NoCertificate);
     }
 
     #[test]

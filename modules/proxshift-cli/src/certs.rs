@@ -97,6 +97,7 @@ mod tests {
                 not_after: "2026-01-01T00:00:00Z".into(),
                 days_left,
                 chain_length: 2,
+                trust_anchor: String::new(),
                 hostname: Some("api.lab.example.com".into()),
                 covers_hostname: Some(true),
                 warnings: warnings.iter().map(|s| s.to_string()).collect(),

@@ -14,6 +14,7 @@ import json
 import time
 
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -123,8 +124,17 @@ def post_phase(kubeconfig: str, *, force_reset: bool = False) -> str:
         ]}])
 
 
-def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries):
+def kubeconfig_cas(path) -> str:
+    kc = yaml.safe_load(path.read_text())
+    return base64.b64decode(kc["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+
+
+def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries, tmp_path):
     (apps_crt, apps_key), (api_crt, api_key) = pairs["apps"], pairs["api"]
+    # The work folder's admin kubeconfig (site.yaml passes cluster_install_dir/auth/kubeconfig, a path).
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(cluster.admin_cert_kubeconfig)
+    installer_cas = kubeconfig_cas(kubeconfig)
     cluster.ok("POST", "/api/v1/namespaces/openshift-ingress/secrets",
                secret("openshift-ingress", "apps-cert", apps_crt, apps_key))
     cluster.ok("POST", "/api/v1/namespaces/openshift-config/secrets",
@@ -132,7 +142,7 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
     env = {"VAULT_ADDR": bao.addr, "VAULT_TOKEN": bao.token}
 
     # The first post phase: the copies go into the record, the certificates are wired in.
-    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env)
+    run = run_playbook(post_phase(str(kubeconfig)), env=env)
     assert run.rc == 0, run.output
     record = bao.kv_get(RECORD)
     assert sorted(record["certificates"]) == ["openshift-config/api-cert", "openshift-ingress/apps-cert"]
@@ -150,11 +160,16 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
         {"names": [API_HOST], "servingCertificate": {"name": "api-cert"}}]
     # The report line names serial and expiry, never a value.
     assert "openshift-config/api-cert (api, backup): serial 0a:91, expires" in run.output
+    # The API now serves api-cert: the kubeconfig trusts its anchor (self-signed: itself) besides the installer's
+    # CAs, in the work folder and in the record (what a later run, and the external_secrets phase, reads).
+    assert kubeconfig_cas(kubeconfig) == installer_cas.strip() + "\n" + api_crt
+    assert yaml.safe_load(bao.kv_get(RECORD)["kubeconfig"]) == yaml.safe_load(kubeconfig.read_text())
+    assert "1 CA certificate(s) of the API's kept certificates added to the kubeconfig" in run.output
 
     # Rerun: nothing to write, neither in the record nor in the cluster.
     since = len(cluster.audit_events())
     version = bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"]
-    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env)
+    run = run_playbook(post_phase(str(kubeconfig)), env=env)
     assert run.rc == 0, run.output
     assert run.changed_tasks() == [], run.changed_tasks()
     assert writes(cluster, since) == []
@@ -167,7 +182,7 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
 
     # Check mode: the restore is shown (Secret values masked in the diff), nothing is written.
     since = len(cluster.audit_events())
-    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env, check=True, diff=True)
+    run = run_playbook(post_phase(str(kubeconfig)), env=env, check=True, diff=True)
     assert run.rc == 0, run.output
     r = run.task(RESTORE)["certificates_restore_summary"]
     assert r["changed"] is True
@@ -177,7 +192,7 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
     assert cluster.get("/api/v1/namespaces/openshift-ingress/secrets/apps-cert") is None
 
     # The post phase after the rebuild: the same certificates (same serials) are back and wired in.
-    run = run_playbook(post_phase(cluster.admin_cert_kubeconfig), env=env)
+    run = run_playbook(post_phase(str(kubeconfig)), env=env)
     assert run.rc == 0, run.output
     assert serial_of(cluster, "openshift-ingress", "apps-cert") == 0xA11CE
     assert serial_of(cluster, "openshift-config", "api-cert") == 0xA91

@@ -213,6 +213,19 @@ def test_a_rejected_payload_fails_fast(run_module, cluster, cvo):
     assert [u["version"] for u in fake.updates] == ["4.18.9"]
 
 
+def test_a_failing_update_stops_one_poll_after_it_is_seen(run_module, cluster, cvo):
+    """An operator degrades during the update and the ClusterVersion turns Failing=True (the CVO has already
+    waited out its own grace before saying so): the module stops, naming the operator, and returns the progress
+    it saw; the update it asked for stays asked (nothing is rolled back)."""
+    fake = cvo({"stable-4.18": releases("4.18.9")}, degrade={"4.18.9": "kube-apiserver"})
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", timeout=3600))
+    assert rc != 0 and out["changed"] is True, out
+    assert out["msg"] == ("the update to 4.18.9 stopped: the update is failing (ClusterVersion Failing=True, "
+                          "ClusterOperatorDegraded: Cluster operator kube-apiserver is degraded)"), out
+    assert out["progress"] and [u["version"] for u in fake.updates] == ["4.18.9"], out
+    assert spec(cluster)["desiredUpdate"]["version"] == "4.18.9"
+
+
 def test_a_conditional_target_is_refused_with_its_risks_then_accepted(run_module, cluster, cvo):
     risk = {"name": "OVNDrop", "message": "Pods on OVN-Kubernetes can lose traffic after the update.",
             "url": "https://issues.redhat.com/browse/OCPBUGS-0000", "matchingRules": [{"type": "Always"}]}

@@ -310,6 +310,10 @@ certificates:
         - The leaf certificate (the first of C(tls.crt)) - C(subject), C(issuer), C(sans), C(serial) (hex),
           C(not_before), C(not_after) (RFC 3339), C(days_left), C(chain_length), C(hostname), C(covers_hostname),
           C(warnings); null when it could not be read.
+        - C(trust_anchor) - the PEM of the certificate a client trusts to verify C(tls.crt), its last certificate
+          (the root CA, when the bundle ends with it as OpenShift asks of a named API certificate; the leaf when
+          alone). Public; the playbooks add it to the kubeconfig and to Vault's Kubernetes auth once an C(api)
+          certificate is wired in.
       type: dict
     key_matches:
       description: Whether C(tls.key) belongs to the certificate (null when not checked).
