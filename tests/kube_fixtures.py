@@ -260,6 +260,19 @@ def ready_condition(api: KubeApi, path: str, timeout: float = 60) -> dict:
         time.sleep(0.5)
 
 
+def event_message(api: KubeApi, ns: str, name: str, needle: str, timeout: float = 60) -> str:
+    """The message of the first Event about object `name` in `ns` that contains `needle`, once one is there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        events = (api.get(f"/api/v1/namespaces/{ns}/events") or {}).get("items", [])
+        about = [e["message"] for e in events if e["involvedObject"]["name"] == name]
+        found = [m for m in about if needle in m]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no Event about {ns}/{name} saying {needle!r} in {timeout} s: {about}"
+        time.sleep(0.5)
+
+
 def b64(s: str) -> str:
     return base64.b64encode(s.encode()).decode()
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from standins.cvo import CV, FakeCVO, releases
-from kube_fixtures import (KubeApi, external_secret, external_secrets_controller, kube_api,  # noqa: F401 (fixtures)
+from kube_fixtures import (KubeApi, event_message, external_secret, external_secrets_controller, kube_api,  # noqa: F401 (fixtures)
                            ready_condition, spoke_api)
 from standins.eso import FakeEsoOperator
 from standins.gitops import FakeGitOps
@@ -290,16 +290,27 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
         with external_secrets_controller(spoke_api, tmp_path) as log:
             run = run_flow("site.yaml", PROVISIONED, **run_it)
             assert run.rc == 0, run.output
-            external_secret(spoke_api, "gitops-app", "db", "vault", f"clusters/{PROVISIONED}/gitops-app")
-            synced = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/gitops-app/externalsecrets/db")
+            # The store may be used from the namespace the root Application deploys to (inventory/gitops.yml names
+            # none: the default), and from no other.
+            store = spoke_api.get("/apis/external-secrets.io/v1/clustersecretstores/vault")
+            assert store["spec"]["conditions"] == [{"namespaces": ["openshift-gitops"]}], store["spec"]
+            external_secret(spoke_api, "openshift-gitops", "db", "vault", f"clusters/{PROVISIONED}/gitops-app")
+            synced = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/openshift-gitops/externalsecrets/db")
             assert synced["status"] == "True", (synced, log.read_text()[-3000:])
-            secret = spoke_api.get("/api/v1/namespaces/gitops-app/secrets/db")
+            secret = spoke_api.get("/api/v1/namespaces/openshift-gitops/secrets/db")
             assert base64.b64decode(secret["data"]["password"]).decode() == "gitops-app-password"
             # Another cluster's path through the same store: Vault refuses, no Secret is written.
             site.bao.kv_put("clusters/lab-compact/app", {"password": "another-clusters-password"})
-            external_secret(spoke_api, "gitops-app", "theirs", "vault", "clusters/lab-compact/app")
-            refused = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/gitops-app/externalsecrets/theirs")
+            external_secret(spoke_api, "openshift-gitops", "theirs", "vault", "clusters/lab-compact/app")
+            refused = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/openshift-gitops/externalsecrets/theirs")
             assert refused["status"] == "False" and refused["reason"] == "SecretSyncedError", refused
+            # This cluster's path from a namespace outside the store's conditions: ESO refuses the store.
+            external_secret(spoke_api, "gitops-app", "db", "vault", f"clusters/{PROVISIONED}/gitops-app")
+            outside = ready_condition(spoke_api, "/apis/external-secrets.io/v1/namespaces/gitops-app/externalsecrets/db")
+            assert (outside["status"], outside["reason"]) == ("False", "SecretSyncedError"), outside
+            why = event_message(spoke_api, "gitops-app", "db", "denied by spec.condition")
+            assert 'using cluster store "vault" is not allowed from namespace "gitops-app"' in why, why
+            assert spoke_api.get("/api/v1/namespaces/gitops-app/secrets/db") is None
     app = spoke_api.get("/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applications/root")
     assert app["status"]["operationState"]["retryCount"] == 1 and app["status"]["sync"]["status"] == "Synced"
     assert app["spec"]["source"]["repoURL"] == lab["gitops"]["repo_url"]

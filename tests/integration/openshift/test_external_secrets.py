@@ -8,7 +8,8 @@ role applied it deploys the operand's Deployments, as Red Hat's operator would).
 token for the store's service account (TokenRequest), logs in to OpenBao at the store's auth mount and role
 (OpenBao checks that token with a real TokenReview against the kube-apiserver, over TLS with the CA the role
 took from the kubeconfig) and sets `Ready`; for an ExternalSecret in an application namespace it reads the
-cluster's Vault path and writes the Secret. Another cluster's path stays unreadable through the store.
+cluster's Vault path and writes the Secret. Another cluster's path stays unreadable through the store, and so does the
+cluster's own path from a namespace outside the store's conditions.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ import pytest
 
 from standins.eso import ESC, FakeEsoOperator
 from standins.olm import FakeOlm
-from kube_fixtures import KubeApi, _running_testenv, external_secret, external_secrets_controller, kube_api, ready_condition, unique  # noqa: F401 (fixtures)
+from kube_fixtures import (KubeApi, _running_testenv, event_message, external_secret, external_secrets_controller,  # noqa: F401 (fixtures)
+                           kube_api, ready_condition, unique)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.external_secrets"
@@ -53,15 +55,39 @@ def play(kubeconfig: Path, bao: OpenBao, token: str, **role_vars) -> str:
 
 
 def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
+    """The store first as every namespace may use it (`external_secrets_all_namespaces`, as stores were before they
+    had conditions), then converged to the namespaces named: the real controller syncs an ExternalSecret there and
+    refuses one elsewhere. No namespace named is refused before anything is changed."""
     cluster, ns, op_ns, store = unique("eso"), unique("eso-ns"), unique("eso-op"), unique("vault")
+    app_ns, denied_ns = unique("eso-app"), unique("eso-denied")
     sa = f"{ns}-reader"
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     openbao.kv_put(f"clusters/{cluster}/app", {"password": "canary-own-cluster"})
     openbao.kv_put("clusters/another/app", {"password": "canary-other-cluster"})
-    pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
-              external_secrets_service_account=sa, external_secrets_store_name=store,
-              external_secrets_operator_namespace=op_ns)
+    role_vars = dict(external_secrets_cluster=cluster, external_secrets_namespace=ns, external_secrets_service_account=sa,
+                     external_secrets_store_name=store, external_secrets_operator_namespace=op_ns)
+    pb = play(kubeconfig, openbao, openbao.token, external_secrets_all_namespaces=True, **role_vars)
+    pb_scoped = play(kubeconfig, openbao, openbao.token, external_secrets_namespaces=[app_ns], **role_vars)
+
+    # No namespace named (the play has no GitOps root Application to take it from): refused, nothing written.
+    run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
+    assert run.rc != 0
+    failed = [r for r in run.results if r["status"] == "failed"]
+    assert [r["task"] for r in failed] == [f"{ROLE} : Check that some namespace may use the store"], failed
+    msg = failed[0]["result"]["msg"]
+    assert msg.startswith(f"The ClusterSecretStore {store} would be usable from no namespace: external_secrets_namespaces is empty") \
+        and "external_secrets_all_namespaces: true" in msg and msg.endswith("Nothing was changed."), msg
+    assert kube_api.get(f"/api/v1/namespaces/{ns}") is None
+    # A misspelt selector key, which the API server would drop, leaving a selector of every namespace: refused.
+    run = run_playbook(play(kubeconfig, openbao, openbao.token, external_secrets_namespace_selector={"matchlabels": {"team": "a"}},
+                            **role_vars))
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Check the namespace selector of the store")["msg"]
+    assert msg.startswith("external_secrets_namespace_selector must be a label selector with matchLabels and/or matchExpressions") \
+        and "a selector with other keys" in msg and msg.endswith("Nothing was changed."), msg
+    assert kube_api.get(f"/api/v1/namespaces/{ns}") is None
+
     with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), \
             external_secrets_controller(kube_api, tmp_path) as eso_log:
         run = run_playbook(pb, check=True, diff=True)
@@ -86,9 +112,9 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
             "serviceAccountRef": {"name": sa, "namespace": ns}}
         # Nothing on the cluster carries a Vault token: the store names an account, not a secret.
         assert "tokenSecretRef" not in json.dumps(live["spec"])
+        assert "conditions" not in live["spec"], live["spec"]
 
         # An application's ExternalSecret: the real controller reads this cluster's path and writes the Secret.
-        app_ns = unique("eso-app")
         external_secret(kube_api, app_ns, "own", store, f"clusters/{cluster}/app")
         assert ready_condition(kube_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/own")[
             "status"] == "True", eso_log.read_text()[-3000:]
@@ -100,7 +126,31 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
         assert other["status"] == "False" and other["reason"] == "SecretSyncedError", other
         assert kube_api.get(f"/api/v1/namespaces/{app_ns}/secrets/other") is None
 
-        run = run_playbook(pb)
+        # The store converged to the namespaces named: --check predicts the store's change and writes nothing,
+        # the real run adds the conditions (the store alone changes), the rerun changes nothing.
+        store_task = f"{ROLE} : Apply the ClusterSecretStore and wait until ESO calls it Ready, {store}"
+        run = run_playbook(pb_scoped, check=True, diff=True)
+        assert run.rc == 0, run.output
+        assert run.changed_tasks() == [store_task], run.changed_tasks()
+        assert "conditions" not in kube_api.get(f"{STORES}/{store}")["spec"]
+        run = run_playbook(pb_scoped)
+        assert run.rc == 0, run.output
+        assert run.changed_tasks() == [store_task], run.changed_tasks()
+        live = kube_api.get(f"{STORES}/{store}")
+        assert live["spec"]["conditions"] == [{"namespaces": [app_ns]}], live["spec"]
+        # The named namespace still reads; another one gets no Secret, and the controller says why.
+        external_secret(kube_api, app_ns, "scoped", store, f"clusters/{cluster}/app")
+        external_secret(kube_api, denied_ns, "own", store, f"clusters/{cluster}/app")
+        assert ready_condition(kube_api, f"/apis/external-secrets.io/v1/namespaces/{app_ns}/externalsecrets/scoped")[
+            "status"] == "True", eso_log.read_text()[-3000:]
+        denied = ready_condition(kube_api, f"/apis/external-secrets.io/v1/namespaces/{denied_ns}/externalsecrets/own")
+        assert (denied["status"], denied["reason"], denied["message"]) == (
+            "False", "SecretSyncedError", "could not get secret data from provider"), denied
+        why = event_message(kube_api, denied_ns, "own", "denied by spec.condition")
+        assert f'using cluster store "{store}" is not allowed from namespace "{denied_ns}"' in why, why
+        assert kube_api.get(f"/api/v1/namespaces/{denied_ns}/secrets/own") is None
+
+        run = run_playbook(pb_scoped)
         assert run.rc == 0, run.output
         assert run.changed_tasks() == [], run.changed_tasks()
 
@@ -123,7 +173,7 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
     weak = openbao.token_with_policy(f"weak-{cluster}", 'path "sys/policies/acl/*" { capabilities = ["create", "read", "update"] }\n'
                                                         'path "sys/auth" { capabilities = ["read"] }')
     op_ns = unique("eso-weak-op")
-    role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns,
+    role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns, "external_secrets_namespaces": [ns],
                  "external_secrets_operator_namespace": op_ns, "external_secrets_store_name": store}
     pb = play(kubeconfig, openbao, weak, **role_vars)
     with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns):
@@ -158,7 +208,8 @@ def test_community_bundle_on_a_fresh_cluster_check_mode_then_install(run_playboo
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(fresh_api.kubeconfig(fresh_api.kubeconfig_token))
     pb = play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster, external_secrets_namespace=ns,
-              external_secrets_distribution="community", external_secrets_store_name="vault")
+              external_secrets_distribution="community", external_secrets_store_name="vault",
+              external_secrets_namespace_selector={"matchLabels": {"team": "a"}})
     by = "the External Secrets Operator (external-secrets-operator)"
     with FakeOlm(fresh_api, ns), FakeEsoOperator(fresh_api, ns, ns, bad_stores=("broken",)):
         since = len(fresh_api.audit_events())
@@ -181,11 +232,13 @@ def test_community_bundle_on_a_fresh_cluster_check_mode_then_install(run_playboo
         store = fresh_api.get("/apis/external-secrets.io/v1beta1/clustersecretstores/vault")
         assert store["apiVersion"] == "external-secrets.io/v1beta1" and \
             store["status"]["conditions"][0]["status"] == "True", store
+        assert store["spec"]["conditions"] == [{"namespaceSelector": {"matchLabels": {"team": "a"}}}], store["spec"]
         assert fresh_api.request("GET", "/apis/external-secrets.io/v1")[0] == 404
 
         run = run_playbook(play(kubeconfig, openbao, openbao.token, external_secrets_cluster=cluster,
                                 external_secrets_namespace=ns, external_secrets_distribution="community",
-                                external_secrets_store_name="broken", external_secrets_store_timeout=3))
+                                external_secrets_store_name="broken", external_secrets_store_timeout=3,
+                                external_secrets_namespaces=[ns]))
     assert run.rc != 0
     msg = run.task(f"{ROLE} : Apply the ClusterSecretStore and wait until ESO calls it Ready, broken")["msg"]
     assert "Ready=True (now False, InvalidProviderConfig: unable to validate store: permission denied (Vault role))" \
