@@ -116,11 +116,24 @@ pub fn learn_backup(m: &mut Module, o: &Options) {
 /// Every Secret value read is masked in the output (the backup return value is the one exception the
 /// sidecar documents: it is what the record stores, registered under `no_log`).
 fn learn(m: &mut Module, secret: &Value) {
-    // Both forms of every value: base64 as stored, decoded (the PEM texts).
-    for v in secret_values(secret) {
+    // Certificates are public: their PEM text stays readable (a result names their trust anchor); their
+    // base64 form is masked with the rest of the data.
+    let mut private = secret.clone();
+    if let Some(data) = private.get_mut("data").and_then(Value::as_object_mut) {
+        for key in PUBLIC_KEYS {
+            if let Some(encoded) = data.remove(key).as_ref().and_then(Value::as_str) {
+                m.add_secret(encoded.to_string());
+            }
+        }
+    }
+    // Both forms of every other value: base64 as stored, decoded (the key's PEM text).
+    for v in secret_values(&private) {
         m.add_secret(v);
     }
 }
+
+/// The keys of a TLS Secret that hold certificates, public by nature.
+const PUBLIC_KEYS: [&str; 2] = ["tls.crt", "ca.crt"];
 
 fn judge(k: &KeepOpt, source: &str, copy: Option<&Value>, now: i64, warn_days: i64) -> Kept {
     let kept = k.kept(source);

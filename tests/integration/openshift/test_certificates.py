@@ -12,6 +12,7 @@ import base64
 import datetime
 import json
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -133,7 +134,7 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
     (apps_crt, apps_key), (api_crt, api_key) = pairs["apps"], pairs["api"]
     # The work folder's admin kubeconfig (site.yaml passes cluster_install_dir/auth/kubeconfig, a path).
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(cluster.admin_cert_kubeconfig)
+    kubeconfig.write_text(Path(cluster.admin_cert_kubeconfig).read_text())
     installer_cas = kubeconfig_cas(kubeconfig)
     cluster.ok("POST", "/api/v1/namespaces/openshift-ingress/secrets",
                secret("openshift-ingress", "apps-cert", apps_crt, apps_key))
