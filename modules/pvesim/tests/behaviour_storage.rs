@@ -346,7 +346,10 @@ fn volume_delete_is_an_imgdel_task_and_checks_no_vm_config() {
     // Attached to a VM: upstream deletes it all the same.
     let r = api.post(
         "/nodes/pve1/qemu",
-        &[("vmid", "700"), ("ide2", "local:iso/agent.x86_64.iso,media=cdrom")],
+        &[
+            ("vmid", "700"),
+            ("ide2", "local:iso/agent.x86_64.iso,media=cdrom"),
+        ],
     );
     assert_eq!(api.exit(&r.upid()), "OK");
     let r = api.delete(&path("local:iso/agent.x86_64.iso"), &[]);
@@ -366,8 +369,9 @@ fn volume_delete_is_an_imgdel_task_and_checks_no_vm_config() {
     assert_eq!(api.exit(&upid), "WARNINGS: 1");
     let log = api.task_log(&upid);
     assert!(
-        log.iter().any(|l| l
-            == "WARN: disk image '/var/lib/vz/template/iso/agent.x86_64.iso' does not exist"),
+        log.iter()
+            .any(|l| l
+                == "WARN: disk image '/var/lib/vz/template/iso/agent.x86_64.iso' does not exist"),
         "{log:?}"
     );
     // `delay`: a task that ended well within it answers null.
@@ -377,7 +381,10 @@ fn volume_delete_is_an_imgdel_task_and_checks_no_vm_config() {
     // The path's storage and the volume ID's must agree (a parameter error on `volume`).
     let r = api.delete(&path("nfs-shared:iso/x.iso"), &[]);
     assert_eq!(r.status, 400);
-    assert_eq!(r.error("volume"), "storage ID mismatch (nfs-shared != local)");
+    assert_eq!(
+        r.error("volume"),
+        "storage ID mismatch (nfs-shared != local)"
+    );
     // The plugin must parse the name; the storage must exist.
     let r = api.delete(&path("local:iso/x.qcow2"), &[]);
     assert_eq!(r.status, 500);
@@ -386,7 +393,10 @@ fn volume_delete_is_an_imgdel_task_and_checks_no_vm_config() {
         "unable to parse directory volume name 'iso/x.qcow2'\n"
     );
     let r = api.delete(
-        &format!("/nodes/pve1/storage/local-lvm/content/{}", enc("local-lvm:iso/x.iso")),
+        &format!(
+            "/nodes/pve1/storage/local-lvm/content/{}",
+            enc("local-lvm:iso/x.iso")
+        ),
         &[],
     );
     assert_eq!(r.message(), "unable to parse lvm volume name 'iso/x.iso'\n");
@@ -404,7 +414,10 @@ fn volume_delete_needs_datastore_allocate() {
     let sim = start();
     let api = Api::token(&sim, CI_TOKEN);
     let r = api.delete(
-        &format!("/nodes/pve1/storage/local/content/{}", enc("local:iso/agent.x86_64.iso")),
+        &format!(
+            "/nodes/pve1/storage/local/content/{}",
+            enc("local:iso/agent.x86_64.iso")
+        ),
         &[],
     );
     assert_eq!(r.status, 403);

@@ -58,7 +58,9 @@ pub fn start(sim: &mut Sim, who: &Principal, req: DeleteVolume) -> ReplyResult<A
             sim.access
                 .require(who, &format!("/vms/{vmid}"), &["VM.Backup"], false)?;
         }
-        _ => sim.access.require(who, &path, &["Datastore.Allocate"], false)?,
+        _ => sim
+            .access
+            .require(who, &path, &["Datastore.Allocate"], false)?,
     }
     let id = match owner {
         Some(vmid) => format!("{vmid}@{sid}"),
