@@ -14,7 +14,9 @@ impl VmRun<'_, '_> {
     pub(crate) fn ensure_iso(&mut self, node: &str, iso: &AgentIso) -> Result<String, VmError> {
         let (c, ctx) = (self.client, self.ctx);
         let res = &mut self.res;
-        let src: &Path = &iso.src;
+        let src: &Path = iso.src.as_deref().ok_or(VmError::Internal(
+            "agent_iso.src missing with state present",
+        ))?;
         let meta = std::fs::metadata(src).map_err(|source| VmError::IsoSource {
             path: src.to_path_buf(),
             source,

@@ -11,6 +11,7 @@ mod create;
 pub mod error;
 pub mod identity;
 mod iso;
+pub mod iso_remove;
 pub mod options;
 mod remove;
 mod settle;
@@ -70,13 +71,55 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     };
     let plans = plan_all(&ctx, parsed);
     let results = execute(&ctx, &plans, args.parallel.max(1) as usize);
+    // After the VMs: the agent ISOs of `agent_iso.state: absent`.
+    let planned: Vec<&VmArgs> = plans
+        .iter()
+        .filter_map(|p| p.as_ref().ok())
+        .map(|(a, _)| a)
+        .collect();
+    let iso = iso_remove::remove_isos(&ctx, &planned, &results);
 
     report_warnings_and_diffs(m, &results, single);
-    let changed = results.iter().any(|r| r.changed);
-    if single {
+    report_iso(m, &iso);
+    let changed = results.iter().any(|r| r.changed) || iso.changed;
+    let outcome = if single {
         single_outcome(&results[0], changed)
     } else {
         list_outcome(&results, changed)
+    };
+    with_iso(outcome, iso)
+}
+
+/// The ISO removal's warnings and diff.
+fn report_iso(m: &mut Module, iso: &iso_remove::IsoReport) {
+    for w in &iso.warnings {
+        m.warn(w.clone());
+    }
+    if iso.changed {
+        m.add_diff(
+            Value::Object(iso.before.clone()),
+            Value::Object(iso.after.clone()),
+            "agent_iso before",
+            "agent_iso after",
+        );
+    }
+}
+
+/// `iso_removed` on the result; a failed removal fails a run whose VMs all succeeded.
+fn with_iso(
+    outcome: Result<Outcome, Failure>,
+    iso: iso_remove::IsoReport,
+) -> Result<Outcome, Failure> {
+    let removed = Value::Array(iso.removed);
+    let tasks = json!(iso.task_ids);
+    match (outcome, iso.error) {
+        (Ok(o), None) => Ok(o.with("iso_removed", removed).with("iso_task_ids", tasks)),
+        (Ok(o), Some(e)) => {
+            let mut f = Failure::new(e.to_string()).changed(o.changed);
+            f.data = o.data;
+            Err(f.with("iso_removed", removed).with("iso_task_ids", tasks))
+        }
+        (Err(f), _) => Err(f.with("iso_removed", removed).with("iso_task_ids", tasks)),
     }
 }
 
@@ -294,6 +337,15 @@ pub fn check_args(a: &VmArgs) -> Result<(), VmError> {
                 "{who}: vmid {id} is outside 100-999999999"
             )));
         }
+    }
+    if let Some(iso) = a.agent_iso.as_ref().filter(|i| i.absent()) {
+        if a.state == "present" {
+            return Err(VmError::Refused(format!(
+                "{who}: agent_iso.state absent deletes the ISO once the run's VMs are gone; \
+                 the VM's own state must be absent too"
+            )));
+        }
+        iso_remove::removal_volid(iso)?;
     }
     if a.state == "present" {
         let errs = a.spec.validate();

@@ -129,12 +129,21 @@ pub fn vm_options(with_defaults: bool) -> Vec<Opt> {
         // cipassword is the guest user's cloud-init password: no_log, the rest of the dict shown.
         Opt::dict("extra_config").no_log_keys(&["cipassword"]),
         d(Opt::bool("purge_unlisted_disks"), false.into()),
-        Opt::dict("agent_iso").options(ArgSpec::new(vec![
-            Opt::path("src").required(),
-            Opt::str("storage").required(),
-            Opt::str("filename"),
-            Opt::str("sha256"),
-        ])),
+        Opt::dict("agent_iso").options(
+            ArgSpec::new(vec![
+                Opt::str("state")
+                    .choices(&["present", "absent"])
+                    .default("present"),
+                Opt::path("src"),
+                Opt::str("storage").required(),
+                Opt::str("filename"),
+                Opt::str("sha256"),
+                Opt::str("volid"),
+                Opt::str("name_prefix"),
+            ])
+            .required_if("state", "present", &["src"])
+            .required_if("state", "absent", &["filename", "volid", "name_prefix"]),
+        ),
         d(Opt::str("owner_tag"), "proxshift".into()),
         d(Opt::bool("adopt"), false.into()),
         d(Opt::bool("force"), false.into()),
@@ -203,7 +212,12 @@ fn yes() -> bool {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct AgentIso {
-    pub src: std::path::PathBuf,
+    /// `present` (upload and attach) or `absent` (delete it once the run's VMs are gone).
+    #[serde(default = "present")]
+    pub state: String,
+    /// Required with `state: present` (the spec says so).
+    #[serde(default)]
+    pub src: Option<std::path::PathBuf>,
     pub storage: String,
     #[serde(default)]
     pub filename: Option<String>,
@@ -211,6 +225,19 @@ pub struct AgentIso {
     /// read once, by the upload, and not at all when the storage already has it.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// With `state: absent`: the volume ID recorded when the ISO was uploaded; `storage` and
+    /// `filename` must name exactly this volume.
+    #[serde(default)]
+    pub volid: Option<String>,
+    /// With `state: absent`: what the file name must start with (the cluster's tag in the name).
+    #[serde(default)]
+    pub name_prefix: Option<String>,
+}
+
+impl AgentIso {
+    pub fn absent(&self) -> bool {
+        self.state == "absent"
+    }
 }
 
 /// One VM's options after merging a `vms` item over the shared defaults.

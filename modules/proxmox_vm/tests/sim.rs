@@ -1454,3 +1454,117 @@ fn purge_unlisted_disks_only_on_owned_vms() {
         assert!(sim.vm_config(100).unwrap().contains_key("scsi0"));
     }
 }
+
+/// The ISO volumes of `storage` on `node`.
+fn isos(sim: &SimHandle, node: &str, storage: &str) -> Vec<String> {
+    client_for(sim)
+        .storage_content(node, storage, Some("iso"))
+        .unwrap()
+        .into_iter()
+        .map(|v| v.volid)
+        .collect()
+}
+
+/// `agent_iso.state: absent`: the cluster's uploaded ISO goes after its VMs, from every node that
+/// holds it; a name without the tag or a volid other than the record's is refused before any VM
+/// is touched; check mode predicts with a diff; a rerun is no change; other ISOs stay.
+#[test]
+fn agent_iso_absent_removes_only_the_recorded_tagged_volume_after_the_vms() {
+    let sim = sim();
+    let (dir, _iso, _) = with_agent_iso("iso-absent", None);
+    let name = "c8-agent-0123456789ab.iso";
+    let volid = format!("local:iso/{name}");
+    let cluster = json!({
+        "memory": 2048, "owner_tag": "proxshift-c8", "vmid_range": [4700, 4799],
+        "cdrom": {"slot": "ide2"},
+        "agent_iso": {"src": dir.join("agent.x86_64.iso").to_string_lossy(), "storage": "local",
+                      "filename": name},
+        "vms": [{"name": "c8-a", "node": "pve1"}, {"name": "c8-b", "node": "pve2"}],
+    });
+    ok(&run(&sim, &cluster));
+    assert!(isos(&sim, "pve1", "local").contains(&volid));
+    assert!(isos(&sim, "pve2", "local").contains(&volid));
+    let unrelated = "local:iso/agent.x86_64.iso".to_string();
+    assert!(isos(&sim, "pve1", "local").contains(&unrelated));
+
+    let mut gone = cluster.clone();
+    gone["state"] = json!("absent");
+    gone["force"] = json!(true);
+    gone["agent_iso"] = json!({"state": "absent", "storage": "local", "filename": name,
+                               "volid": volid, "name_prefix": "c8-agent-"});
+    // Not the record's volume, or a name without the tag: refused before anything is deleted.
+    for (key, value, says) in [
+        (
+            "volid",
+            "local:iso/c8-agent-ffffffffffff.iso",
+            "is not the recorded volume",
+        ),
+        (
+            "name_prefix",
+            "c9-agent-",
+            "does not carry the tag 'c9-agent-'",
+        ),
+    ] {
+        let mut bad = gone.clone();
+        bad["agent_iso"][key] = json!(value);
+        sim.clear_requests();
+        let msg = failed(&run(&sim, &bad));
+        assert!(msg.contains(says), "{msg}");
+        assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+    }
+    assert!(sim.vm_config(4700).is_some() && sim.vm_config(4701).is_some());
+
+    // Check mode: the prediction, a diff, no write.
+    let r = run_mode(&sim, &gone, true);
+    ok(&r);
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(
+        r["iso_removed"],
+        json!([{"volid": volid, "nodes": ["pve1", "pve2"]}])
+    );
+    assert!(
+        r["diff"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["before_header"] == "agent_iso before"
+                && d["before"][&volid] == json!(["pve1", "pve2"])),
+        "{r:#}"
+    );
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+
+    // A VM of the cluster that the run does not remove still boots from it: the ISO stays.
+    let mut one = gone.clone();
+    one["vms"] = json!([{"name": "c8-a", "node": "pve1"}]);
+    let msg = failed(&run(&sim, &one));
+    assert!(
+        msg.contains(&format!("{volid} is still used by VM 4701 (c8-b)")),
+        "{msg}"
+    );
+    assert!(sim.vm_config(4700).is_none(), "the run's own VM went");
+    assert!(isos(&sim, "pve2", "local").contains(&volid));
+
+    let r = run(&sim, &gone);
+    ok(&r);
+    assert_eq!(r["iso_task_ids"].as_array().unwrap().len(), 2, "{r:#}");
+    assert!(sim.vm_config(4700).is_none() && sim.vm_config(4701).is_none());
+    for node in ["pve1", "pve2"] {
+        assert!(!isos(&sim, node, "local").contains(&volid), "{node}");
+    }
+    assert!(isos(&sim, "pve1", "local").contains(&unrelated));
+    // The deletes came after the VMs' destroys.
+    let w = writes(&sim);
+    let first_delete = w
+        .iter()
+        .position(|(m, p)| m == "DELETE" && p.contains("/content/"));
+    let last_destroy = w
+        .iter()
+        .rposition(|(m, p)| m == "DELETE" && p.contains("/qemu/"));
+    assert!(first_delete > last_destroy, "{w:?}");
+
+    let r = run(&sim, &gone);
+    ok(&r);
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert_eq!(r["iso_removed"], json!([]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -215,6 +215,37 @@ fn vm_path(node: &str, vmid: u32) -> String {
     format!("/nodes/{node}/qemu/{vmid}")
 }
 
+/// The API path of a volume: `STORAGE:NAME` → `/nodes/{node}/storage/STORAGE/content/STORAGE%3ANAME`
+/// (the whole volume ID as one path segment, `:` and `/` encoded, as pvesh and the GUI send it).
+fn volume_path(node: &str, volid: &str) -> Result<String, Error> {
+    let storage = match volid.split_once(':') {
+        Some((s, name)) if !s.is_empty() && !name.is_empty() => s,
+        _ => {
+            return Err(Error::invalid(format!(
+                "'{volid}' is not a volume ID (STORAGE:NAME, e.g. local:iso/agent.iso)"
+            )))
+        }
+    };
+    Ok(format!(
+        "/nodes/{node}/storage/{}/content/{}",
+        path_segment(storage),
+        path_segment(volid)
+    ))
+}
+
+/// Percent-encode everything but RFC 3986's unreserved characters.
+fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 impl Client {
     /// `GET /version` (`version`, `release`, `repoid`).
     pub fn version(&self) -> Result<Value, Error> {
@@ -313,6 +344,25 @@ impl Client {
             &format!("/nodes/{node}/storage/{storage}/content"),
             &Params::new().opt("content", content),
         )
+    }
+
+    /// Delete a storage volume and wait for its `imgdel` task: `DELETE
+    /// /nodes/{node}/storage/{storage}/content/{volume}` (pve-storage `PVE/API2/Storage/Content.pm`,
+    /// `delete`). PVE ≥ 6.0 answers with the task's UPID; a server without the worker (older) or a
+    /// call with `delay` that finished in time answers `null` — [`Client::run_task`] takes both
+    /// (`Ok(None)` for `null`). A volume that is not there is not an error on PVE: `free_image` warns
+    /// and the task ends `WARNINGS: 1` (a success), so a repeated delete is harmless; callers that
+    /// report `changed` list the storage's content first ([`Client::storage_content`]). What PVE
+    /// refuses comes back typed: a missing storage is [`Error::is_not_found`], a missing
+    /// `Datastore.Allocate` a 403 ([`Error::status`]), a failed worker [`Error::Task`].
+    pub fn delete_volume(
+        &self,
+        node: &str,
+        volid: &str,
+        timeout: Duration,
+    ) -> Result<Option<TaskOutcome>, Error> {
+        let path = volume_path(node, volid)?;
+        self.run_task(timeout, || self.delete(&path, &Params::new()))
     }
 
     /// `POST /nodes/{node}/qemu` and wait for `qmcreate`. Not sent again after a gateway error
@@ -414,6 +464,22 @@ impl Client {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_volume_is_one_path_segment() {
+        assert_eq!(
+            volume_path("pve1", "local:iso/c1-agent-0123456789ab.iso").unwrap(),
+            "/nodes/pve1/storage/local/content/local%3Aiso%2Fc1-agent-0123456789ab.iso"
+        );
+        assert_eq!(
+            volume_path("pve1", "my store:iso/a b.iso").unwrap(),
+            "/nodes/pve1/storage/my%20store/content/my%20store%3Aiso%2Fa%20b.iso"
+        );
+        for bad in ["iso/a.iso", ":iso/a.iso", "local:", ""] {
+            let e = volume_path("pve1", bad).unwrap_err();
+            assert!(matches!(e, Error::Invalid(_)), "{bad}: {e:?}");
+        }
+    }
 
     #[test]
     fn real_server_typing_is_accepted() {

@@ -50,7 +50,8 @@
 //! - Writes (each waits for its task with the given timeout): `create_vm`, `clone_vm`, `update_config`
 //!   (async POST), `resize_disk`, `destroy_vm` (purge / destroy-unreferenced-disks in the query),
 //!   `vm_action(node, vmid, "start"|"stop"|…, params, timeout)`, `upload_iso` (multipart, checksum
-//!   verified by the server) and [`sha256_file`].
+//!   verified by the server) and [`sha256_file`], `delete_volume(node, volid, timeout)` (`imgdel`;
+//!   a UPID or PVE's `null`, an absent volume a `WARNINGS` task, not an error).
 //!
 //! `power.rs` is reserved for `vm_lifecycle`'s power/status/agent calls.
 

@@ -203,3 +203,32 @@ fn iso_upload_with_checksum() {
     assert!(e.to_string().contains("lvmthin"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `delete_volume`: the `imgdel` task is waited for; a volume already gone is a task with
+/// warnings, not an error; a missing storage is `is_not_found`, a missing privilege a 403.
+#[test]
+fn delete_volume_waits_for_imgdel_and_an_absent_volume_is_no_error() {
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
+    let c = token_client(&sim);
+    let t = Duration::from_secs(10);
+    let volid = "local:iso/rhcos-live.x86_64.iso";
+    let done = c.delete_volume("pve1", volid, t).unwrap().unwrap();
+    assert!(done.upid.contains(":imgdel:local:"), "{done:?}");
+    assert_eq!(done.exitstatus, "OK");
+    let left = c.storage_content("pve1", "local", Some("iso")).unwrap();
+    assert!(left.iter().all(|v| v.volid != volid), "{left:?}");
+    let again = c.delete_volume("pve1", volid, t).unwrap().unwrap();
+    assert_eq!(again.exitstatus, "WARNINGS: 1");
+    let e = c.delete_volume("pve1", "nope:iso/x.iso", t).unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
+    let mut o = ConnectionOptions::new(sim.url());
+    o.api_token_id = Some("ansible@pve!ci".into());
+    o.api_token_secret = pvesim::lab::CI_TOKEN
+        .split_once('=')
+        .map(|(_, secret)| secret.to_string());
+    let ci = Client::new(&o).unwrap();
+    let e = ci
+        .delete_volume("pve1", "local:iso/agent.x86_64.iso", t)
+        .unwrap_err();
+    assert_eq!(e.status(), Some(403), "{e:?}");
+}

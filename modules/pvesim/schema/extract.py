@@ -55,6 +55,7 @@ SUBSET = {
     "/nodes/{node}/tasks/{upid}/log": ["GET"],
     "/nodes/{node}/storage": ["GET"],
     "/nodes/{node}/storage/{storage}/content": ["GET"],
+    "/nodes/{node}/storage/{storage}/content/{volume}": ["DELETE"],
     "/nodes/{node}/storage/{storage}/upload": ["POST"],
     "/pools": ["GET", "POST", "PUT"],
     "/pools/{poolid}": ["GET", "PUT", "DELETE"],

@@ -87,6 +87,8 @@ pub enum Action {
         vmid: u32,
     },
     Upload(crate::ops::upload::NewFile),
+    /// `imgdel`: a storage volume freed.
+    DeleteVolume(crate::ops::volume::FreeVolume),
     /// HA request: the power change lands a little after the task.
     Ha {
         vmid: u32,
@@ -229,6 +231,7 @@ pub fn base_duration(kind: &str) -> f64 {
         "qmresume" => 0.5,
         "qmtemplate" => 1.0,
         "imgcopy" => 1.0,
+        "imgdel" => 0.5,
         "hastart" | "hastop" => 0.5,
         _ => 1.0,
     }

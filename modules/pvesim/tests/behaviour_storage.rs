@@ -5,7 +5,9 @@ mod common;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::{agent, realtime, start, start_with, Api, Auth, Resp, ROOT_PASSWORD, ROOT_TOKEN};
+use common::{
+    agent, enc, realtime, start, start_with, Api, Auth, Resp, CI_TOKEN, ROOT_PASSWORD, ROOT_TOKEN,
+};
 use pvesim::Fault;
 use serde_json::json;
 use sha2::Digest;
@@ -323,4 +325,110 @@ fn full_storage_fails_allocation_as_task_error() {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `DELETE …/content/{volume}` as pve-storage's `delete` and `vdisk_free`: an `imgdel` task, no
+/// check of the VMs that use the volume, an absent volume a warning, not an error.
+#[test]
+fn volume_delete_is_an_imgdel_task_and_checks_no_vm_config() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let isos = |api: &Api| -> Vec<String> {
+        api.get("/nodes/pve1/storage/local/content", &[("content", "iso")])
+            .ok()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["volid"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let path = |volume: &str| format!("/nodes/pve1/storage/local/content/{}", enc(volume));
+    // Attached to a VM: upstream deletes it all the same.
+    let r = api.post(
+        "/nodes/pve1/qemu",
+        &[
+            ("vmid", "700"),
+            ("ide2", "local:iso/agent.x86_64.iso,media=cdrom"),
+        ],
+    );
+    assert_eq!(api.exit(&r.upid()), "OK");
+    let r = api.delete(&path("local:iso/agent.x86_64.iso"), &[]);
+    let upid = r.upid();
+    assert!(upid.contains(":imgdel:local:root@pam"), "{upid}");
+    assert_eq!(api.exit(&upid), "OK");
+    assert!(api
+        .task_log(&upid)
+        .contains(&"Removed volume 'local:iso/agent.x86_64.iso'".to_string()));
+    assert_eq!(isos(&api), vec!["local:iso/rhcos-live.x86_64.iso"]);
+    assert_eq!(
+        api.config("pve1", 700)["ide2"],
+        "local:iso/agent.x86_64.iso,media=cdrom"
+    );
+    // Again, by name with the storage from the path: free_image warns, the task succeeds.
+    let upid = api.delete(&path("iso/agent.x86_64.iso"), &[]).upid();
+    assert_eq!(api.exit(&upid), "WARNINGS: 1");
+    let log = api.task_log(&upid);
+    assert!(
+        log.iter()
+            .any(|l| l
+                == "WARN: disk image '/var/lib/vz/template/iso/agent.x86_64.iso' does not exist"),
+        "{log:?}"
+    );
+    // `delay`: a task that ended well within it answers null.
+    let r = api.delete(&path("local:iso/rhcos-live.x86_64.iso"), &[("delay", "5")]);
+    assert_eq!(r.ok(), &serde_json::Value::Null);
+    assert!(isos(&api).is_empty());
+    // The path's storage and the volume ID's must agree (a parameter error on `volume`).
+    let r = api.delete(&path("nfs-shared:iso/x.iso"), &[]);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.error("volume"),
+        "storage ID mismatch (nfs-shared != local)"
+    );
+    // The plugin must parse the name; the storage must exist.
+    let r = api.delete(&path("local:iso/x.qcow2"), &[]);
+    assert_eq!(r.status, 500);
+    assert_eq!(
+        r.message(),
+        "unable to parse directory volume name 'iso/x.qcow2'\n"
+    );
+    let r = api.delete(
+        &format!(
+            "/nodes/pve1/storage/local-lvm/content/{}",
+            enc("local-lvm:iso/x.iso")
+        ),
+        &[],
+    );
+    assert_eq!(r.message(), "unable to parse lvm volume name 'iso/x.iso'\n");
+    let r = api.delete(
+        &format!("/nodes/pve1/storage/nope/content/{}", enc("nope:iso/x.iso")),
+        &[],
+    );
+    assert_eq!(r.message(), "storage 'nope' does not exist\n");
+}
+
+/// Deleting needs Datastore.Allocate on the storage: the CI token's PVEDatastoreUser
+/// (AllocateSpace, AllocateTemplate, Audit) may upload an ISO but not delete it.
+#[test]
+fn volume_delete_needs_datastore_allocate() {
+    let sim = start();
+    let api = Api::token(&sim, CI_TOKEN);
+    let r = api.delete(
+        &format!(
+            "/nodes/pve1/storage/local/content/{}",
+            enc("local:iso/agent.x86_64.iso")
+        ),
+        &[],
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.message(),
+        "Permission check failed (/storage/local, Datastore.Allocate)\n"
+    );
+    let root = Api::root(&sim);
+    let list = root
+        .get("/nodes/pve1/storage/local/content", &[("content", "iso")])
+        .ok()
+        .clone();
+    assert_eq!(list.as_array().unwrap().len(), 2, "nothing deleted");
 }

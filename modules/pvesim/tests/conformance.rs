@@ -15,6 +15,7 @@ fn concrete_path(template: &str) -> String {
         .replace("{node}", "pve1")
         .replace("{vmid}", "100")
         .replace("{storage}", "local")
+        .replace("{volume}", "local%3Aiso%2Fagent.x86_64.iso")
         .replace("{userid}", "ansible@pve")
         .replace("{tokenid}", "ci")
         .replace("{roleid}", "ProxShiftProvisioner")
@@ -355,6 +356,14 @@ fn every_method_accepts_a_valid_request() {
             "GET",
             "/nodes/pve1/storage/local/content".into(),
             vec![("content", "iso")],
+        ),
+        (
+            "DELETE",
+            format!(
+                "/nodes/pve1/storage/local/content/{}",
+                enc("local:iso/rhcos-live.x86_64.iso")
+            ),
+            vec![],
         ),
         (
             "POST",

@@ -70,6 +70,12 @@ def test_least_privilege_token_runs_the_flow_and_nothing_else(bare, run_playbook
     acl = {(a.get("user") or a.get("token"), a["role"]) for a in state["acl"]}
     assert ("proxshift@pve", "ProxShiftProvisioner") in acl
     assert ("proxshift@pve!ansible", "ProxShiftProvisioner") in acl
+    # Deleting the agent ISO (deprovision) needs Datastore.Allocate: on the ISO storage only, never on /.
+    iso_acl = {(a["path"], a.get("user") or a.get("token")) for a in state["acl"] if a["role"] == "ProxShiftIsoStorage"}
+    assert iso_acl == {("/storage/local", "proxshift@pve"), ("/storage/local", "proxshift@pve!ansible")}, iso_acl
+    iso_role = next(r for r in state["roles"] if r["roleid"] == "ProxShiftIsoStorage")
+    assert sorted(iso_role["privs"]) == ["Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate",
+                                         "Datastore.Audit"], iso_role
 
     # Rerun: nothing changes, Vault is not rewritten.
     again = set_up_access()

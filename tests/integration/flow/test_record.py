@@ -269,12 +269,33 @@ def seal_after_vm_delete(site) -> threading.Thread:
     return thread
 
 
+def iso_files(site) -> dict[str, set[str]]:
+    """The ISO volume IDs on each node's storages (pvesim's state)."""
+    return {n["name"]: {f"{st['id']}:{f['name']}" for st in n["storages"] for f in st.get("files", [])
+                        if f["name"].startswith("iso/")}
+            for n in site.sim.state()["nodes"]}
+
+
+VM_REMOVAL = "proxshift.proxmox.cluster_vms : Converge the cluster's VMs"
+
+
 def test_deprovision_leaves_a_tombstone_and_survives_a_sealed_vault(run_flow, site, cluster_api, tmp_path, canary):
     env = installer_env(tmp_path, cluster_api)
     hub = {"acm_hub_kubeconfig": ""}
-    assert run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub, env_more=env).rc == 0
+    built = run_flow("site.yaml", CLUSTER, with_installer=True, extra=hub, env_more=env)
+    assert built.rc == 0, [r["result"].get("msg") for r in built.results if r["status"] == "failed"]
     installed, version = site.record(CLUSTER), site.record_version(CLUSTER)
     assert installed["phase"] == "installed"
+    # The agent ISO the run uploaded and recorded (pull secret, the material behind the admin kubeconfig), and
+    # two on the same storage deprovision must leave: a person's, and one named like an older build of ours.
+    volid = installed["iso_volid"]
+    assert volid.startswith(f"local:iso/{CLUSTER}-agent-") and volid.endswith(".iso"), volid
+    holders = sorted(node for node, isos in iso_files(site).items() if volid in isos)
+    assert holders, iso_files(site)
+    others = {"local:iso/rhcos-live.x86_64.iso", f"local:iso/{CLUSTER}-agent-000000000000.iso"}
+    for other in others:
+        site.sim.upload_iso(holders[0], "local", other.split("/", 1)[1], b"\0" * 4096,
+                            token=f"proxshift@pve!ansible={site.token_secret}")
 
     site.sim.fault({"latency": {"ms": 1000}})
     watcher = seal_after_vm_delete(site)
@@ -283,15 +304,24 @@ def test_deprovision_leaves_a_tombstone_and_survives_a_sealed_vault(run_flow, si
     site.sim.clear_faults()
     assert sealed.rc != 0
     failed = [r["task"] for r in sealed.results if r["status"] == "failed"]
-    assert failed == ["proxshift.hashi_vault.record : Write the cluster's record to Vault"], failed
+    assert failed == ["proxshift.hashi_vault.record : Write the cluster's record to Vault"], \
+        [r["result"].get("msg") for r in sealed.results if r["status"] == "failed"]
     assert "sealed" in sealed.output.lower(), sealed.output
     assert site.owned_vms(CLUSTER) == []
+    # The ISO went with the VMs (Proxmox only, before the tombstone write); nothing else on the storage did.
+    assert sealed.task(VM_REMOVAL)["iso_removed"] == [{"volid": volid, "nodes": holders}], sealed.task(VM_REMOVAL)
+    left = iso_files(site)
+    assert all(volid not in isos for isos in left.values()), left
+    assert others <= left[holders[0]], left
     site.bao.unseal()
     assert site.record_version(CLUSTER) == version, "the tombstone was written although Vault was sealed"
 
-    # The rerun finds nothing left to delete and writes the tombstone; the history keeps the credentials.
+    # The rerun finds nothing left to delete (the record still names the ISO: no change) and writes the
+    # tombstone; the history keeps the credentials.
     rerun = run_flow("deprovision.yaml", CLUSTER, extra={**hub, **lease_of_dead_run(site)})
     assert rerun.rc == 0, rerun.output
+    assert rerun.task(VM_REMOVAL)["iso_removed"] == [] and not rerun.task(VM_REMOVAL)["changed"]
+    assert others <= iso_files(site)[holders[0]]
     assert site.record(CLUSTER) == {"phase": "deprovisioned"}
     assert site.record_version(CLUSTER) == version + 1
     status, old = site.bao.api("GET", f"secret/data/openshift/clusters/{CLUSTER}?version={version}")

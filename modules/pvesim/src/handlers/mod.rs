@@ -77,6 +77,9 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
         ("GET", "/nodes/{node}/storage") => storage::list(ctx),
         ("GET", "/nodes/{node}/storage/{storage}/content") => storage::content(ctx),
         ("POST", "/nodes/{node}/storage/{storage}/upload") => storage::upload(ctx),
+        ("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}") => {
+            storage::delete_volume(ctx)
+        }
 
         ("GET", "/pools") => pools::list(ctx),
         ("POST", "/pools") => pools::create(ctx),

@@ -1,4 +1,4 @@
-//! `/nodes/{node}/storage*`: listing, content and ISO upload.
+//! `/nodes/{node}/storage*`: listing, content, ISO upload and volume deletion.
 
 use serde_json::{json, Value};
 
@@ -106,4 +106,19 @@ pub fn upload(ctx: &mut Ctx) -> ReplyResult<Value> {
     };
     let who = ctx.who.clone();
     Ok(json!(ops::upload::start(ctx.sim, &who, req)?))
+}
+
+/// `DELETE /nodes/{node}/storage/{storage}/content/{volume}`: the UPID of `imgdel`, or `null`.
+pub fn delete_volume(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let req = ops::volume::DeleteVolume {
+        node: ctx.node(),
+        storage: ctx.str("storage"),
+        volume: ctx.str("volume"),
+        delay: ctx.num("delay"),
+    };
+    let who = ctx.who.clone();
+    Ok(match ops::volume::start(ctx.sim, &who, req)? {
+        ops::volume::Answer::Upid(upid) => json!(upid),
+        ops::volume::Answer::Done => Value::Null,
+    })
 }

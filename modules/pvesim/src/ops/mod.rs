@@ -16,6 +16,7 @@ pub mod resize;
 pub mod storage;
 pub mod template;
 pub mod upload;
+pub mod volume;
 
 use std::collections::BTreeMap;
 

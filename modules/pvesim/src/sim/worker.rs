@@ -181,6 +181,7 @@ impl Sim {
             }
             Action::Template { vmid } => ops::template::finish(self, vmid),
             Action::Upload(upload) => ops::upload::finish(self, upload, log),
+            Action::DeleteVolume(v) => ops::volume::finish(self, v, log),
             Action::Start { vmid } => ops::power::start_vm(self, vmid, log),
             Action::Stop { vmid } => {
                 ops::power::power_off(self, vmid);

@@ -498,13 +498,26 @@ options:
       - The ISO is streamed from disk and never held in memory (a 1 GiB ISO takes a few MB of RAM). Unless
         O(agent_iso.sha256) gives its SHA-256, it is read twice, once for that checksum and once by the upload,
         which sends it for PVE's upload task to verify.
+      - With O(agent_iso.state=absent) (and the VM's O(state=absent)) the ISO is deleted from the storage once every
+        VM of the run is gone, on each node whose storage lists it (a shared storage once). Only a volume the
+        options vouch for is deleted, and both checks run before any VM is removed; O(agent_iso.filename) must
+        start with O(agent_iso.name_prefix) and O(agent_iso.storage) plus O(agent_iso.filename) must be exactly
+        O(agent_iso.volid), the volume recorded at upload. The ISO is kept (a warning) when a VM of the run failed,
+        and refused when a VM carrying O(owner_tag) that the run does not remove still uses it (PVE itself deletes
+        an ISO a VM uses). An ISO already gone is no change. Deleting needs C(Datastore.Allocate) on
+        C(/storage/<storage>).
     type: dict
     suboptions:
+      state:
+        description:
+          - V(present) uploads and attaches the ISO, V(absent) deletes it after the run's VMs.
+        type: str
+        choices: [present, absent]
+        default: present
       src:
         description:
-          - Path of the ISO on the machine running the module.
+          - Path of the ISO on the machine running the module. Required with O(agent_iso.state=present).
         type: path
-        required: true
       storage:
         description:
           - File-based storage with content C(iso), e.g. C(local).
@@ -524,6 +537,17 @@ options:
           - The ISO's SHA-256 when it is already known (M(proxshift.openshift.ocp_manifests) returns it as
             C(iso_sha256)). The module then does not read the ISO to compute it; PVE's upload task verifies the
             file against it, so a wrong value fails the upload and is never stored. The site flow passes it.
+        type: str
+      volid:
+        description:
+          - With O(agent_iso.state=absent), required. The volume ID recorded when the ISO was uploaded
+            (C(local:iso/c1-agent-0123456789ab.iso), the cluster record's C(iso_volid)); a volume other than
+            O(agent_iso.storage)C(:iso/)O(agent_iso.filename) is refused.
+        type: str
+      name_prefix:
+        description:
+          - With O(agent_iso.state=absent), required. What the file name must start with, the tag that says
+            ProxShift uploaded it (C(<cluster>-agent-) for a cluster's agent ISO); any other name is refused.
         type: str
   owner_tag:
     description:
@@ -1003,13 +1027,20 @@ options:
           - Upload a local ISO (the OpenShift agent ISO) to an ISO storage through the API when it is missing
             there or differs, then attach it to O(cdrom) (slot C(ide2) unless O(cdrom.slot) says otherwise). No
             SMB/NFS mounts. Uploaded once per run even for many VMs.
+          - With O(agent_iso.state=absent) (and this item's O(state=absent)), deleted once every VM of the run is
+            gone; see the top-level O(agent_iso).
         type: dict
         suboptions:
+          state:
+            description:
+              - V(present) uploads and attaches the ISO, V(absent) deletes it after the run's VMs.
+            type: str
+            choices: [present, absent]
+            default: present
           src:
             description:
-              - Path of the ISO on the machine running the module.
+              - Path of the ISO on the machine running the module. Required with O(agent_iso.state=present).
             type: path
-            required: true
           storage:
             description:
               - File-based storage with content C(iso), e.g. C(local).
@@ -1025,6 +1056,14 @@ options:
             description:
               - The ISO's SHA-256 when it is already known; the module then does not read the ISO to compute it
                 (PVE's upload task verifies it).
+            type: str
+          volid:
+            description:
+              - With O(agent_iso.state=absent), required. The volume ID recorded at upload; another volume is refused.
+            type: str
+          name_prefix:
+            description:
+              - With O(agent_iso.state=absent), required. What the file name must start with (C(<cluster>-agent-)).
             type: str
       owner_tag:
         description:
@@ -1298,6 +1337,23 @@ EXAMPLES = r"""
     state: absent
     force: true
     owner_tag: ocp1-proxshift
+
+- name: Remove a cluster's VMs, then the agent ISO its runs uploaded (the recorded volume only)
+  proxshift.proxmox.proxmox_vm:
+    api_host: pve1.example.com
+    state: absent
+    force: true
+    owner_tag: proxshift-ocp1
+    vms:
+      - name: ocp1-m0
+      - name: ocp1-m1
+      - name: ocp1-m2
+    agent_iso:
+      state: absent
+      storage: local
+      filename: ocp1-agent-0123456789ab.iso
+      volid: local:iso/ocp1-agent-0123456789ab.iso
+      name_prefix: ocp1-agent-
 """
 
 RETURN = r"""
@@ -1403,6 +1459,20 @@ vms:
       msg: the VM changed
       mac_addresses:
         net0: BC:24:11:00:10:01
+iso_removed:
+  description: The agent ISOs deleted (in check mode, that would be) with O(agent_iso.state=absent), each with its
+    C(volid) and the C(nodes) whose storage held it (one node for a shared storage); empty when none was there.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - volid: local:iso/ocp1-agent-0123456789ab.iso
+      nodes: [pve1, pve2]
+iso_task_ids:
+  description: UPIDs of the C(imgdel) tasks of O(agent_iso.state=absent).
+  returned: always
+  type: list
+  elements: str
 summary:
   description: 'Counts for O(vms): C(total), C(changed), C(failed).'
   returned: when O(vms) is used
