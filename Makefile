@@ -81,7 +81,7 @@ ansible-lint: build
 test: test-deps fmt-check clippy ansible-lint cargo-test fuzz-short ansible-test
 
 ## fuzz-short: every cargo-fuzz target (fuzz/) for FUZZ_SECONDS each; `make fuzz` runs them longer.
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 fuzz-short:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every cargo-fuzz target under fuzz/ for SECONDS each (default 25; `make test` runs 20 s each;
+# Run every cargo-fuzz target under fuzz/ for SECONDS each (default 25; `make test` runs 15 s each;
 # `make fuzz` passes a longer time). Fails on the first crash, panic, hang (> 10 s per input) or runaway
 # allocation; the input is left in fuzz/artifacts/<target>/ and replays with
 #   (cd fuzz && cargo +nightly fuzz run -O <target> artifacts/<target>/<file>)

@@ -25,7 +25,9 @@ fuzz_target!(|data: &[u8]| {
                 let parent = h.split_once('.').map(|(_, rest)| rest.to_string());
                 assert!(
                     sans.iter().map(|s| normal(s)).any(|s| s == h
-                        || parent.as_deref().is_some_and(|p| s.strip_prefix("*.") == Some(p))),
+                        || parent
+                            .as_deref()
+                            .is_some_and(|p| s.strip_prefix("*.") == Some(p))),
                     "{host:?} is covered by {sans:?} without a matching name"
                 );
             }
@@ -39,7 +41,10 @@ fn kubeconfig(text: &str) {
     if let Ok(k) = kube_client::kubeconfig::Kubeconfig::parse(text) {
         // Referenced files are resolved against a folder that does not exist: read errors, never a panic.
         let _ = k.connection(None, Some(std::path::Path::new("/nonexistent-fuzz")));
-        let _ = k.connection(Some("admin"), Some(std::path::Path::new("/nonexistent-fuzz")));
+        let _ = k.connection(
+            Some("admin"),
+            Some(std::path::Path::new("/nonexistent-fuzz")),
+        );
     }
 }
 
@@ -51,7 +56,10 @@ fn pem(text: &str) {
         }
     }
     if let Ok(info) = cert_check::leaf(text) {
-        assert!(info.chain_length >= 1, "a leaf was read, so the chain holds it");
+        assert!(
+            info.chain_length >= 1,
+            "a leaf was read, so the chain holds it"
+        );
         for san in info.sans.iter().take(8) {
             let _ = cert_check::covers(&info.sans, san);
         }
@@ -60,7 +68,13 @@ fn pem(text: &str) {
 
 fn pve_error(text: &str, raw: &[u8]) {
     let status = 400 + u16::from(raw.first().copied().unwrap_or(0)) % 200;
-    let e = pve_client::from_response("POST", "/nodes/pve1/qemu/100/status/start", status, "reason", text);
+    let e = pve_client::from_response(
+        "POST",
+        "/nodes/pve1/qemu/100/status/start",
+        status,
+        "reason",
+        text,
+    );
     assert!(!e.to_string().is_empty(), "every API error has a message");
     let _ = (
         e.is_not_found(),
@@ -79,6 +93,15 @@ fn pve_error(text: &str, raw: &[u8]) {
 fn kube_error(raw: &[u8]) {
     let status = 400 + u16::from(raw.first().copied().unwrap_or(0)) % 200;
     let e = kube_client::KubeError::from_response("PATCH", "/api/v1/nodes/x", status, raw);
-    assert_eq!(e.status(), Some(status), "the status survives whatever the body");
-    let _ = (e.is_not_found(), e.is_conflict(), e.is_not_served(), e.is_transport());
+    assert_eq!(
+        e.status(),
+        Some(status),
+        "the status survives whatever the body"
+    );
+    let _ = (
+        e.is_not_found(),
+        e.is_conflict(),
+        e.is_not_served(),
+        e.is_transport(),
+    );
 }
