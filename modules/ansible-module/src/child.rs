@@ -107,6 +107,83 @@ mod tests {
         assert_eq!(names, kept);
     }
 
+    /// The installer's async launch (role install_wait) cannot call this crate: its shell script applies
+    /// the same allow-list. Both are run over the same names and must keep exactly the same ones.
+    #[test]
+    fn the_install_wait_script_keeps_what_this_list_keeps() {
+        let vars = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../ansible_collections/proxshift/openshift/roles/install_wait/vars/main.yml"
+        );
+        let text = std::fs::read_to_string(vars).unwrap();
+        let script: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("install_wait_child_script: |"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  ") || l.is_empty())
+            .map(|l| format!("{}\n", l.strip_prefix("  ").unwrap_or(l)))
+            .collect();
+        // Run the list, not the installer: the script's last line runs "$@" with output discarded.
+        let script = script.replace("exec \"$@\" >/dev/null 2>&1", "env");
+        assert!(script.contains("env\n"), "{script}");
+        let names = [
+            ALLOWED,
+            &[
+                "LC_ALL",
+                "LC_CTYPE",
+                "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE",
+                "PROXSHIFT_TEST_CLUSTER_ID",
+            ],
+            &[
+                "VAULT_TOKEN",
+                "VAULT_ADDR",
+                "PROXMOX_TOKEN_SECRET",
+                "K8S_AUTH_API_KEY",
+                "KUBECONFIG",
+            ],
+            &[
+                "OPENSHIFT_INSTALL_PULL_SECRET",
+                "OPENSHIFT_INSTALL_AUTH_X",
+                "PROXSHIFT_TEST_VAULT_TOKEN",
+            ],
+            &[
+                "PROXSHIFT_TEST_PASSWD",
+                "LC_KEY",
+                "LD_LIBRARY_PATH",
+                "SHELL",
+                "PWD_X",
+                "ssl_cert_file",
+            ],
+        ]
+        .concat();
+        let out = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&script)
+            .env_clear()
+            .envs(names.iter().map(|n| (n, "v")))
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .output()
+            .unwrap();
+        let mut kept: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+            .filter(|k| names.contains(&k.as_str()))
+            .collect();
+        kept.sort();
+        let mut want: Vec<String> = names
+            .iter()
+            .filter(|n| allowed(n))
+            .map(|n| n.to_string())
+            .collect();
+        want.sort();
+        want.dedup();
+        assert_eq!(kept, want, "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
     /// A real child: the parent holds Vault and Proxmox credentials, the child sees neither, and
     /// still finds its programs and home.
     #[test]
