@@ -124,6 +124,12 @@ class PveSim:
         assert status == 200, f"{method} {path}: {status} {body}"
         return body.get("data")
 
+    def iso_files(self) -> dict[str, set[str]]:
+        """The ISO volume IDs on each node's storages (pvesim's state)."""
+        return {n["name"]: {f"{st['id']}:{f['name']}" for st in n["storages"] for f in st.get("files", [])
+                            if f["name"].startswith("iso/")}
+                for n in self.state()["nodes"]}
+
     def upload_iso(self, node: str, storage: str, filename: str, data: bytes, token: str | None = None) -> None:
         """Put an ISO on a storage as a person would (`POST …/upload`, multipart; `token` as `USER!ID=SECRET`,
         default root@pam's), and wait for its task: setup of what the modules must leave alone."""

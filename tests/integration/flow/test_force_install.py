@@ -74,6 +74,8 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
         "clusterClaims": [{"name": "id.openshift.io", "value": OLD_ID}]})
     kube_api.ok("DELETE", "/api/v1/namespaces/lab-sno/secrets/auto-import-secret")
     [old_vm] = site.owned_vms("lab-sno")
+    old_iso = site.record("lab-sno")["iso_volid"]
+    assert any(old_iso in isos for isos in site.sim.iso_files().values())
 
     # The rebuilt cluster is a new OpenShift cluster: a new ClusterVersion ID behind the same name.
     set_cluster_id(spoke_api, NEW_ID)
@@ -102,6 +104,11 @@ def test_force_install_detaches_then_imports_the_rebuilt_cluster(run_flow, site,
     record = site.record("lab-sno")
     assert (record["phase"], record["hub"], record["cluster_id"]) == ("imported", "hub1", NEW_ID), sorted(record)
     assert site.canary not in forced.output and kube_api.admin_token not in forced.output
+    # The replaced build's ISO (the old pull secret and admin credentials) went with its VM; the new one is there.
+    # (The installer double builds the same ISO from the same inputs: the new build has the old one's name.)
+    removed = [r["result"]["iso_removed"] for r in forced.results if r["result"].get("iso_removed")]
+    assert [[v["volid"] for v in r] for r in removed] == [[old_iso]], removed
+    assert any(record["iso_volid"] in s for s in site.sim.iso_files().values()), site.sim.iso_files()
 
 
 def test_force_install_with_a_failing_preflight_deletes_nothing(run_flow, site, kube_api: KubeApi, tmp_path):

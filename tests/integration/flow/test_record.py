@@ -269,13 +269,6 @@ def seal_after_vm_delete(site) -> threading.Thread:
     return thread
 
 
-def iso_files(site) -> dict[str, set[str]]:
-    """The ISO volume IDs on each node's storages (pvesim's state)."""
-    return {n["name"]: {f"{st['id']}:{f['name']}" for st in n["storages"] for f in st.get("files", [])
-                        if f["name"].startswith("iso/")}
-            for n in site.sim.state()["nodes"]}
-
-
 VM_REMOVAL = "proxshift.proxmox.cluster_vms : Converge the cluster's VMs"
 
 
@@ -290,8 +283,8 @@ def test_deprovision_leaves_a_tombstone_and_survives_a_sealed_vault(run_flow, si
     # two on the same storage deprovision must leave: a person's, and one named like an older build of ours.
     volid = installed["iso_volid"]
     assert volid.startswith(f"local:iso/{CLUSTER}-agent-") and volid.endswith(".iso"), volid
-    holders = sorted(node for node, isos in iso_files(site).items() if volid in isos)
-    assert holders, iso_files(site)
+    holders = sorted(node for node, isos in site.sim.iso_files().items() if volid in isos)
+    assert holders, site.sim.iso_files()
     others = {"local:iso/rhcos-live.x86_64.iso", f"local:iso/{CLUSTER}-agent-000000000000.iso"}
     for other in others:
         site.sim.upload_iso(holders[0], "local", other.split("/", 1)[1], b"\0" * 4096,
@@ -310,7 +303,7 @@ def test_deprovision_leaves_a_tombstone_and_survives_a_sealed_vault(run_flow, si
     assert site.owned_vms(CLUSTER) == []
     # The ISO went with the VMs (Proxmox only, before the tombstone write); nothing else on the storage did.
     assert sealed.task(VM_REMOVAL)["iso_removed"] == [{"volid": volid, "nodes": holders}], sealed.task(VM_REMOVAL)
-    left = iso_files(site)
+    left = site.sim.iso_files()
     assert all(volid not in isos for isos in left.values()), left
     assert others <= left[holders[0]], left
     site.bao.unseal()
@@ -321,7 +314,7 @@ def test_deprovision_leaves_a_tombstone_and_survives_a_sealed_vault(run_flow, si
     rerun = run_flow("deprovision.yaml", CLUSTER, extra={**hub, **lease_of_dead_run(site)})
     assert rerun.rc == 0, rerun.output
     assert rerun.task(VM_REMOVAL)["iso_removed"] == [] and not rerun.task(VM_REMOVAL)["changed"]
-    assert others <= iso_files(site)[holders[0]]
+    assert others <= site.sim.iso_files()[holders[0]]
     assert site.record(CLUSTER) == {"phase": "deprovisioned"}
     assert site.record_version(CLUSTER) == version + 1
     status, old = site.bao.api("GET", f"secret/data/openshift/clusters/{CLUSTER}?version={version}")
