@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Venvs for `ansible-test sanity` on the built collections (tests/integration/galaxy/test_sanity.py):
-# the project's ansible-core release (on the project's Python) and the newest 2.2x (on Python 3.13),
-# each with the pinned requirements its ansible-test ships for its sanity tests
+# the project's ansible-core release (on the project's Python) and the newest release of every other minor
+# that requires_ansible (>=2.16) admits, each on a Python its controller supports, each with the pinned requirements its ansible-test ships for its sanity tests
 # (ansible_test/_data/requirements/sanity.*.txt: pylint, pycodestyle, yamllint, voluptuous,
 # antsibull-changelog, ...), so the tests run with `--local` and need no container.
 # The project release's venv also renders the collections' CHANGELOG.rst (antsibull-changelog).
@@ -20,8 +20,9 @@ ROOT=${PROXSHIFT_SANITY_VENVS:-/var/cache/proxshift}
 PROJECT=$(sed -n 's/^ansible-core==//p' requirements-dev.txt)
 PROJECT_PYTHON=${PROXSHIFT_VENV:-.venv}/bin/python
 [ -x "$PROJECT_PYTHON" ] || PROJECT_PYTHON=python3
-# ansible-core version : Python minor version (the project release: the project venv's Python).
-RELEASES=("$PROJECT:$("$PROJECT_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" 2.21.5:3.13)
+# ansible-core version : Python minor version (the project release: the project venv's Python). One per minor
+# from requires_ansible's lowest to the newest (test_sanity.py checks that none is missing).
+RELEASES=("$PROJECT:$("$PROJECT_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" 2.16.19:3.12 2.17.14:3.12 2.18.19:3.13 2.20.10:3.13 2.21.5:3.13)
 
 for release in "${RELEASES[@]}"; do
     version=${release%%:*}

@@ -1,7 +1,7 @@
 """`ansible-test sanity` on each installed collection, as Galaxy / Automation Hub run it.
 
 ansible-test comes from the sanity venvs of scripts/deps/ansible-sanity.sh (the project's ansible-core on
-the project's Python, and the newest 2.2x on Python 3.13, each with the requirements its sanity tests
+the project's Python, and the newest release of every other minor requires_ansible admits, each with the requirements its sanity tests
 pin), runs `--local` (no containers here) with HOME in that venv, where its per-test venvs are cached and
 bootstrapped offline.
 
@@ -57,6 +57,17 @@ def ansible_test(collection_dir: Path, *args: str, release: tuple[str, str] = RE
     env.update(HOME=str(venv / "home"), PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
     cmd = [str(venv / "bin/ansible-test"), "sanity", "--local", "--python", python, "--color", "no", *args]
     return subprocess.run(cmd, cwd=collection_dir, env=env, capture_output=True, text=True, timeout=1200)
+
+
+def test_every_minor_requires_ansible_admits_is_checked():
+    """One sanity release per ansible-core minor from each collection's requires_ansible lower bound to the
+    newest in the list: a minor a user may run is never left out."""
+    minors = sorted({tuple(int(x) for x in v.split(".")[:2]) for v, _ in RELEASES})
+    for coll in COLLECTIONS:
+        runtime = (REPO / "ansible_collections/proxshift" / coll / "meta/runtime.yml").read_text()
+        low = tuple(int(x) for x in re.search(r'requires_ansible:\s*"?>=\s*(\d+)\.(\d+)', runtime).groups())
+        want = [(low[0], m) for m in range(low[1], minors[-1][1] + 1)]
+        assert [m for m in minors if m >= low] == want, (coll, minors)
 
 
 @pytest.mark.parametrize("release", RELEASES, ids=[f"core{v}-py{p}" for v, p in RELEASES])
