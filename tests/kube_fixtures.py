@@ -11,7 +11,9 @@ The API server is started by the same Rust harness the cargo tests use (`kube_cl
 cache that `scripts/deps/kube.sh` fills. Missing binaries FAIL the tests with instructions.
 
 Import the fixtures into a test module with `from kube_fixtures import kube_api, fake_oauth, KubeApi`
-(`spoke_api`: a second API server, for a cluster imported into the hub `kube_api`).
+(`spoke_api`: a second API server, for a cluster imported into the hub `kube_api`). An imported fixture is
+that module's own definition, so each module gets its own control plane: they are module-scoped, so each is
+stopped when its module ends (session-scoped, every module's stayed up, idle but busy, to the end of the run).
 (Named distinctly so they cannot clash with another conftest in this folder.)
 """
 from __future__ import annotations
@@ -296,13 +298,13 @@ def _running_testenv(tmp_path_factory, name: str):
     proc.wait(timeout=60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kube_api(tmp_path_factory):
     """The ACM hub (and, for tests that need no second cluster, the cluster too)."""
     yield from _running_testenv(tmp_path_factory, "kube")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spoke_api(tmp_path_factory):
     """A second, separate API server: the cluster imported into the hub `kube_api` (importing the hub
     into itself is refused)."""
