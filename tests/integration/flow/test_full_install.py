@@ -162,7 +162,7 @@ def test_interrupted_credentials_and_acm_phases_converge_on_rerun(run_flow, site
     # Vault was sealed when the run let go of its lease too: the lease stays, said so, and refuses the next
     # run until it expires or is broken by the run id the refusal names (tasks/lease_release.yml).
     assert "could not be released" in sealed.output, sealed.output
-    dead_run = site.bao.kv_get(f"{stored_path}/lease")["run_id"]
+    dead_run = site.bao.kv_get(f"{stored_path}/lease")["holder"]["run_id"]
     refused = run_flow("site.yaml", "lab-sno", with_installer=True, extra=hub, env_more=env_more)
     assert refused.rc != 0
     assert [r["task"] for r in refused.results if r["status"] == "failed"] == ["Lease — acquire"], refused.output
