@@ -29,16 +29,32 @@ import urllib.request
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import pytest
 import yaml
 
 from testlib import REPO
 
+T = TypeVar("T")
+
 OAUTH_PASSWORD = "Canary-Pass-98765-zyxwv"
 # kube_client::testenv::CONTROLLER_MANAGER_USER
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+
+
+def wait_until(check: Callable[[], T], timeout: float, why: Callable[[], str], interval: float = 0.2) -> T:
+    """`check()`'s first truthy answer, looked for every `interval` s; none in `timeout` s fails the test with
+    `why()` (the state that was seen). The one poll of the kube fixtures and tests: a bound on waiting for a
+    live controller, never a speed target."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            pytest.fail(why())
+        time.sleep(interval)
 
 
 class KubeApi:
@@ -162,27 +178,22 @@ class KubeApi:
                 names.append(doc["metadata"]["name"])
                 status, out = self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
                 assert status in (201, 409), f"installing {path.name}: HTTP {status}: {out}"
-        deadline = time.monotonic() + 60
         for name in names:
-            while True:
-                crd = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
-                if any(c["type"] == "Established" and c["status"] == "True"
-                       for c in crd.get("status", {}).get("conditions", [])):
-                    break
-                assert time.monotonic() < deadline, f"CRD {name} not Established in 60 s: {crd.get('status')}"
-                time.sleep(0.2)
+            self.crd_established(name)
+
+    def crd_established(self, name: str) -> None:
+        """Wait (60 s at most) until the CRD `name` is Established."""
+        def crd() -> dict:
+            return self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
+        wait_until(lambda: any(c["type"] == "Established" and c["status"] == "True"
+                               for c in (crd().get("status") or {}).get("conditions") or []),
+                   60, lambda: f"CRD {name} not Established in 60 s: {crd().get('status')}")
 
     def install_crd(self, doc: dict) -> None:
         """Create one CRD (kept when it exists) and wait until it is Established."""
         status, out = self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
         assert status in (201, 409), f"installing CRD {doc['metadata']['name']}: HTTP {status}: {out}"
-        deadline = time.monotonic() + 60
-        while True:
-            got = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}") or {}
-            if any(c["type"] == "Established" and c["status"] == "True" for c in (got.get("status") or {}).get("conditions") or []):
-                return
-            assert time.monotonic() < deadline, f"CRD {doc['metadata']['name']} not Established in 60 s"
-            time.sleep(0.2)
+        self.crd_established(doc["metadata"]["name"])
 
     def kubeconfig(self, token: str) -> str:
         ca = base64.b64encode(Path(self.ca_cert).read_bytes()).decode()
@@ -224,11 +235,10 @@ def external_secrets_controller(api: KubeApi, workdir: Path) -> Iterator[Path]:
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + 60
-        while "Starting workers" not in log.read_text():
+        def started() -> bool:
             assert proc.poll() is None, f"the External Secrets controller exited:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"the External Secrets controller did not start:\n{log.read_text()[-3000:]}"
-            time.sleep(0.2)
+            return "Starting workers" in log.read_text()
+        wait_until(started, 60, lambda: f"the External Secrets controller did not start:\n{log.read_text()[-3000:]}")
         yield log
     finally:
         proc.terminate()
@@ -252,27 +262,19 @@ def external_secret(api: KubeApi, ns: str, name: str, store: str, key: str) -> N
 
 def ready_condition(api: KubeApi, path: str, timeout: float = 60) -> dict:
     """The object's Ready condition once the controller has set one."""
-    deadline = time.monotonic() + timeout
-    while True:
-        obj = api.get(path) or {}
-        ready = [c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
-        if ready:
-            return ready[0]
-        assert time.monotonic() < deadline, f"no Ready condition on {path} in {timeout} s: {obj.get('status')}"
-        time.sleep(0.5)
+    def ready() -> list[dict]:
+        return [c for c in ((api.get(path) or {}).get("status") or {}).get("conditions", []) if c["type"] == "Ready"]
+    return wait_until(ready, timeout, lambda: f"no Ready condition on {path} in {timeout} s: {(api.get(path) or {}).get('status')}",
+                      interval=0.5)[0]
 
 
 def event_message(api: KubeApi, ns: str, name: str, needle: str, timeout: float = 60) -> str:
     """The message of the first Event about object `name` in `ns` that contains `needle`, once one is there."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def about() -> list[str]:
         events = (api.get(f"/api/v1/namespaces/{ns}/events") or {}).get("items", [])
-        about = [e["message"] for e in events if e["involvedObject"]["name"] == name]
-        found = [m for m in about if needle in m]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"no Event about {ns}/{name} saying {needle!r} in {timeout} s: {about}"
-        time.sleep(0.5)
+        return [e["message"] for e in events if e["involvedObject"]["name"] == name]
+    return wait_until(lambda: [m for m in about() if needle in m], timeout,
+                      lambda: f"no Event about {ns}/{name} saying {needle!r} in {timeout} s: {about()}", interval=0.5)[0]
 
 
 def b64(s: str) -> str:

@@ -9,7 +9,7 @@ import time
 
 from standins.kubelet import (BOOTSTRAPPER, CSRS, SERVING, PodTermination, allow_csr_creation, approved, client_csr,
                               create_csr, make_request, serving_csr)
-from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
+from kube_fixtures import KubeApi, condition, kube_api, unique, wait_until  # noqa: F401 (fixtures)
 
 
 def play(*tasks: dict) -> str:
@@ -101,10 +101,8 @@ def namespace_with_default_account(api: KubeApi, prefix: str) -> str:
     """A new namespace once the service-account controller has made its `default` account (pods need it)."""
     ns = unique(prefix)
     api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    deadline = time.monotonic() + 60
-    while api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default") is None:
-        assert time.monotonic() < deadline, "the service-account controller made no `default` account in 60 s"
-        time.sleep(0.2)
+    wait_until(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60,
+               lambda: "the service-account controller made no `default` account in 60 s")
     return ns
 
 
@@ -212,15 +210,15 @@ def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
                          "containers": [{"name": "c", "image": "registry.example/app"}]}})
     kube_api.patch_status(f"/api/v1/namespaces/{ns}/pods/web-0", {"phase": "Running", "conditions": [condition("Ready", "True")]})
     kube_api.stop_kubelet(node)
-    deadline = time.monotonic() + 120
-    while True:
+    def lifecycle() -> tuple[dict, list[str]]:
         obj = kube_api.get(f"/api/v1/nodes/{node}")
-        ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
-        taints = [t["key"] for t in obj["spec"].get("taints", [])]
-        if ready["status"] == "Unknown" and "node.kubernetes.io/unreachable" in taints:
-            break
-        assert time.monotonic() < deadline, f"node-lifecycle did not mark {node} unreachable: {ready}, {taints}"
-        time.sleep(1)
+        return (next(c for c in obj["status"]["conditions"] if c["type"] == "Ready"),
+                [t["key"] for t in obj["spec"].get("taints", [])])
+
+    def unreachable() -> bool:
+        ready, taints = lifecycle()
+        return ready["status"] == "Unknown" and "node.kubernetes.io/unreachable" in taints
+    wait_until(unreachable, 120, lambda: f"node-lifecycle did not mark {node} unreachable: {lifecycle()}", interval=1)
     before = len(kube_api.audit_events())
     run = run_playbook(play(task("remove", {**conn(kube_api), "state": "absent", "nodes": [node], "drain_timeout": 180,
                                             "poll_interval": 2, "skip_wait_for_delete_timeout": 1})))
