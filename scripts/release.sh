@@ -3,7 +3,7 @@
 #
 # 1. checks VERSION is a semantic version above the collection's current one and that changelog fragments
 #    say what changed (tests/integration/galaxy/test_versioning.py requires one for every change);
-# 2. sets galaxy.yml's version and points awx/execution-environment.yml at the new tarball;
+# 2. sets galaxy.yml's version and points awx/execution-environment.yml and the collection's README at the new tarball;
 # 3. turns the fragments into the release with antsibull-changelog (changelogs/changelog.yaml, CHANGELOG.rst;
 #    the fragments are removed);
 # 4. builds the tarball into build/ (the binaries must be built: `make release` runs `make build` first).
@@ -29,8 +29,8 @@ command -v antsibull-changelog >/dev/null ||
   { echo "release: antsibull-changelog not found: run 'make venv' (requirements-dev.txt)" >&2; exit 1; }
 
 sed -i "s/^version: .*/version: $version/" "$root/galaxy.yml"
-sed -i "s|proxshift-$coll-$current.tar.gz|proxshift-$coll-$version.tar.gz|" awx/execution-environment.yml
+sed -i "s|proxshift-$coll-$current.tar.gz|proxshift-$coll-$version.tar.gz|" awx/execution-environment.yml "$root/README.md"
 (cd "$root" && antsibull-changelog release --version "$version")
 mkdir -p build
 ansible-galaxy collection build --force --output-path build "$root"
-echo "proxshift.$coll $version released: commit galaxy.yml, changelogs/, CHANGELOG.rst and awx/execution-environment.yml"
+echo "proxshift.$coll $version released: commit galaxy.yml, changelogs/, CHANGELOG.rst, README.md and awx/execution-environment.yml"

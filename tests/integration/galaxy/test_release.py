@@ -58,8 +58,9 @@ def test_what_is_no_release_is_refused_naming_why(project):
 def test_a_release_bumps_writes_the_changelog_and_builds_the_tarball(project):
     old = current(project)
     root = project / "ansible_collections/proxshift/proxmox"
+    # A change to release, whatever the repository holds right after its own release.
+    (root / "changelogs/fragments/test-change.yml").write_text('minor_changes:\n  - "proxmox_vm - a test change."\n')
     fragments = sorted(p.name for p in (root / "changelogs/fragments").glob("*.yml"))
-    assert fragments, "the proxmox collection has changes to release"
     major, minor, _ = (int(n) for n in old.split("."))
     new = f"{major}.{minor + 1}.0"
     proc = release(project, "proxmox", new)
@@ -71,4 +72,7 @@ def test_a_release_bumps_writes_the_changelog_and_builds_the_tarball(project):
     assert not list((root / "changelogs/fragments").glob("*.yml")), "the released fragments stay"
     ee = (project / "awx/execution-environment.yml").read_text()
     assert f"proxshift-proxmox-{new}.tar.gz" in ee and f"proxshift-proxmox-{old}.tar.gz" not in ee
+    readme = (root / "README.md").read_text()
+    assert f"proxshift-proxmox-{new}.tar.gz" in readme and f"proxshift-proxmox-{old}.tar.gz" not in readme
+    assert "a test change" in (root / "CHANGELOG.rst").read_text()
     assert (project / f"build/proxshift-proxmox-{new}.tar.gz").is_file()
