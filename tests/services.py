@@ -329,6 +329,29 @@ class OpenBao:
     addr: str
     token: str
     log: Path | None = None
+    audit_log: Path | None = None
+
+    def writes(self, since: int = 0) -> list[str]:
+        """"OPERATION path" of every request after the first `since` entries of the audit log (running_openbao
+        with audit=True) that is not a read or a list: what a run wrote to Vault, whoever wrote it."""
+        assert self.audit_log is not None, "started without audit=True"
+        requests = self.audit_requests()[since:]
+        return [f"{r['operation']} {r['path']}" for r in requests if r["operation"] not in ("read", "list")]
+
+    def audit_requests(self) -> list[dict]:
+        """The `request` part of every request entry of the audit log so far (operation, path, ...)."""
+        assert self.audit_log is not None, "started without audit=True"
+        if not self.audit_log.exists():
+            return []
+        out = []
+        for line in self.audit_log.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line being written
+            if entry.get("type") == "request":
+                out.append(entry["request"])
+        return out
 
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
         """One HTTP call as root (or `token`); returns (status, JSON body or {})."""
@@ -385,18 +408,27 @@ class OpenBao:
 
 
 @contextlib.contextmanager
-def running_openbao(tmp_path: Path) -> Iterator[OpenBao]:
-    """A fresh dev-mode OpenBao: KV v2 at secret/, root token BAO_ROOT_TOKEN."""
+def running_openbao(tmp_path: Path, audit: bool = False) -> Iterator[OpenBao]:
+    """A fresh dev-mode OpenBao: KV v2 at secret/, root token BAO_ROOT_TOKEN. `audit`: with a file audit
+    device from the start (a declarative `audit` block in a config file next to -dev, as OpenBao's server
+    configuration documents it; enabling one through sys/audit is refused by default), read by
+    `OpenBao.writes`. Request values are HMAC'd in it, as every Vault audit device does."""
     port = free_port()
     log_path = tmp_path / "bao.log"
+    audit_log = tmp_path / "audit.log" if audit else None
+    config = []
+    if audit_log:
+        hcl = tmp_path / "audit.hcl"
+        hcl.write_text(f'audit "file" "file" {{\n  options {{\n    file_path = "{audit_log}"\n  }}\n}}\n')
+        config = [f"-config={hcl}"]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [str(bao_bin()), "server", "-dev", "-dev-no-store-token", f"-dev-root-token-id={BAO_ROOT_TOKEN}",
-             f"-dev-listen-address=127.0.0.1:{port}"],
+             f"-dev-listen-address=127.0.0.1:{port}", *config],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")},
         )
-    server = OpenBao(addr=f"http://127.0.0.1:{port}", token=BAO_ROOT_TOKEN, log=log_path)
+    server = OpenBao(addr=f"http://127.0.0.1:{port}", token=BAO_ROOT_TOKEN, log=log_path, audit_log=audit_log)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -408,6 +440,12 @@ def running_openbao(tmp_path: Path) -> Iterator[OpenBao]:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"OpenBao did not start: {log_path.read_text()}")
+            time.sleep(0.1)
+        # The dev server's KV v2 mount answers "Upgrading from non-versioned to versioned data" for a moment after
+        # it is healthy (seen with an audit device): ready once a missing key is a plain 404.
+        while server.api("GET", "secret/data/proxshift-startup-probe")[0] != 404:
+            if time.monotonic() > deadline:
+                pytest.fail(f"OpenBao's KV mount secret/ did not become ready: {log_path.read_text()}")
             time.sleep(0.1)
         yield server
     finally:

@@ -270,18 +270,36 @@ fn spoke(m: &mut Module, o: &Opts) -> Result<Spoke, ImportError> {
     Ok(Spoke { client, id, unread })
 }
 
+/// Check mode on a cluster that is not installed yet (`site.yaml --check` on a fresh cluster): the
+/// spoke's kubeconfig is a path the install has not written. The hub is read and the import predicted
+/// from it alone; nothing about the spoke can be checked (its identity, the self-import refusal).
+fn spoke_not_installed(o: &Opts, check_mode: bool) -> bool {
+    check_mode
+        && o.spoke_kubeconfig.as_deref().is_some_and(|k| {
+            !kube_client::kubeconfig::looks_like_content(k) && !std::path::Path::new(k).exists()
+        })
+}
+
+/// What `present` says about the spoke when it is not installed yet.
+const SPOKE_NOT_INSTALLED: &str =
+    "not installed yet (check mode: spoke_kubeconfig is a file the install has not written)";
+
 fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Result<Outcome, Stop> {
     let name = o.cluster_name.as_str();
     let mc_res = known::managed_clusters();
+    let pending = spoke_not_installed(o, m.check_mode);
     // Auto mode checks the spoke's kubeconfig first, so a broken one is named as such.
     let creds = match o.mode.as_str() {
-        "auto" => Some(spoke_credentials(o)?),
+        "auto" if !pending => Some(spoke_credentials(o)?),
         _ => None,
     };
-    let spoke = spoke(m, o)?;
-    identity::refuse_self_import(hub, spoke.client.server(), spoke.id.as_deref())?;
+    let spoke = if pending { None } else { Some(spoke(m, o)?) };
+    let spoke_id = spoke.as_ref().and_then(|s| s.id.as_deref());
+    if let Some(s) = &spoke {
+        identity::refuse_self_import(hub, s.client.server(), spoke_id)?;
+    }
     let existing = hub.get(&mc_res, None, name)?;
-    let replaced = identity::replaced(existing.as_ref(), spoke.id.as_deref());
+    let replaced = identity::replaced(existing.as_ref(), spoke_id);
     if let Some(r) = &replaced {
         report.changed = true;
         report.note(
@@ -311,6 +329,13 @@ fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Resul
             replaced.is_some(),
             report,
         )?;
+    } else if pending && o.mode == "auto" && !already_imported {
+        report.changed = true;
+        report.note(
+            "hub",
+            format!("Secret {name}/{}", resources::AUTO_IMPORT_SECRET),
+            "would be created from the cluster's kubeconfig once the install writes it",
+        );
     }
     if let Some(set) = o.clusterset() {
         check_clusterset(m, hub, set);
@@ -320,7 +345,7 @@ fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Resul
         &o.labels,
         o.clusterset(),
         existing.as_ref(),
-        &mc_annotations(o, spoke.id.as_deref(), replaced.as_ref()),
+        &mc_annotations(o, spoke_id, replaced.as_ref()),
     );
     let e = hub.ensure(&mc_res, &mc, Method::Merge, m.check_mode)?;
     report.record(m, "hub", &e);
@@ -344,29 +369,37 @@ fn present(m: &mut Module, o: &Opts, hub: &Client, report: &mut Report) -> Resul
         report.record(m, "hub", &e);
     }
     let mut spoke_applied = Vec::new();
+    // Check mode cannot get further than the hub without the hub's import secret or without the spoke.
+    let predicted = m.check_mode && (existing.is_none() || pending);
     if o.mode == "manual" {
-        if already_imported {
-            report.note(
+        match &spoke {
+            _ if already_imported => report.note(
                 "spoke",
                 "import manifests".into(),
                 "skipped (cluster already imported)",
-            );
-        } else if m.check_mode && existing.is_none() {
-            report.note(
+            ),
+            Some(s) if !predicted => spoke_applied = manual::import(m, o, hub, &s.client, report)?,
+            _ => report.note(
                 "spoke",
                 "import manifests".into(),
-                "would be applied once the hub renders them",
-            );
-        } else {
-            spoke_applied = manual::import(m, o, hub, &spoke.client, report)?;
+                if pending {
+                    "would be applied once the cluster is installed and the hub renders them"
+                } else {
+                    "would be applied once the hub renders them"
+                },
+            ),
         }
     }
-    if o.wait && !(m.check_mode && existing.is_none()) {
+    if o.wait && !predicted {
         mc_now = Some(wait_joined(o, hub, report)?);
     }
+    let (id, unread) = match &spoke {
+        Some(s) => (json!(s.id), json!(s.unread)),
+        None => (Value::Null, json!(SPOKE_NOT_INSTALLED)),
+    };
     Ok(outcome(m, o, report, mc_now.as_ref(), spoke_applied)
-        .with("spoke_cluster_id", json!(spoke.id))
-        .with("spoke_cluster_id_error", json!(spoke.unread)))
+        .with("spoke_cluster_id", id)
+        .with("spoke_cluster_id_error", unread))
 }
 
 /// The annotations the ManagedCluster must carry: the spoke's cluster ID as we saw it, and on a

@@ -522,6 +522,58 @@ fn manual_import_check_mode_predicts_without_writing() {
     );
 }
 
+/// `site.yaml --check` on a cluster never installed: its kubeconfig is a file the install has not written yet.
+/// The hub is read and the import predicted from it (both modes, the wait asked for but not awaited); outside
+/// check mode the missing file is an error.
+#[test]
+fn check_mode_on_a_cluster_not_installed_yet_predicts_from_the_hub_alone() {
+    let env = env();
+    let hub = env.admin();
+    let c = unique("fresh");
+    let missing = std::env::temp_dir()
+        .join(format!("{c}-never-installed"))
+        .join("kubeconfig");
+    let args = merged(
+        hub_args(env, &c),
+        json!({"spoke_kubeconfig": missing.display().to_string(), "wait": true}),
+    );
+    let check = json!({"_ansible_check_mode": true, "_ansible_diff": true});
+    let r = ok(merged(args.clone(), check.clone()));
+    assert_eq!(r["changed"], json!(true));
+    assert_eq!(
+        actions(&r),
+        vec![
+            format!("Namespace {c} created"),
+            format!("Secret {c}/auto-import-secret would be created from the cluster's kubeconfig once the install writes it"),
+            format!("ManagedCluster {c} created"),
+            format!("KlusterletAddonConfig {c}/{c} created"),
+        ]
+    );
+    assert_eq!(r["diff"].as_array().unwrap().len(), 3, "{r:#}");
+    assert_eq!(r["spoke_cluster_id"], Value::Null);
+    assert!(r["spoke_cluster_id_error"]
+        .as_str()
+        .unwrap()
+        .starts_with("not installed yet"));
+    let r = ok(merged(
+        merged(args.clone(), check),
+        json!({"mode": "manual"}),
+    ));
+    assert!(
+        actions(&r).contains(&"import manifests would be applied once the cluster is installed and the hub renders them".to_string()),
+        "{r:#}"
+    );
+    assert!(hub.get(&known::namespaces(), None, &c).unwrap().is_none());
+    let r = failed(args);
+    assert!(
+        r["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot read spoke_kubeconfig"),
+        "{r:#}"
+    );
+}
+
 fn resources_mc(c: &str) -> Value {
     json!({"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster", "metadata": {"name": c}, "spec": {"hubAcceptsClient": true}})
 }

@@ -5,7 +5,8 @@ phase to run first (issue #22 item 6).
 lab-sno is provisioned once for the module — every phase, with the installer double, OpenBao, one
 kube-apiserver playing the cluster and another the ACM hub (importing the hub into itself is refused) —
 and each tag runs against it. lab-compact stays fresh: nothing of it exists on Proxmox, and each fresh run
-gets an empty work folder of its own.
+gets an empty work folder of its own. lab-gitops (inventory/gitops.yml) is never installed: `site.yaml --check --diff`
+on it writes nothing to pvesim, OpenBao (its audit log) or the hub (the apiserver's audit log).
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def site(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("phases-alone")
     (tmp / "sim").mkdir()
     (tmp / "bao").mkdir()
-    with running_pvesim(tmp / "sim", seed=DEMO_SEED) as sim, running_openbao(tmp / "bao") as bao:
+    with running_pvesim(tmp / "sim", seed=DEMO_SEED) as sim, running_openbao(tmp / "bao", audit=True) as bao:
         bao.kv_put("openshift/pull-secret", {"pullSecret": flow.CANARY_PULL_SECRET})
         bao.kv_put("openshift/ssh", {"publicKey": flow.SSH_KEY})
         yield flow.Site(sim=sim, bao=bao, work=tmp / "work")
@@ -76,10 +77,10 @@ def flow(run_flow, hub: Path, cluster_kubeconfig: Path, spoke_api: KubeApi):  # 
     """run_flow with the installer double, the hub and a ready cluster."""
     make_cluster_ready(spoke_api, ["lab-sno-0"])
 
-    def run(cluster: str, *, tags: str | None = None, extra: dict | None = None):
+    def run(cluster: str, *, tags: str | None = None, extra: dict | None = None, **kwargs):
         return run_flow("site.yaml", cluster, with_installer=True, tags=tags,
                         extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **(extra or {})},
-                        env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
+                        env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)}, **kwargs)
 
     return run
 
@@ -173,6 +174,59 @@ def test_vms_after_iso_attach_the_built_iso(flow, run_flow, site, tmp_path, fres
         # Fresh again for the tests after this one.
         gone = run_flow("deprovision.yaml", FRESH, extra=work)
         assert gone.rc == 0 and site.owned_vms(FRESH) == [], gone.output
+
+
+NEVER_INSTALLED = "lab-gitops"
+
+
+def test_check_diff_on_a_never_installed_cluster_predicts_every_phase_and_writes_nothing(flow, site, kube_api: KubeApi,  # noqa: F811
+                                                                                        tmp_path):
+    """inventory/gitops.yml's lab-gitops as it comes (External Secrets and GitOps enabled), with post-install
+    configuration and the module's ACM hub, never installed: nothing of it on Proxmox, no record in Vault, no
+    kubeconfig. `site.yaml --check --diff` exits 0 and writes nothing: no POST/PUT/DELETE in pvesim's request
+    log, no write in OpenBao's audit log, no write verb from the modules in the hub's audit log (a server-side
+    dry run is no write). Each phase after the install, which has no kubeconfig to work with, says what it would
+    do; the hub's part reads the hub and reports what it would create there."""
+    seq, vault_seen, hub_seen = site.sim.last_seq(), len(site.bao.audit_requests()), len(kube_api.audit_events())
+    assert site.record(NEVER_INSTALLED) is None and site.owned_vms(NEVER_INSTALLED) == []
+    run = flow(NEVER_INSTALLED, check=True, diff=True, extra={
+        "proxshift_work_dir": str(tmp_path / "work"),
+        "post_install_storage_classes": [{"name": "lab-nfs", "provisioner": "nfs.csi.k8s.io"}],
+        "post_install_default_storage_class": "lab-nfs",
+        "post_install_operators": [{"name": "local-storage-operator", "namespace": "openshift-local-storage"}]})
+    assert run.rc == 0, run.output[-6000:]
+    assert site.sim.writes_since(seq) == []
+    assert site.bao.writes(vault_seen) == []
+    time.sleep(0.5)  # the audit log is written after the response
+    hub_writes = [(e["verb"], e["requestURI"]) for e in kube_api.audit_events()[hub_seen:]
+                  if e["user"]["username"] == "admin" and e["verb"] in ("create", "update", "patch", "delete")
+                  and "dryRun=All" not in e["requestURI"]]
+    assert hub_writes == [], hub_writes
+    assert site.record(NEVER_INSTALLED) is None and site.owned_vms(NEVER_INSTALLED) == []
+    assert not (tmp_path / "work" / NEVER_INSTALLED / "agent" / "auth").exists()
+    # Each phase without a kubeconfig says what it would do.
+    for task, says in [("install_wait : Say what check mode would wait for", "would wait for the installer's bootstrap-complete"),
+                       ("cluster_ready : Say why readiness is not checked", "would log in and wait until api"),
+                       ("post_install : Say why the post-install configuration is not applied", "apply the StorageClasses lab-nfs"),
+                       ("external_secrets : Say why the External Secrets Operator is not configured",
+                        "would install the External Secrets Operator for Red Hat OpenShift through OLM"),
+                       ("gitops : Say why GitOps is not bootstrapped", "apply the root Application openshift-gitops/root"),
+                       ("gitops : Say where the cluster stands on the hub", "the hub has no ManagedCluster lab-gitops yet")]:
+        msg = run.task(f"proxshift.openshift.{task}")["msg"]
+        assert msg.startswith("Check mode") and says in msg, (task, msg)
+    # The hub: the import predicted from the hub alone, the GitOps objects dry-run or predicted.
+    imported = run.task("proxshift.openshift.acm : Import into or detach from the ACM hub")
+    assert imported["msg"] == f"{NEVER_INSTALLED} would be imported or updated on the hub", imported
+    assert [a["action"] for a in imported["actions"]] == [
+        "created", "would be created from the cluster's kubeconfig once the install writes it", "created", "created"], imported
+    hub = [r for task in ("Register the cluster set with the hub's Argo CD, default",
+                          "Apply the hub's ApplicationSet for the set's clusters, openshift-gitops/default-gitops")
+           for r in run.task(f"proxshift.openshift.gitops : {task}")["results"]]
+    assert [(r["kind"], r["action"]) for r in hub] == [(k, "created") for k in (
+        "ManagedClusterSet", "ManagedClusterSetBinding", "Placement", "GitOpsCluster", "ConfigMap", "ApplicationSet")], hub
+    notes = {r["kind"]: r.get("note") or "" for r in hub}
+    assert notes["ManagedClusterSet"] == "", notes  # served and cluster-scoped: the server's dry run
+    assert notes["ApplicationSet"].startswith("would create (kind not served yet: installed by OpenShift GitOps on the hub"), notes
 
 
 # ------------------------------------------------------------------------------ proxshift verbs

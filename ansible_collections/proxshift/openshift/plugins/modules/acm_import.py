@@ -36,6 +36,10 @@ description:
     applies both to the spoke with server-side apply (C(crds.yaml) first, waiting for each CRD to be
     Established). A cluster that has already joined is left alone (its import manifests rotate on the hub).
   - O(wait=true) waits for C(ManagedClusterJoined) and C(ManagedClusterConditionAvailable) to be C(True).
+  - Check mode on a cluster that is not installed yet - O(spoke_kubeconfig) a path to a file that does not exist (the
+    install writes it) - reads the hub and predicts the hub's objects from it alone, the C(auto-import-secret) noted as
+    created once the install has written the kubeconfig; nothing about the spoke is checked (its cluster ID, the
+    self-import refusal) and nothing is awaited.
   - O(state=absent) detaches the cluster - deletes the ManagedCluster, waits for it to go, then deletes the
     cluster namespace (see O(delete_namespace)) and waits for it to go.
   - A cluster namespace that holds objects the import did not create is kept, with a warning naming them (also in
@@ -301,8 +305,9 @@ spoke_cluster_id:
   type: str
   sample: 6c1f5a2e-0000-4000-8000-0000000000f1
 spoke_cluster_id_error:
-  description: Why the spoke's cluster ID could not be read (for example the controller cannot reach the spoke); a
-    different cluster behind the same name then goes unnoticed. Null when it was read.
+  description: Why the spoke's cluster ID could not be read (for example the controller cannot reach the spoke, or in
+    check mode the cluster is not installed yet); a different cluster behind the same name then goes unnoticed. Null
+    when it was read.
   returned: state is present
   type: str
 spoke_objects:
