@@ -79,9 +79,10 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     assert msg.startswith(f"The ClusterSecretStore {store} would be usable from no namespace: external_secrets_namespaces is empty") \
         and "external_secrets_all_namespaces: true" in msg and msg.endswith("Nothing was changed."), msg
     assert kube_api.get(f"/api/v1/namespaces/{ns}") is None
-    # A misspelt selector key, which the API server would drop, leaving a selector of every namespace: refused.
-    run = run_playbook(play(kubeconfig, openbao, openbao.token, external_secrets_namespace_selector={"matchlabels": {"team": "a"}},
-                            **role_vars))
+    # A misspelt selector key, which the API server would drop, leaving a selector of every namespace: refused, and
+    # already by a check run on a cluster that is not installed yet (no kubeconfig): the inputs are checked first.
+    run = run_playbook(play(tmp_path / "not-installed", openbao, openbao.token,
+                            external_secrets_namespace_selector={"matchlabels": {"team": "a"}}, **role_vars), check=True)
     assert run.rc != 0
     msg = run.task(f"{ROLE} : Check the namespace selector of the store")["msg"]
     assert msg.startswith("external_secrets_namespace_selector must be a label selector with matchLabels and/or matchExpressions") \
