@@ -187,6 +187,10 @@ def test_check_diff_on_a_never_installed_cluster_predicts_every_phase_and_writes
     log, no write in OpenBao's audit log, no write verb from the modules in the hub's audit log (a server-side
     dry run is no write). Each phase after the install, which has no kubeconfig to work with, says what it would
     do; the hub's part reads the hub and reports what it would create there."""
+    lab = yaml.safe_load((REPO / "inventory" / "gitops.yml").read_text())
+    # The repository credentials are read and checked even before the cluster exists (a missing path fails the check).
+    site.bao.kv_put(lab["all"]["children"]["clusters"]["children"][NEVER_INSTALLED]["vars"]["gitops"]["repo_credentials_vault_path"],
+                    {"username": "git", "password": "lab-repo-password"})
     seq, vault_seen, hub_seen = site.sim.last_seq(), len(site.bao.audit_requests()), len(kube_api.audit_events())
     assert site.record(NEVER_INSTALLED) is None and site.owned_vms(NEVER_INSTALLED) == []
     run = flow(NEVER_INSTALLED, check=True, diff=True, extra={

@@ -146,7 +146,9 @@ def test_repository_credentials_missing_fail_first_ssh_and_token_work(run_playbo
     base = {**role_vars, "gitops_hub": False}
     missing = f"gitops/{n['ns']}/nothing-here"
     with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
-        run = run_playbook(play(kubeconfig, openbao, **{**base, "gitops_repo_credentials_vault_path": missing}))
+        # Checked before anything else, so already by a check run on a cluster not installed yet (no kubeconfig).
+        run = run_playbook(play(kubeconfig.parent / "not-installed", openbao,
+                                **{**base, "gitops_repo_credentials_vault_path": missing}), check=True)
         assert run.rc != 0
         msg = run.task(f"{ROLE} : Check the repository credentials in Vault")["msg"]
         assert msg.startswith(f"No repository credentials in Vault at secret/{missing} (gitops_repo_credentials_vault_path)"), msg
