@@ -100,7 +100,7 @@ options:
       - Read the guest agent's interfaces of running VMs with the agent enabled into
         C(<facts_prefix>agent_interfaces), C(<facts_prefix>ipv4_addresses) and C(<facts_prefix>ipv6_addresses)
         (loopback and link-local addresses left out).
-      - Read the interfaces of running containers into C(<facts_prefix>lxc_interfaces) (community.proxmox's name:
+      - Read the interfaces of running containers into C(<facts_prefix>lxc_interfaces) (community.proxmox's name; each with
         C(name), C(hwaddr), C(inet), C(inet6)) and the same C(<facts_prefix>ipv4_addresses) and
         C(<facts_prefix>ipv6_addresses).
     type: bool
