@@ -48,10 +48,12 @@ SEED_CLUSTERS = ("sno", "compact", "ha")
 SEED_NODES = ("pve1", "pve2", "pve3")
 
 
-def many_vm_seed(path: Path, total: int) -> Path:
+def many_vm_seed(path: Path, total: int, containers: int = 0) -> Path:
     """The lab seed's nodes, users and tokens plus `total` VMs: every 5th without a cluster tag,
     the rest tagged proxshift-<cluster> and master/worker; even VMIDs run with a guest-agent IP;
-    clusters' VMs are in a pool named after the cluster."""
+    clusters' VMs are in a pool named after the cluster. Plus `containers` LXC containers `ct-NNN`
+    (VMID 2000 + i, tagged `web`, on the nodes in turn): even ones run with an address on eth0,
+    the first is in the pool `sno` too."""
     import yaml
 
     seed = yaml.safe_load(LAB_SEED.read_text())
@@ -74,6 +76,19 @@ def many_vm_seed(path: Path, total: int) -> Path:
             vm["running"] = True
             vm["agent_ips"] = {"net0": [f"10.1.{i // 250}.{i % 250 + 1}/24"]}
         seed["vms"].append(vm)
+    seed["cts"] = []
+    for i in range(containers):
+        ct = {"vmid": 2000 + i, "node": SEED_NODES[i % 3],
+              "config": {"hostname": f"ct-{i:03d}", "memory": 512, "swap": 512, "cores": 1, "ostype": "debian",
+                         "arch": "amd64", "tags": "web", "rootfs": f"local-lvm:vm-{2000 + i}-disk-0,size=4G"
+                         if SEED_NODES[i % 3] != "pve3" else f"local-zfs:subvol-{2000 + i}-disk-0,size=4G",
+                         "net0": f"name=eth0,bridge=vmbr0,hwaddr=BC:24:11:CC:00:{i:02X},ip=dhcp,type=veth"}}
+        if i % 2 == 0:
+            ct["running"] = True
+            ct["ips"] = {"net0": [f"10.2.0.{i + 1}/24"]}
+        seed["cts"].append(ct)
+    if containers:
+        pools["sno"].append(2000)
     seed["pools"] = [{"poolid": c, "vms": v} for c, v in pools.items()]
     path.write_text(yaml.safe_dump(seed))
     return path

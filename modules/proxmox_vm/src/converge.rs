@@ -23,8 +23,10 @@ pub struct Ctx<'a> {
     pub root_session: bool,
     pub check_mode: bool,
     pub timeouts: Timeouts,
-    /// `/cluster/resources` as read at the start.
+    /// `/cluster/resources` as read at the start: the QEMU VMs.
     pub snapshot: Vec<ClusterVm>,
+    /// The LXC containers of the same listing: never touched, their VMIDs refused.
+    pub containers: Vec<ClusterVm>,
     /// vmids this run has claimed (so parallel creates never pick the same one).
     pub reserved: Mutex<BTreeSet<u32>>,
     /// Uploaded/verified ISOs by (node-or-shared, storage, filename) → volid; the lock also keeps

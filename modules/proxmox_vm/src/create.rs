@@ -314,7 +314,13 @@ pub fn next_vmid(ctx: &Ctx, args: &VmArgs) -> Result<u32, VmError> {
     let mut reserved = ctx.reserved.lock().map_err(|_| POISONED)?;
     match args.vmid_range {
         Some(r) => {
-            let mut taken: BTreeSet<u32> = ctx.snapshot.iter().map(|v| v.vmid as u32).collect();
+            // Containers' VMIDs are taken too (one VMID space).
+            let mut taken: BTreeSet<u32> = ctx
+                .snapshot
+                .iter()
+                .chain(&ctx.containers)
+                .map(|v| v.vmid as u32)
+                .collect();
             taken.extend(reserved.iter().copied());
             for id in pve_types::vmid_candidates(r.start, r.end, &taken) {
                 if c.vmid_is_free(id)? {

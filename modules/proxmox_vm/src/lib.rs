@@ -59,13 +59,14 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
 
     let client = connect(m, &args)?;
     let timeouts = args.timeouts.unwrap_or_default();
-    let snapshot = settle::settled_snapshot(&client, &parsed, &timeouts)?;
+    let guests = settle::settled_snapshot(&client, &parsed, &timeouts)?;
     let ctx = Ctx {
         client: &client,
         root_session: client.is_root_session(),
         check_mode: m.check_mode,
         timeouts,
-        snapshot,
+        snapshot: guests.vms,
+        containers: guests.containers,
         reserved: Mutex::new(BTreeSet::new()),
         isos: Mutex::new(HashMap::new()),
     };
@@ -362,7 +363,25 @@ pub fn check_args(a: &VmArgs) -> Result<(), VmError> {
     Ok(())
 }
 
+/// A VMID held by an LXC container: refused whatever the state asked for, so a container is
+/// never changed, stopped or removed by this module.
+fn container_vmid(ct: &pve_client::ClusterVm) -> VmError {
+    VmError::Refused(format!(
+        "vmid {} is the LXC container '{}' on node '{}', not a QEMU VM: proxmox_vm manages QEMU VMs \
+         only and leaves containers alone; choose another vmid",
+        ct.vmid,
+        ct.name.as_deref().unwrap_or(""),
+        ct.node
+    ))
+}
+
 fn plan(ctx: &Ctx, a: &VmArgs, state: &mut PlanState) -> Result<Target, VmError> {
+    if let Some(ct) = a
+        .vmid
+        .and_then(|id| ctx.containers.iter().find(|c| c.vmid == id as u64))
+    {
+        return Err(container_vmid(ct));
+    }
     let found = resolve(&ctx.snapshot, a.vmid, a.spec.name.as_deref())?;
     if let Some(vm) = found {
         if let (Some(want), Some(n)) = (&a.node, Some(&vm.node)) {

@@ -42,6 +42,24 @@ fn undecided(snapshot: &[ClusterVm], parsed: &[Result<VmArgs, VmError>]) -> bool
     })
 }
 
+/// The guests of `/cluster/resources`: QEMU VMs, and LXC containers (whose VMIDs this module
+/// refuses).
+pub struct Guests {
+    pub vms: Vec<ClusterVm>,
+    pub containers: Vec<ClusterVm>,
+}
+
+fn list_guests(client: &Client) -> Result<Guests, Failure> {
+    let all = client
+        .cluster_guests()
+        .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))?;
+    let (vms, others): (Vec<_>, Vec<_>) = all.into_iter().partition(|v| v.kind == "qemu");
+    Ok(Guests {
+        vms,
+        containers: others.into_iter().filter(|v| v.kind == "lxc").collect(),
+    })
+}
+
 /// `/cluster/resources` once no half-built VM can be one this run is looking for: waits (a
 /// create's for `timeouts.create`, a clone's for `timeouts.clone`) for each half-built VM when
 /// the plan would otherwise have to guess, then lists again.
@@ -49,16 +67,13 @@ pub fn settled_snapshot(
     client: &Client,
     parsed: &[Result<VmArgs, VmError>],
     timeouts: &Timeouts,
-) -> Result<Vec<ClusterVm>, Failure> {
-    let list = || {
-        client
-            .cluster_vms()
-            .map_err(|e| Failure::new(format!("cannot list the cluster's VMs: {e}")))
-    };
-    let snapshot = list()?;
+) -> Result<Guests, Failure> {
+    let list = || list_guests(client);
+    let guests = list()?;
+    let snapshot = &guests.vms;
     let building: Vec<&ClusterVm> = snapshot.iter().filter(|v| is_building(v)).collect();
-    if building.is_empty() || !undecided(&snapshot, parsed) {
-        return Ok(snapshot);
+    if building.is_empty() || !undecided(snapshot, parsed) {
+        return Ok(guests);
     }
     for vm in building {
         let vmid = vm.vmid as u32;

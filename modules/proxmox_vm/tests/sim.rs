@@ -1568,3 +1568,42 @@ fn agent_iso_absent_removes_only_the_recorded_tagged_volume_after_the_vms() {
     assert_eq!(r["iso_removed"], json!([]));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A VMID an LXC container holds is refused whatever the state (`present`, `absent` with force)
+/// and nothing is written; a `vmid_range` skips it and a VM named like the container is
+/// created beside it, the container untouched.
+#[test]
+fn a_containers_vmid_is_refused_and_the_container_left_alone() {
+    let mut seed = pvesim::lab::seed_under_test();
+    seed.cts = pvesim::Seed::from_yaml(
+        "cts:\n  - {vmid: 4100, node: pve1, running: true, config: {hostname: sno-ct, \
+         rootfs: 'local-lvm:vm-4100-disk-0,size=8G'}}\n",
+    )
+    .unwrap()
+    .cts;
+    let sim = Simulator::start(Config::with_seed(seed)).expect("simulator starts");
+    for args in [
+        json!({"vmid": 4100, "name": "sno-ct", "memory": 2048, "owner_tag": "ocp-sno-owned"}),
+        json!({"vmid": 4100, "state": "absent", "force": true, "adopt": true}),
+    ] {
+        let msg = failed(&run(&sim, &args));
+        assert!(
+            msg.contains("vmid 4100 is the LXC container 'sno-ct' on node 'pve1'")
+                && msg.contains("QEMU VMs only"),
+            "{args}: {msg}"
+        );
+    }
+    assert!(writes(&sim).is_empty(), "{:?}", writes(&sim));
+    // vmid_range [4100, 4199]: 4100 is the container's, so the VM gets 4101.
+    let mut a = sno();
+    a["name"] = json!("sno-ct");
+    let r = run(&sim, &a);
+    assert_eq!(ok(&r)["vmid"], json!(4101), "{r}");
+    let ct = sim.with_sim(|s| s.cts.get(&4100).map(|c| (c.running, c.conf.clone())));
+    let (running, conf) = ct.expect("the container is still there");
+    assert!(running && conf["hostname"] == "sno-ct", "{conf:?}");
+    assert!(
+        !sim.writes().iter().any(|w| w.path.contains("/4100")),
+        "nothing addressed the container"
+    );
+}

@@ -1,6 +1,7 @@
 //! The reads: one `GET /cluster/resources?type=vm`, then per selected VM its config and, when the
 //! agent is enabled and the VM runs, `agent/network-get-interfaces` — spread over a few threads, since
-//! an inventory of hundreds of VMs is otherwise hundreds of round trips in a row.
+//! an inventory of hundreds of VMs is otherwise hundreds of round trips in a row. A container
+//! (the inventory's) gets its `lxc/{vmid}/config` and, while it runs, `lxc/{vmid}/interfaces`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -18,7 +19,8 @@ pub const PARALLEL: usize = 8;
 #[derive(Debug, Clone, Copy)]
 pub struct Want {
     pub config: bool,
-    /// Guest-agent interfaces of running VMs with the agent enabled (needs the config).
+    /// Guest-agent interfaces of running VMs with the agent enabled (needs the config), and the
+    /// interfaces of running containers.
     pub agent: bool,
     /// Running VMs' `qmpstatus` (one `status/current` each).
     pub qmp: bool,
@@ -36,7 +38,7 @@ type Slot = (usize, Result<Option<VmRecord>, Error>);
 
 pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Error> {
     let mut vms: Vec<_> = client
-        .cluster_vms()?
+        .cluster_guests()?
         .into_iter()
         .filter(|v| sel.matches(v))
         .collect();
@@ -49,6 +51,7 @@ pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Err
                 config: None,
                 interfaces: None,
                 qmpstatus: None,
+                lxc_interfaces: None,
             })
             .collect();
         return Ok(Listing {
@@ -92,6 +95,9 @@ fn details(
 ) -> Result<Option<VmRecord>, Error> {
     let vmid = u32::try_from(vm.vmid)
         .map_err(|_| Error::invalid(format!("VMID {} out of range", vm.vmid)))?;
+    if vm.kind == "lxc" {
+        return container_details(client, vm, vmid, want, warnings);
+    }
     let config = match client.vm_config(&vm.node, vmid, false) {
         Ok(c) => c,
         // Removed (or migrated away) between the listing and this read: not an error for a listing.
@@ -127,5 +133,51 @@ fn details(
         config: want.config.then_some(config),
         interfaces,
         qmpstatus,
+        lxc_interfaces: None,
+    }))
+}
+
+/// A container's config (when asked for) and, while it runs, its interfaces; `None` when it
+/// vanished since the listing. An interfaces read that fails is a warning (community.proxmox
+/// ignores the 501 of nodes without the call).
+fn container_details(
+    client: &Client,
+    vm: pve_client::ClusterVm,
+    vmid: u32,
+    want: Want,
+    warnings: &Mutex<Vec<String>>,
+) -> Result<Option<VmRecord>, Error> {
+    let config = if want.config {
+        match client.ct_config(&vm.node, vmid) {
+            Ok(c) => Some(c),
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
+    };
+    let running = vm.status.as_deref() == Some("running");
+    let lxc_interfaces = if want.agent && running {
+        match client.ct_interfaces(&vm.node, vmid) {
+            Ok(i) => Some(i),
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => {
+                if e.status() != Some(501) {
+                    if let Ok(mut w) = warnings.lock() {
+                        w.push(format!("CT {vmid}: interfaces not read: {e}"));
+                    }
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
+    Ok(Some(VmRecord {
+        vm,
+        config,
+        interfaces: None,
+        qmpstatus: None,
+        lxc_interfaces,
     }))
 }

@@ -6,8 +6,9 @@
 //! Options and environment variables follow community.proxmox's inventory plugin (`url`, `user`,
 //! `password`, `token_id`, `token_secret`, `PROXMOX_*`, `want_facts`, `qemu_extended_statuses`,
 //! `exclude_nodes`, `want_proxmox_nodes_ansible_host`), and so do the default group names
-//! (`proxmox_all_qemu`, `proxmox_all_running`, `proxmox_<node>_qemu`, `proxmox_pool_<pool>`,
-//! `proxmox_nodes`).
+//! (`proxmox_all_qemu`, `proxmox_all_lxc`, `proxmox_all_running`, `proxmox_<node>_qemu`,
+//! `proxmox_<node>_lxc`, `proxmox_pool_<pool>`, `proxmox_nodes`) and the guest type fact
+//! (`proxmox_vmtype`: `qemu` or `lxc`).
 
 use std::collections::BTreeSet;
 
@@ -102,6 +103,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let client = Client::connect(&o.connection()).map_err(|e| Failure::new(e.to_string()))?;
     let sel = Selection {
         include_templates: o.include_templates,
+        include_containers: true,
         ..Default::default()
     };
     let want = Want {
@@ -124,10 +126,11 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     for w in listing.warnings.into_iter().chain(built.warnings) {
         m.warn(w);
     }
+    let containers = listing.records.iter().filter(|r| r.is_container()).count();
     Ok(Outcome::new(false)
         .msg(format!(
-            "{} VMs, {} Proxmox nodes",
-            built.hosts.len(),
+            "{} VMs, {containers} containers, {} Proxmox nodes",
+            built.hosts.len() - containers,
             built.nodes.len()
         ))
         .with("hosts", Value::Object(built.hosts))
@@ -287,9 +290,11 @@ pub fn build(records: &[VmRecord], n: &Naming, extended_statuses: bool) -> Inven
         inv.hosts
             .insert(host.clone(), Value::Object(host_vars(r, n)));
         let tags = r.tags();
+        // `all_qemu`/`all_lxc` and `<node>_qemu`/`<node>_lxc`, as community.proxmox names them.
+        let kind = &r.vm.kind;
         let mut groups = vec![
-            g("all_qemu".into()),
-            g(format!("{}_qemu", r.vm.node)),
+            g(format!("all_{kind}")),
+            g(format!("{}_{kind}", r.vm.node)),
             g(format!("all_{}", status_group(r, extended_statuses))),
         ];
         if let Some(p) = r.vm.pool.as_deref().filter(|p| !p.is_empty()) {
@@ -380,7 +385,67 @@ mod tests {
             config: None,
             interfaces: None,
             qmpstatus: None,
+            lxc_interfaces: None,
         }
+    }
+
+    /// A container record: `type: lxc` in the listing.
+    fn ct(vmid: u64, name: &str, node: &str, status: &str) -> VmRecord {
+        let mut r = rec(vmid, name, node, status, "", None);
+        r.vm.kind = "lxc".into();
+        r
+    }
+
+    /// Containers are hosts with `vmtype: lxc`, in `all_lxc` and `<node>_lxc` (not the qemu groups),
+    /// and in the status groups like VMs; their interfaces give the addresses, config keys are flat.
+    #[test]
+    fn containers_are_grouped_by_type_and_carry_their_interfaces() {
+        let mut web = ct(200, "web-ct", "pve1", "running");
+        web.config = Some(
+            json!({"hostname": "web-ct", "memory": 1024, "net0": "name=eth0,bridge=vmbr0,ip=dhcp"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        web.lxc_interfaces = Some(vec![
+            json!({"name": "lo", "hwaddr": "00:00:00:00:00:00", "inet": "127.0.0.1/8", "inet6": "::1/128"}),
+            json!({"name": "eth0", "hwaddr": "bc:24:11:aa:00:01", "inet": "10.2.0.5/24", "inet6": "fe80::1/64"}),
+        ]);
+        let inv = build(
+            &[
+                rec(101, "vm", "pve1", "running", "", None),
+                web,
+                ct(201, "db-ct", "pve2", "stopped"),
+            ],
+            &N,
+            false,
+        );
+        assert_eq!(inv.groups["proxmox_all_lxc"], json!(["web-ct", "db-ct"]));
+        assert_eq!(inv.groups["proxmox_all_qemu"], json!(["vm"]));
+        assert_eq!(inv.groups["proxmox_pve1_lxc"], json!(["web-ct"]));
+        assert_eq!(inv.groups["proxmox_pve2_lxc"], json!(["db-ct"]));
+        assert_eq!(inv.groups["proxmox_pve1_qemu"], json!(["vm"]));
+        assert_eq!(inv.groups["proxmox_all_running"], json!(["vm", "web-ct"]));
+        assert_eq!(inv.groups["proxmox_all_stopped"], json!(["db-ct"]));
+        let v = &inv.hosts["web-ct"];
+        assert_eq!(v["proxmox_vmtype"], json!("lxc"));
+        assert_eq!(inv.hosts["vm"]["proxmox_vmtype"], json!("qemu"));
+        assert_eq!(v["proxmox_memory"], json!(1024));
+        assert_eq!(v["proxmox_hostname"], json!("web-ct"));
+        assert_eq!(
+            v["proxmox_ipv4_addresses"],
+            json!(["10.2.0.5"]),
+            "no loopback"
+        );
+        assert_eq!(v["proxmox_ipv6_addresses"], json!([]), "no link-local");
+        assert_eq!(
+            v["proxmox_lxc_interfaces"][1]["hwaddr"],
+            json!("bc:24:11:aa:00:01")
+        );
+        assert!(
+            !v.as_object().unwrap().contains_key("proxmox_agent_enabled"),
+            "no guest agent in a container"
+        );
     }
 
     const N: Naming = Naming {

@@ -73,6 +73,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         node: o.node.clone().filter(|n| !n.is_empty()),
         tags,
         include_templates: o.include_templates,
+        include_containers: false,
     };
     let want = Want {
         // The agent flag lives in the config: read it for `network` even when not returned.

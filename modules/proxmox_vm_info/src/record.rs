@@ -1,5 +1,7 @@
 //! Pure part of the VM listing: which VMs a query selects, and the JSON record of one VM (shared by
-//! the module's `vms` and the inventory's host vars).
+//! the module's `vms` and the inventory's host vars). The inventory lists LXC containers too
+//! (`include_containers`); their records carry `vmtype: lxc` and the interfaces Proxmox reads from
+//! the running container instead of the guest agent's.
 
 use pve_client::power::GuestInterface;
 use pve_client::ClusterVm;
@@ -15,11 +17,13 @@ pub struct Selection {
     pub tags: Vec<String>,
     /// Templates are left out unless asked for (or selected by `vmid`).
     pub include_templates: bool,
+    /// LXC containers too (the inventory); QEMU VMs only otherwise.
+    pub include_containers: bool,
 }
 
 impl Selection {
     pub fn matches(&self, vm: &ClusterVm) -> bool {
-        if vm.kind != "qemu" {
+        if !(vm.kind == "qemu" || (self.include_containers && vm.kind == "lxc")) {
             return false;
         }
         if vm.template && !self.include_templates && self.vmid != Some(vm.vmid) {
@@ -45,6 +49,9 @@ pub struct VmRecord {
     /// What a running VM's CPUs do (`status/current` `qmpstatus`: `running`, `paused`, `prelaunch`, …);
     /// `None` unless asked for (the inventory's `qemu_extended_statuses`).
     pub qmpstatus: Option<String>,
+    /// A running container's interfaces (`GET …/lxc/{vmid}/interfaces`: `name`, `hwaddr`, `inet`,
+    /// `inet6`); `None` for VMs, stopped containers, or when not asked for.
+    pub lxc_interfaces: Option<Vec<Value>>,
 }
 
 /// Does this VM's config enable the QEMU guest agent (`agent: 1` or `agent: enabled=1,...`)?
@@ -108,9 +115,45 @@ fn interfaces_json(ifaces: &[GuestInterface]) -> Value {
     )
 }
 
+/// The addresses of a container's interfaces (`inet`/`inet6`, CIDR, possibly several separated
+/// by commas) without their prefix length, loopback and link-local left out as for VMs.
+pub fn lxc_addresses(ifaces: &[Value], key: &str) -> Vec<String> {
+    let as_guest: Vec<GuestInterface> = ifaces
+        .iter()
+        .map(|i| GuestInterface {
+            name: i
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            mac: None,
+            addresses: i
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .split([',', ' '])
+                .filter(|a| !a.is_empty())
+                .map(|a| pve_client::power::GuestAddress {
+                    ip: a.split('/').next().unwrap_or_default().to_string(),
+                    family: Some(if key == "inet" { "ipv4" } else { "ipv6" }.to_string()),
+                    prefix: a
+                        .split_once('/')
+                        .and_then(|(_, p)| p.parse().ok())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        })
+        .collect();
+    usable_addresses(&as_guest, if key == "inet" { "ipv4" } else { "ipv6" })
+}
+
 impl VmRecord {
     pub fn tags(&self) -> Vec<String> {
         self.vm.tag_list()
+    }
+
+    pub fn is_container(&self) -> bool {
+        self.vm.kind == "lxc"
     }
 
     /// The record as JSON with plain keys (`vmid`, `node`, ...); the inventory prefixes them.
@@ -119,6 +162,8 @@ impl VmRecord {
         let tags = self.tags();
         let mut m = Map::new();
         m.insert("vmid".into(), json!(vm.vmid));
+        // community.proxmox's `proxmox_vmtype`: `qemu` or `lxc`.
+        m.insert("vmtype".into(), json!(vm.kind));
         m.insert("name".into(), json!(vm.name));
         m.insert("node".into(), json!(vm.node));
         m.insert("status".into(), json!(vm.status));
@@ -136,8 +181,21 @@ impl VmRecord {
         m.insert("hastate".into(), json!(vm.hastate));
         m.insert("maxmem".into(), json!(vm.maxmem));
         if let Some(c) = &self.config {
-            m.insert("agent_enabled".into(), json!(agent_enabled(c)));
+            if !self.is_container() {
+                m.insert("agent_enabled".into(), json!(agent_enabled(c)));
+            }
             m.insert("config".into(), Value::Object(c.clone()));
+        }
+        if let Some(ifaces) = &self.lxc_interfaces {
+            m.insert("lxc_interfaces".into(), Value::Array(ifaces.clone()));
+            m.insert(
+                "ipv4_addresses".into(),
+                json!(lxc_addresses(ifaces, "inet")),
+            );
+            m.insert(
+                "ipv6_addresses".into(),
+                json!(lxc_addresses(ifaces, "inet6")),
+            );
         }
         if let Some(ifaces) = &self.interfaces {
             m.insert("agent_interfaces".into(), interfaces_json(ifaces));

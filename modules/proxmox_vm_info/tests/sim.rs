@@ -1,6 +1,7 @@
 //! proxmox_vm_info and its inventory backend against the in-process Proxmox simulator (the lab seed:
-//! a template, a running VM with the guest agent and an address, a stopped VM): the module body runs
-//! through `ansible_module::execute` as the binary does; the request log shows only GETs.
+//! a template, a running VM with the guest agent and an address, a stopped VM; plus a running LXC
+//! container): the module body runs through `ansible_module::execute` as the binary does; the
+//! request log shows only GETs.
 
 use module_testkit::TestModule;
 use pvesim::{SimHandle, Simulator};
@@ -8,9 +9,24 @@ use serde_json::{json, Value};
 
 const TOKEN: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
 
-/// The lab at the release `make test` plays (`PVESIM_PVE_VERSION`, default the newest).
+/// The lab at the release `make test` plays (`PVESIM_PVE_VERSION`, default the newest), with
+/// container 300 (`web-ct`, running, an address on eth0) on pve1.
 fn sim() -> SimHandle {
-    Simulator::start(pvesim::lab::config_under_test()).expect("simulator starts")
+    let mut seed = pvesim::lab::seed_under_test();
+    seed.cts = pvesim::Seed::from_yaml(
+        r#"
+cts:
+  - vmid: 300
+    node: pve1
+    running: true
+    ips: {net0: ["10.3.0.5/24"]}
+    config: {hostname: web-ct, memory: 1024, rootfs: "local-lvm:vm-300-disk-0,size=8G",
+             net0: "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:AA:03:00,ip=dhcp"}
+"#,
+    )
+    .expect("container seed")
+    .cts;
+    Simulator::start(pvesim::Config::with_seed(seed)).expect("simulator starts")
 }
 
 fn module(sim: &SimHandle, mut args: Value) -> Value {
@@ -35,7 +51,12 @@ fn lists_and_selects_in_check_mode_with_gets_only() {
     let r = module(&sim, json!({"network": true}));
     let vms = r["vms"].as_array().expect("vms");
     let ids: Vec<u64> = vms.iter().map(|v| v["vmid"].as_u64().unwrap()).collect();
-    assert_eq!(ids, [100, 101], "templates are left out: {r:#}");
+    assert_eq!(
+        ids,
+        [100, 101],
+        "templates and containers are left out: {r:#}"
+    );
+    assert_eq!(vms[0]["vmtype"], json!("qemu"));
     assert_eq!(vms[0]["ipv4_addresses"], json!(["10.0.0.100"]));
     assert_eq!(vms[0]["config"]["name"], json!("bastion"));
     assert!(
@@ -83,8 +104,25 @@ fn inventory_backend_hosts_groups_and_masked_errors() {
         json!(["10.0.0.100"]),
         "{r:#}"
     );
-    assert_eq!(r["groups"]["proxmox_all_running"], json!(["bastion"]));
+    assert_eq!(
+        r["groups"]["proxmox_all_running"],
+        json!(["bastion", "web-ct"])
+    );
     assert_eq!(r["groups"]["proxmox_pve2_qemu"], json!(["spare"]));
+    // The container: its type, groups, flat config and the addresses Proxmox reads from it.
+    assert_eq!(r["groups"]["proxmox_all_lxc"], json!(["web-ct"]));
+    assert_eq!(r["groups"]["proxmox_pve1_lxc"], json!(["web-ct"]));
+    let ct = &r["hosts"]["web-ct"];
+    assert_eq!(
+        (
+            &ct["proxmox_vmtype"],
+            &ct["proxmox_vmid"],
+            &ct["proxmox_memory"]
+        ),
+        (&json!("lxc"), &json!(300), &json!(1024))
+    );
+    assert_eq!(ct["proxmox_ipv4_addresses"], json!(["10.3.0.5"]));
+    assert!(r["msg"].as_str().unwrap().contains("1 containers"), "{r}");
     assert!(r["hosts"].get("rhcos-template").is_none());
 
     let wrong = "5e1e0c5a-7d2b-4c4e-9a51-00000000dead";

@@ -273,9 +273,36 @@ impl Client {
 
     /// Every QEMU VM (templates included) of the cluster: the one call that finds VMs by id or name.
     pub fn cluster_vms(&self) -> Result<Vec<ClusterVm>, Error> {
-        let all: Vec<ClusterVm> =
-            self.get_as("/cluster/resources", &Params::new().set("type", "vm"))?;
-        Ok(all.into_iter().filter(|v| v.kind == "qemu").collect())
+        Ok(self
+            .cluster_guests()?
+            .into_iter()
+            .filter(|v| v.kind == "qemu")
+            .collect())
+    }
+
+    /// Every guest of the cluster, QEMU VMs and LXC containers (`kind` `qemu` or `lxc`): one
+    /// `/cluster/resources?type=vm`, whose VMIDs are one space for both kinds.
+    pub fn cluster_guests(&self) -> Result<Vec<ClusterVm>, Error> {
+        self.get_as("/cluster/resources", &Params::new().set("type", "vm"))
+    }
+
+    /// An LXC container's config (`GET /nodes/{node}/lxc/{vmid}/config`, pending values applied).
+    pub fn ct_config(&self, node: &str, vmid: u32) -> Result<Map<String, Value>, Error> {
+        match self.get(&format!("/nodes/{node}/lxc/{vmid}/config"), &Params::new())? {
+            Value::Object(m) => Ok(m),
+            other => Err(Error::invalid(format!(
+                "config of CT {vmid} is not an object: {other}"
+            ))),
+        }
+    }
+
+    /// A running container's interfaces as Proxmox reads them from it
+    /// (`GET /nodes/{node}/lxc/{vmid}/interfaces`: `name`, `hwaddr`, `inet`, `inet6`), raw.
+    pub fn ct_interfaces(&self, node: &str, vmid: u32) -> Result<Vec<Value>, Error> {
+        self.get_as(
+            &format!("/nodes/{node}/lxc/{vmid}/interfaces"),
+            &Params::new(),
+        )
     }
 
     /// Is `vmid` free cluster-wide? (`GET /cluster/nextid?vmid=N`: 400 "already exists" when taken).

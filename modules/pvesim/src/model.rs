@@ -91,6 +91,9 @@ pub struct Seed {
     pub nodes: Vec<NodeSeed>,
     #[serde(default)]
     pub vms: Vec<VmSeed>,
+    /// LXC containers (`pct`); their VMIDs share one space with the VMs'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cts: Vec<CtSeed>,
     #[serde(default)]
     pub users: Vec<UserSeed>,
     #[serde(default)]
@@ -261,6 +264,23 @@ pub struct VmSeed {
     pub ignore_shutdown: bool,
     #[serde(default)]
     pub ha: bool,
+}
+
+/// An LXC container as `/etc/pve/lxc/<vmid>.conf` holds it (pve-container `PVE::LXC::Config`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CtSeed {
+    pub vmid: u32,
+    pub node: String,
+    /// Raw config keys (`hostname`, `memory`, `rootfs: local-lvm:vm-200-disk-0,size=8G`,
+    /// `net0: name=eth0,bridge=vmbr0,hwaddr=…,ip=dhcp`); volumes referenced are created.
+    #[serde(default)]
+    pub config: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub running: bool,
+    /// Addresses (CIDR) per NIC key (`net0: ["10.0.0.5/24"]`) that `interfaces` reports while it runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ips: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -514,6 +534,60 @@ impl Vm {
     pub fn cpus(&self) -> u64 {
         let n = |k: &str, d: u64| self.conf.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
         n("vcpus", n("cores", 1) * n("sockets", 1))
+    }
+}
+
+/// An LXC container: its config (`PVE::LXC::Config`), power state and the addresses its NICs report.
+#[derive(Debug, Clone)]
+pub struct Ct {
+    pub vmid: u32,
+    pub node: String,
+    pub conf: BTreeMap<String, String>,
+    pub running: bool,
+    pub started_at: Option<Instant>,
+    pub ips: BTreeMap<String, Vec<String>>,
+    pub pid: u32,
+}
+
+impl Ct {
+    /// `hostname`, else `CT<vmid>` (pve-container `PVE::LXC::vmstatus`).
+    pub fn name(&self) -> String {
+        self.conf
+            .get("hostname")
+            .cloned()
+            .unwrap_or_else(|| format!("CT{}", self.vmid))
+    }
+    pub fn is_template(&self) -> bool {
+        self.conf.get("template").map(|v| v == "1").unwrap_or(false)
+    }
+    /// `memory` in MiB (pve-container's default 512).
+    pub fn memory_mib(&self) -> u64 {
+        self.conf
+            .get("memory")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(512)
+    }
+    /// `swap` in MiB (default 512).
+    pub fn swap_mib(&self) -> u64 {
+        self.conf
+            .get("swap")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(512)
+    }
+    /// `cores`, else the node's CPUs (`vmstatus`: `$d->{cpus} = $conf->{cores} || $cpucount`).
+    pub fn cpus(&self, node_cpus: u32) -> u64 {
+        self.conf
+            .get("cores")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(node_cpus as u64)
+    }
+    /// The `size=` of `rootfs`, in bytes.
+    pub fn rootfs_size(&self) -> u64 {
+        self.conf
+            .get("rootfs")
+            .and_then(|r| r.split(',').find_map(|p| p.strip_prefix("size=")))
+            .and_then(parse_size)
+            .unwrap_or(0)
     }
 }
 

@@ -89,6 +89,14 @@ pub enum Action {
     Upload(crate::ops::upload::NewFile),
     /// `imgdel`: a storage volume freed.
     DeleteVolume(crate::ops::volume::FreeVolume),
+    /// `vzcreate`: a container's root volume and config (`ops::create_ct::finish`).
+    CreateCt {
+        vmid: u32,
+        keys: std::collections::BTreeMap<String, String>,
+        ostemplate: String,
+        pool: Option<String>,
+        start: bool,
+    },
     /// HA request: the power change lands a little after the task.
     Ha {
         vmid: u32,

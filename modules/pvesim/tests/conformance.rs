@@ -204,7 +204,14 @@ type Case = (&'static str, String, Vec<(&'static str, &'static str)>);
 /// One valid request per implemented method, run in an order that keeps state consistent.
 #[test]
 fn every_method_accepts_a_valid_request() {
-    let sim = start();
+    let mut seed = pvesim::Seed::lab();
+    assert!(seed.add_file(
+        "pve1",
+        "local",
+        "vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+        120 << 20
+    ));
+    let sim = common::start_seed(seed);
     let api = Api::root(&sim);
     let upid = api.post("/nodes/pve1/qemu/100/status/reboot", &[]).upid();
     let upid_e = enc(&upid);
@@ -311,6 +318,25 @@ fn every_method_accepts_a_valid_request() {
         ("POST", "/nodes/pve1/qemu/500/agent/ping".into(), vec![]),
         ("GET", "/nodes/pve1/qemu/500/snapshot".into(), vec![]),
         ("GET", "/nodes/pve1/lxc".into(), vec![]),
+        (
+            "POST",
+            "/nodes/pve1/lxc".into(),
+            vec![
+                ("vmid", "600"),
+                (
+                    "ostemplate",
+                    "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+                ),
+                ("hostname", "ct600"),
+                ("rootfs", "local-lvm:2"),
+                ("net0", "name=eth0,bridge=vmbr0,ip=dhcp"),
+                ("start", "1"),
+            ],
+        ),
+        ("GET", "/nodes/pve1/lxc/600/config".into(), vec![]),
+        ("GET", "/nodes/pve1/lxc/600/status/current".into(), vec![]),
+        ("GET", "/nodes/pve1/lxc/600/snapshot".into(), vec![]),
+        ("GET", "/nodes/pve1/lxc/600/interfaces".into(), vec![]),
         (
             "GET",
             "/nodes/pve1/network".into(),

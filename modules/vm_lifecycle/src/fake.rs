@@ -47,6 +47,7 @@ pub fn inventory(vmid: u32, name: &str, node: &str, tags: &[&str]) -> Inventory 
         tags: tags.iter().map(|t| t.to_string()).collect(),
         template: false,
         status: String::new(),
+        container: false,
     }
 }
 

@@ -156,6 +156,8 @@ pub struct Inventory {
     pub template: bool,
     /// The listing's `status` (`unknown` for VMs on an offline node).
     pub status: String,
+    /// An LXC container: listed only so that its VMID is refused by name; never a target.
+    pub container: bool,
 }
 
 impl Inventory {

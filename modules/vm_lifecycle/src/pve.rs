@@ -31,11 +31,13 @@ pub fn classify(e: Error) -> BackendError {
 
 impl Backend for Client {
     fn inventory(&self) -> Result<Vec<Inventory>, BackendError> {
-        let vms = self.cluster_vms().map_err(classify)?;
-        Ok(vms
+        let guests = self.cluster_guests().map_err(classify)?;
+        Ok(guests
             .into_iter()
+            .filter(|v| v.kind == "qemu" || v.kind == "lxc")
             .filter_map(|v| {
                 Some(Inventory {
+                    container: v.kind == "lxc",
                     vmid: u32::try_from(v.vmid).ok()?,
                     tags: v.tag_list(),
                     name: v.name.unwrap_or_default(),

@@ -29,6 +29,15 @@ pub enum TargetError {
     /// Every `vms` item that failed.
     #[error("vms: {}", join(.0))]
     List(Vec<TargetError>),
+    #[error(
+        "vmid {vmid} is the LXC container '{name}' on node '{node}', not a QEMU VM: vm_lifecycle \
+         acts on QEMU VMs only and leaves containers alone"
+    )]
+    Container {
+        vmid: u32,
+        name: String,
+        node: String,
+    },
     #[error("{0} is a template; templates have no power state")]
     Template(String),
     #[error("order[{i}]: {reference} is not one of the VMs this task acts on")]
@@ -112,11 +121,22 @@ impl Ref {
 }
 
 /// Find exactly one VM for a reference; several VMs with one name is an error that lists them.
+/// Containers are never found: a name does not match them, a vmid of one is refused.
 fn find_one<'a>(inv: &'a [Inventory], r: &Ref) -> Result<&'a Inventory, TargetError> {
-    let hits: Vec<&Inventory> = inv.iter().filter(|vm| r.matches(vm)).collect();
+    let hits: Vec<&Inventory> = inv
+        .iter()
+        .filter(|vm| !vm.container && r.matches(vm))
+        .collect();
     match hits.as_slice() {
-        [] => Err(TargetError::NoSuchVm {
-            reference: r.describe(),
+        [] => Err(match inv.iter().find(|v| v.container && r.matches(v)) {
+            Some(ct) if matches!(r, Ref::Id(_)) => TargetError::Container {
+                vmid: ct.vmid,
+                name: ct.name.clone(),
+                node: ct.node.clone(),
+            },
+            _ => TargetError::NoSuchVm {
+                reference: r.describe(),
+            },
         }),
         [one] => Ok(one),
         many => Err(TargetError::Ambiguous {
@@ -173,7 +193,7 @@ pub fn resolve(inv: &[Inventory], sel: &Selector) -> Result<Vec<Inventory>, Targ
         Selector::Tags(tags) => {
             let mut hits: Vec<&Inventory> = inv
                 .iter()
-                .filter(|vm| !vm.template && tags.iter().all(|t| vm.has_tag(t)))
+                .filter(|vm| !vm.template && !vm.container && tags.iter().all(|t| vm.has_tag(t)))
                 .collect();
             hits.sort_by_key(|v| v.vmid);
             for vm in hits {
@@ -266,6 +286,45 @@ mod tests {
 
     fn ids(v: &[Inventory]) -> Vec<u32> {
         v.iter().map(|x| x.vmid).collect()
+    }
+
+    /// A container is never a target: its vmid is refused naming it, its name and tags match
+    /// nothing (a VM of the same name is the one found).
+    #[test]
+    fn containers_are_never_targets() {
+        let mut c = cluster();
+        let mut ct = vm(400, "worker-0", "pve1", &["ocp-a", "proxshift"]);
+        ct.container = true;
+        c.push(ct);
+        let e = resolve(
+            &c,
+            &Selector::One {
+                vmid: Some(400),
+                name: None,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("vmid 400 is the LXC container 'worker-0' on node 'pve1'"),
+            "{e}"
+        );
+        let e = resolve(&c, &Selector::List(vec![Ref::Id(400)])).unwrap_err();
+        assert!(
+            matches!(e, TargetError::List(ref l) if matches!(l[0], TargetError::Container { vmid: 400, .. })),
+            "{e:?}"
+        );
+        let by_name = resolve(
+            &c,
+            &Selector::One {
+                vmid: None,
+                name: Some("worker-0".into()),
+            },
+        )
+        .unwrap();
+        assert_eq!(ids(&by_name), [103]);
+        let by_tags = resolve(&c, &Selector::Tags(vec!["ocp-a".into()])).unwrap();
+        assert_eq!(ids(&by_tags), [101, 102, 103]);
     }
 
     #[test]

@@ -521,3 +521,40 @@ fn works_over_tls_with_the_clusters_own_ca_and_refuses_an_unknown_one() {
     assert!(running(&sim, 101));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A running LXC container that shares the VMs' tags: `tags` selects only the VM, a vmid of the
+/// container is refused naming it, and nothing is sent to the container.
+#[test]
+fn a_container_is_never_acted_on() {
+    let mut seed = seed("64G", &[(101, "a", "pve1", "running: true")]);
+    seed.cts = Seed::from_yaml(
+        "cts:\n  - {vmid: 150, node: pve1, running: true, config: {hostname: ct-a, \
+         tags: 'ocp1;proxshift', rootfs: 'local-lvm:vm-150-disk-0,size=4G'}}\n",
+    )
+    .unwrap()
+    .cts;
+    seed.nodes[0].storages = Seed::lab().nodes[0].storages.clone();
+    let sim = start(seed, 0.0);
+    let (r, code) = module(&sim, json!({"state": "stopped", "vmid": 150}));
+    assert_ne!(code, 0, "{r}");
+    let msg = r["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("vmid 150 is the LXC container 'ct-a' on node 'pve1'"),
+        "{msg}"
+    );
+    let (r, code) = module(&sim, json!({"state": "stopped", "tags": ["proxshift"]}));
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(
+        vms(&r)
+            .iter()
+            .map(|v| v["vmid"].clone())
+            .collect::<Vec<_>>(),
+        [json!(101)]
+    );
+    assert!(
+        !sim.writes().iter().any(|w| w.path.contains("/150")),
+        "{:?}",
+        sim.writes()
+    );
+    assert!(sim.with_sim(|s| s.cts[&150].running));
+}

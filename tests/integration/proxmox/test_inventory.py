@@ -1,7 +1,9 @@
 """The `proxshift.proxmox.proxmox` inventory plugin with real `ansible-inventory` against pvesim seeded
-with 50 VMs of three ProxShift clusters: default groups, host vars (guest-agent IPs, config), compose,
-keyed_groups, groups, filters, the inventory cache (the second run sends no request) and secrets that
-never show, `-vvv` included. Also `proxmox_vm_info` in check mode and `ansible-doc` of the plugin."""
+with 50 VMs of three ProxShift clusters and two LXC containers: default groups, host vars (guest-agent
+IPs, config, the guest type), compose, keyed_groups, groups, filters, the inventory cache (the second
+run sends no request) and secrets that never show, `-vvv` included; the same source read by
+community.proxmox's plugin gives the same default groups. Also `proxmox_vm_info` in check mode and
+`ansible-doc` of the plugin."""
 from __future__ import annotations
 
 import json
@@ -11,13 +13,13 @@ import time
 
 import pytest
 
-from services import many_vm_seed, running_pvesim
+from services import community_proxmox_venv, many_vm_seed, running_pvesim
 from testlib import REPO, ansible_env, tool
 
 @pytest.fixture(scope="module")
 def sim50(tmp_path_factory):
     d = tmp_path_factory.mktemp("pvesim50")
-    with running_pvesim(d, seed=many_vm_seed(d / "seed.yaml", 50)) as sim:
+    with running_pvesim(d, seed=many_vm_seed(d / "seed.yaml", 50, containers=2)) as sim:
         yield sim
 
 
@@ -71,15 +73,29 @@ def test_groups_and_host_vars(sim50, inventory_token, tmp_path, run_inventory):
     raw = json.loads(proc.stdout)["_meta"]["hostvars"]["vm-000"]
     assert set(raw["proxmox_config"]["net0"]) == {"__ansible_unsafe"}, raw["proxmox_config"]
     hostvars = inv["_meta"]["hostvars"]
-    assert set(hostvars) == {f"vm-{i:03d}" for i in range(50)}, "the template is left out"
+    assert set(hostvars) == {f"vm-{i:03d}" for i in range(50)} | {"ct-000", "ct-001"}, "the template is left out"
     assert len(members(inv, "proxmox_all_qemu")) == 50
-    assert members(inv, "proxmox_all_running") == {f"vm-{i:03d}" for i in range(0, 50, 2)}
-    assert "vm-001" in members(inv, "proxmox_all_stopped")
+    assert members(inv, "proxmox_all_running") == {f"vm-{i:03d}" for i in range(0, 50, 2)} | {"ct-000"}
+    assert {"vm-001", "ct-001"} <= members(inv, "proxmox_all_stopped")
     assert members(inv, "proxmox_pve2_qemu") == {f"vm-{i:03d}" for i in range(1, 50, 3)}
+    # Containers: community.proxmox's type groups, never the qemu ones.
+    assert members(inv, "proxmox_all_lxc") == {"ct-000", "ct-001"}
+    assert (members(inv, "proxmox_pve1_lxc"), members(inv, "proxmox_pve2_lxc")) == ({"ct-000"}, {"ct-001"})
+    assert not {"ct-000", "ct-001"} & members(inv, "proxmox_all_qemu")
+    assert members(inv, "proxmox_tag_web") == {"ct-000", "ct-001"}
     sno = {f"vm-{i:03d}" for i in range(50) if i % 5 != 4 and i % 3 == 0}
     assert members(inv, "proxmox_cluster_sno") == sno
     assert members(inv, "proxmox_tag_proxshift_sno") == sno
-    assert members(inv, "proxmox_pool_sno") == sno
+    assert members(inv, "proxmox_pool_sno") == sno | {"ct-000"}
+    ct = hostvars["ct-000"]
+    assert (ct["proxmox_vmtype"], ct["proxmox_vmid"], ct["proxmox_node"], hostvars["vm-000"]["proxmox_vmtype"]) == (
+        "lxc", 2000, "pve1", "qemu")
+    # want_facts (want_config): the container's config flat, as community.proxmox gives it.
+    assert (ct["proxmox_hostname"], ct["proxmox_memory"], ct["proxmox_ostype"]) == ("ct-000", 512, "debian")
+    assert ct["proxmox_net0"].startswith("name=eth0,bridge=vmbr0") and ct["proxmox_config"]["cores"] == 1
+    assert ct["proxmox_ipv4_addresses"] == ["10.2.0.1"], "eth0's address as Proxmox reads it from the container"
+    assert [i["name"] for i in ct["proxmox_lxc_interfaces"]] == ["lo", "eth0"]
+    assert "proxmox_lxc_interfaces" not in hostvars["ct-001"], "a stopped container's interfaces are not asked"
     assert "vm-004" not in members(inv, "proxmox_tag_worker")
     v = hostvars["vm-000"]
     assert (v["proxmox_vmid"], v["proxmox_node"], v["proxmox_status"]) == (1000, "pve1", "running")
@@ -244,3 +260,40 @@ def test_community_node_and_status_options(sim50, inventory_token, tmp_path, run
         assert "qemu_extended_statuses needs want_facts" in refused.stdout + refused.stderr
     finally:
         sim50.api("POST", "nodes/pve1/qemu/1000/status/resume")
+
+
+def test_community_proxmox_plugin_on_the_same_source_gives_the_same_groups(sim50, inventory_token, tmp_path, run_inventory):
+    """community.proxmox's own inventory plugin (PyPI's `ansible`, unmodified) and ours over the same
+    pvesim: the same hosts in the same default groups — VMs and containers by type (`proxmox_all_qemu`,
+    `proxmox_all_lxc`, `proxmox_<node>_qemu`/`_lxc`), by status, by pool, the nodes — and the same
+    `proxmox_vmtype`, `proxmox_vmid` and `proxmox_node` facts, so a user's groups/keyed_groups/compose
+    written for it keep working with ours."""
+    venv = community_proxmox_venv()
+    site_packages = next((venv / "lib").glob("python3*/site-packages"))
+    token_id, secret = inventory_token
+    user, name = token_id.split("!")
+    theirs_src = tmp_path / "community.proxmox.yml"
+    theirs_src.write_text(textwrap.dedent(f"""\
+        plugin: community.proxmox.proxmox
+        url: {sim50.url}
+        user: "{user}"
+        token_id: "{name}"
+        token_secret: "{secret}"
+        want_facts: false
+        """))
+    env = ansible_env(tmp_path, {"ANSIBLE_COLLECTIONS_PATH": str(site_packages), "REQUESTS_CA_BUNDLE": str(sim50.ca_path)},
+                      venv=venv)
+    proc = subprocess.run([str(venv / "bin" / "ansible-inventory"), "-i", str(theirs_src), "--list"], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    theirs = listed(proc)
+    ours = listed(run_inventory(source(tmp_path, sim50, inventory_token, "want_facts: false\n")))
+    default = [g for g in theirs if g.startswith("proxmox_") and members(theirs, g)]
+    assert {"proxmox_all_lxc", "proxmox_pve1_lxc", "proxmox_all_qemu", "proxmox_nodes", "proxmox_pool_sno"} <= set(default), default
+    for group in default:
+        assert members(ours, group) == members(theirs, group), group
+    hosts = {h for g in default for h in members(theirs, g)} - {"pve1", "pve2", "pve3"}
+    assert {"ct-000", "ct-001", "vm-000"} <= hosts
+    for host in hosts:
+        mine, other = ours["_meta"]["hostvars"][host], theirs["_meta"]["hostvars"][host]
+        for fact in ("proxmox_vmtype", "proxmox_vmid", "proxmox_node"):
+            assert mine[fact] == other[fact], (host, fact)

@@ -18,7 +18,8 @@ pub fn version(ctx: &mut Ctx) -> ReplyResult<Value> {
 
 pub fn nextid(ctx: &mut Ctx) -> ReplyResult<Value> {
     if let Some(id) = ctx.num("vmid") {
-        if ctx.sim.vms.contains_key(&(id as u32)) {
+        // PVE::API2::Cluster `nextid`: the cluster's vmlist holds VMs and containers alike.
+        if ctx.sim.vmid_taken(id as u32) {
             return Err(ErrorReply::param("vmid", format!("VM {id} already exists")));
         }
         return Ok(json!(id.to_string()));
@@ -26,7 +27,7 @@ pub fn nextid(ctx: &mut Ctx) -> ReplyResult<Value> {
     let lower = ctx.sim.cluster.nextid_lower.max(100);
     let upper = 1_000_000u32;
     let id = (lower..upper)
-        .find(|i| !ctx.sim.vms.contains_key(i))
+        .find(|i| !ctx.sim.vmid_taken(*i))
         .ok_or_else(|| {
             ErrorReply::die(format!(
                 "unable to get any free VMID in range [{lower}, {upper}]"
@@ -127,6 +128,35 @@ pub fn resources(ctx: &mut Ctx) -> ReplyResult<Value> {
             if vm.ha {
                 o["hastate"] = json!(if vm.running() { "started" } else { "stopped" });
             }
+            out.push(o);
+        }
+        // pve-manager `PVE::API2Tools::extract_vm_stats`: containers are `lxc/<vmid>` with the
+        // same fields (`vmstatus` of pve-container).
+        for ct in sim.cts.values() {
+            if !sim
+                .access
+                .has(&ctx.who, &format!("/vms/{}", ct.vmid), "VM.Audit")
+            {
+                continue;
+            }
+            let online = sim.nodes.get(&ct.node).map(|n| n.online).unwrap_or(false);
+            let mut o = super::lxc::vmstatus(sim, ct);
+            o["id"] = json!(format!("lxc/{}", ct.vmid));
+            o["node"] = json!(ct.node);
+            o["maxcpu"] = o["cpus"].clone();
+            if let Value::Object(m) = &mut o {
+                m.remove("cpus");
+                m.remove("pid");
+                m.remove("maxswap");
+                m.remove("swap");
+            }
+            if !online {
+                o["status"] = json!("unknown");
+            }
+            if let Some(p) = sim.pool_of(ct.vmid) {
+                o["pool"] = json!(p);
+            }
+            o["template"] = json!(if ct.is_template() { 1 } else { 0 });
             out.push(o);
         }
     }
@@ -276,11 +306,4 @@ pub fn node_network(ctx: &mut Ctx) -> ReplyResult<Value> {
         })
         .collect();
     Ok(Value::Array(list))
-}
-
-/// `GET /nodes/{node}/lxc` (pve-container `src/PVE/API2/LXC.pm`, `vmlist`): the containers
-/// the caller may audit. pvesim simulates no containers, so the list is empty; clients that
-/// inventory both kinds (community.proxmox's inventory plugin) need the route to exist.
-pub fn lxc_list(_ctx: &mut Ctx) -> ReplyResult<Value> {
-    Ok(json!([]))
 }

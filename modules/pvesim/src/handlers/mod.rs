@@ -3,6 +3,7 @@
 mod access;
 mod agent;
 mod cluster;
+mod lxc;
 mod pools;
 mod qemu;
 mod storage;
@@ -68,7 +69,12 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
         }
         ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => agent::agent_ping(ctx),
         ("GET", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_list(ctx),
-        ("GET", "/nodes/{node}/lxc") => cluster::lxc_list(ctx),
+        ("GET", "/nodes/{node}/lxc") => lxc::list(ctx),
+        ("POST", "/nodes/{node}/lxc") => lxc::create(ctx),
+        ("GET", "/nodes/{node}/lxc/{vmid}/config") => lxc::config_get(ctx),
+        ("GET", "/nodes/{node}/lxc/{vmid}/status/current") => lxc::status_current(ctx),
+        ("GET", "/nodes/{node}/lxc/{vmid}/snapshot") => lxc::snapshot_list(ctx),
+        ("GET", "/nodes/{node}/lxc/{vmid}/interfaces") => lxc::interfaces(ctx),
         ("GET", "/nodes/{node}/network") => cluster::node_network(ctx),
 
         ("GET", "/nodes/{node}/tasks/{upid}/status") => tasks::status(ctx),

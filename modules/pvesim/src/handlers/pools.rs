@@ -15,14 +15,20 @@ fn members(ctx: &Ctx, id: &str) -> Vec<Value> {
         .map(|p| {
             p.vms
                 .iter()
-                .filter_map(|vmid| sim.vms.get(vmid))
-                .map(|vm| {
-                    json!({
+                .filter_map(|vmid| match (sim.vms.get(vmid), sim.cts.get(vmid)) {
+                    (Some(vm), _) => Some(json!({
                         "id": format!("qemu/{}", vm.vmid), "type": "qemu", "vmid": vm.vmid,
                         "node": vm.node,
                         "name": vm.conf.get("name").cloned().unwrap_or_else(|| format!("VM {}", vm.vmid)),
                         "status": if vm.running() { "running" } else { "stopped" },
-                    })
+                    })),
+                    // Container members as `/cluster/resources` lists them (`lxc/<vmid>`).
+                    (None, Some(ct)) => Some(json!({
+                        "id": format!("lxc/{}", ct.vmid), "type": "lxc", "vmid": ct.vmid,
+                        "node": ct.node, "name": ct.name(),
+                        "status": if ct.running { "running" } else { "stopped" },
+                    })),
+                    (None, None) => None,
                 })
                 .collect()
         })
@@ -158,7 +164,7 @@ pub fn update(ctx: &mut Ctx) -> ReplyResult<Value> {
             }
             continue;
         }
-        if !ctx.sim.vms.contains_key(&vmid) {
+        if !ctx.sim.vmid_taken(vmid) {
             return Err(ErrorReply::die(format!("VM {vmid} does not exist")));
         }
         match current {

@@ -76,7 +76,7 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CloneVm) -> ReplyResult<String
             )));
         }
     }
-    if sim.vms.contains_key(&newid) {
+    if sim.vmid_taken(newid) {
         return Err(ErrorReply::die(format!(
             "unable to create VM {newid}: config file already exists"
         )));

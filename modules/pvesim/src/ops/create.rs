@@ -55,10 +55,10 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ReplyResult<Strin
     for (k, v) in keys.iter().filter(|(k, _)| *k != "ha-managed") {
         require_config_key(sim, who, vmid, k, (Some(v), None), Change::Create)?;
     }
-    if let Some(other) = sim.vms.get(&vmid) {
+    // `PVE::Cluster::check_vmid_unused`: a container's VMID is taken too ("CT <vmid> …").
+    if let Err(taken) = sim.check_vmid_unused(vmid) {
         return Err(ErrorReply::die(format!(
-            "unable to create VM {vmid} - VM {vmid} already exists on node '{}'",
-            other.node
+            "unable to create VM {vmid} - {taken}"
         )));
     }
     let pool = existing_pool(sim, pool)?;

@@ -8,6 +8,7 @@
 pub mod clone;
 pub mod config;
 pub mod create;
+pub mod create_ct;
 pub mod destroy;
 pub mod hibernate;
 pub mod hotplug;

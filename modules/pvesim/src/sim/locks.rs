@@ -98,7 +98,10 @@ impl Sim {
             | Action::Template { vmid }
             | Action::Ha { vmid, .. } => Some(*vmid),
             Action::Clone { newid, .. } => Some(*newid),
-            Action::None | Action::Upload(_) | Action::DeleteVolume(_) => None,
+            Action::None
+            | Action::Upload(_)
+            | Action::DeleteVolume(_)
+            | Action::CreateCt { .. } => None,
         };
         if let Some(vm) = vmid.and_then(|id| self.vms.get_mut(&id)) {
             if vm.flock_until == Some(ends_at) {

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::auth::Access;
 use crate::error::{no_such_vm, ReplyResult};
 use crate::faults::{Fault, FaultError, Faults};
-use crate::model::{ClusterSeed, Node, Pool, Storage, Vm};
+use crate::model::{ClusterSeed, Ct, Node, Pool, Storage, Vm};
 use crate::tasks::Task;
 use crate::vmconfig::{parse_net, print_net, random_mac, render, sha1_hex};
 
@@ -124,6 +124,8 @@ pub struct Sim {
     /// Storage instances keyed by `node/id`, or `*/id` for shared ones.
     pub storages: BTreeMap<String, Storage>,
     pub vms: BTreeMap<u32, Vm>,
+    /// LXC containers; a VMID is either a VM's or a container's (`check_vmid_unused`).
+    pub cts: BTreeMap<u32, Ct>,
     /// Resource pools by id. Members of a VM that no longer exists are ignored on read and dropped
     /// when its vmid is used again.
     pub pools: BTreeMap<String, Pool>,
@@ -159,9 +161,9 @@ impl Sim {
         self.opts.error_message && self.version.at_least(8, 3, 4)
     }
 
-    /// The pool an existing VM belongs to.
+    /// The pool an existing VM or container belongs to.
     pub fn pool_of(&self, vmid: u32) -> Option<&str> {
-        if !self.vms.contains_key(&vmid) {
+        if !self.vms.contains_key(&vmid) && !self.cts.contains_key(&vmid) {
             return None;
         }
         self.pools
@@ -257,6 +259,36 @@ impl Sim {
             .get_mut(&vmid)
             .filter(|v| v.node == node)
             .ok_or_else(|| no_such_vm(node, vmid))
+    }
+
+    /// A container on `node`; elsewhere or missing: `PVE::AbstractConfig::load_config`'s error
+    /// for `nodes/<node>/lxc/<vmid>.conf`.
+    pub fn ct(&self, node: &str, vmid: u32) -> ReplyResult<&Ct> {
+        self.cts
+            .get(&vmid)
+            .filter(|c| c.node == node)
+            .ok_or_else(|| {
+                crate::error::ErrorReply::die(format!(
+                    "Configuration file 'nodes/{node}/lxc/{vmid}.conf' does not exist"
+                ))
+            })
+    }
+
+    /// pve-cluster `PVE::Cluster::check_vmid_unused`: VMIDs are one space for VMs and
+    /// containers; a taken one gives `VM <vmid> already exists on node '<node>'` (`CT` for a
+    /// container).
+    pub fn check_vmid_unused(&self, vmid: u32) -> Result<(), String> {
+        let (kind, node) = match (self.vms.get(&vmid), self.cts.get(&vmid)) {
+            (Some(vm), _) => ("VM", &vm.node),
+            (None, Some(ct)) => ("CT", &ct.node),
+            (None, None) => return Ok(()),
+        };
+        Err(format!("{kind} {vmid} already exists on node '{node}'"))
+    }
+
+    /// Whether a VM or a container holds `vmid`.
+    pub fn vmid_taken(&self, vmid: u32) -> bool {
+        self.vms.contains_key(&vmid) || self.cts.contains_key(&vmid)
     }
 
     pub fn digest(&self, vm: &Vm) -> String {

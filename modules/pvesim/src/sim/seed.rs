@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use crate::auth::{builtin_roles, privileges, Access};
 use crate::faults::Faults;
 use crate::model::{
-    parse_size, AclEntry, AclSeed, ByteSize, FileSeed, NetIfaceSeed, Node, NodeSeed, Pool,
-    PoolSeed, RoleSeed, RunState, Seed, Storage, StorageSeed, Token, TokenSeed, User, UserSeed, Vm,
-    VmSeed, Volume,
+    parse_size, AclEntry, AclSeed, ByteSize, Ct, CtSeed, FileSeed, NetIfaceSeed, Node, NodeSeed,
+    Pool, PoolSeed, RoleSeed, RunState, Seed, Storage, StorageSeed, Token, TokenSeed, User,
+    UserSeed, Vm, VmSeed, Volume,
 };
 use crate::vmconfig::{is_cdrom, is_drive_key, parse_drive, split_volid, storage_default_content};
 
@@ -106,6 +106,7 @@ impl Sim {
             nodes: BTreeMap::new(),
             storages: BTreeMap::new(),
             vms: BTreeMap::new(),
+            cts: BTreeMap::new(),
             pools: BTreeMap::new(),
             access: Access {
                 roles: builtin_roles(version.generation()),
@@ -139,6 +140,9 @@ impl Sim {
         self.seed_access(&seed)?;
         for v in seed.vms {
             self.seed_vm(v, now)?;
+        }
+        for c in seed.cts {
+            self.seed_ct(c, now)?;
         }
         self.seed_pools(seed.pools)
     }
@@ -389,9 +393,76 @@ impl Sim {
         Ok(())
     }
 
+    /// A container: its mount point volumes (`rootfs`, `mpN`) are created as `rootdir` content.
+    fn seed_ct(&mut self, c: CtSeed, now: u64) -> Result<(), SeedError> {
+        if !self.nodes.contains_key(&c.node) {
+            return Err(SeedError::VmNode {
+                vmid: c.vmid,
+                node: c.node,
+            });
+        }
+        if self.vmid_taken(c.vmid) {
+            return Err(SeedError::DuplicateVmid(c.vmid));
+        }
+        let conf: BTreeMap<String, String> = c
+            .config
+            .iter()
+            .map(|(k, val)| (k.clone(), crate::schema::value_str(val)))
+            .collect();
+        for (k, val) in &conf {
+            if !(k == "rootfs" || is_mp_key(k)) {
+                continue;
+            }
+            let volume = val.split(',').next().unwrap_or_default();
+            let Some((sid, name)) = split_volid(volume) else {
+                continue;
+            };
+            let size = val
+                .split(',')
+                .find_map(|p| p.strip_prefix("size="))
+                .and_then(parse_size)
+                .unwrap_or(8 << 30);
+            let key = self
+                .storage_key(&c.node, sid)
+                .ok_or_else(|| SeedError::VmStorage {
+                    vmid: c.vmid,
+                    storage: sid.to_string(),
+                    node: c.node.clone(),
+                })?;
+            let st = self.storages.get_mut(&key).expect("storage_key found it");
+            st.volumes.insert(
+                name.to_string(),
+                Volume {
+                    name: name.to_string(),
+                    size,
+                    format: "raw".into(),
+                    content: "rootdir".into(),
+                    vmid: Some(c.vmid),
+                    ctime: now,
+                    parent: None,
+                },
+            );
+        }
+        let pid = if c.running { self.alloc_pid() } else { 0 };
+        let started_at = c.running.then(|| self.now());
+        self.cts.insert(
+            c.vmid,
+            Ct {
+                vmid: c.vmid,
+                node: c.node,
+                conf,
+                running: c.running,
+                started_at,
+                ips: c.ips,
+                pid,
+            },
+        );
+        Ok(())
+    }
+
     fn seed_pools(&mut self, pools: Vec<PoolSeed>) -> Result<(), SeedError> {
         for p in pools {
-            if let Some(v) = p.vms.iter().find(|v| !self.vms.contains_key(v)) {
+            if let Some(v) = p.vms.iter().find(|v| !self.vmid_taken(**v)) {
                 return Err(SeedError::PoolVm {
                     pool: p.poolid,
                     vmid: *v,
@@ -470,6 +541,21 @@ impl Sim {
                 ha: v.ha,
             })
             .collect();
+        let cts = self
+            .cts
+            .values()
+            .map(|c| CtSeed {
+                vmid: c.vmid,
+                node: c.node.clone(),
+                config: c
+                    .conf
+                    .iter()
+                    .map(|(k, x)| (k.clone(), x.clone().into()))
+                    .collect(),
+                running: c.running,
+                ips: c.ips.clone(),
+            })
+            .collect();
         let acl = self
             .access
             .acl
@@ -487,6 +573,7 @@ impl Sim {
             cluster: self.cluster.clone(),
             nodes,
             vms,
+            cts,
             users: self
                 .access
                 .users
@@ -533,12 +620,19 @@ impl Sim {
                         .vms
                         .iter()
                         .copied()
-                        .filter(|v| self.vms.contains_key(v))
+                        .filter(|v| self.vmid_taken(*v))
                         .collect(),
                 })
                 .collect(),
         }
     }
+}
+
+/// A container mount point key (`mp0` … `mp255`, pve-container `PVE::LXC::Config`'s `MAX_MOUNT_POINTS`).
+pub(crate) fn is_mp_key(k: &str) -> bool {
+    k.strip_prefix("mp")
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n < 256)
 }
 
 /// A fresh install's network (the installer writes `vmbr0` over the first NIC): the `index`-th node gets

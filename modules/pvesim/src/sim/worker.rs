@@ -155,6 +155,9 @@ impl Sim {
             Action::Clone { newid, .. } => {
                 self.vms.remove(newid);
             }
+            Action::CreateCt { vmid, .. } => {
+                self.cts.remove(vmid);
+            }
             // pve-storage's `upload` worker unlinks its temporary file when it fails too.
             Action::Upload(upload) => upload.spooled.remove(),
             _ => {}
@@ -193,6 +196,13 @@ impl Sim {
             Action::Pause { vmid, todisk } => ops::power::finish_pause(self, vmid, todisk),
             Action::Resume { vmid } => ops::power::finish_resume(self, vmid),
             Action::Ha { vmid, start } => ops::power::finish_ha(self, vmid, start, log),
+            Action::CreateCt {
+                vmid,
+                keys,
+                ostemplate,
+                pool,
+                start,
+            } => ops::create_ct::finish(self, vmid, keys, &ostemplate, pool.as_deref(), start),
         }
     }
 }

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: proxmox
-short_description: Proxmox VE virtual machines as inventory hosts
+short_description: Proxmox VE virtual machines and containers as inventory hosts
 version_added: 0.1.0
 author:
   - ProxShift developers (@proxshift)
 description:
-  - Lists the QEMU VMs of a Proxmox VE cluster as hosts, with their node, status, tags, pool, config and the
-    addresses the QEMU guest agent reports (when it is enabled and answers) as host vars.
-  - Groups VMs by status (C(proxmox_all_running)), node (C(proxmox_<node>_qemu)), pool (C(proxmox_pool_<pool>)),
-    tag (C(proxmox_tag_<tag>)) and ProxShift cluster (C(proxmox_cluster_<cluster>), from the C(proxshift-<cluster>)
-    ownership tag); every VM is in C(proxmox_all_qemu). Group names are lower case with C(_) for other characters.
+  - Lists the QEMU VMs and LXC containers of a Proxmox VE cluster as hosts, with their type (C(proxmox_vmtype),
+    V(qemu) or V(lxc)), node, status, tags, pool, config and addresses as host vars. A VM's addresses are those the
+    QEMU guest agent reports (when it is enabled and answers); a running container's are those Proxmox reads from it
+    (C(GET /nodes/{node}/lxc/{vmid}/interfaces)).
+  - Groups guests by type (C(proxmox_all_qemu), C(proxmox_all_lxc)), node and type (C(proxmox_<node>_qemu),
+    C(proxmox_<node>_lxc)), status (C(proxmox_all_running)), pool (C(proxmox_pool_<pool>)), tag (C(proxmox_tag_<tag>))
+    and ProxShift cluster (C(proxmox_cluster_<cluster>), from the C(proxshift-<cluster>) ownership tag), with
+    community.proxmox's group names. Group names are lower case with C(_) for other characters.
   - The Proxmox nodes are hosts too, in C(proxmox_nodes) (see O(exclude_nodes)), as with community.proxmox.
-  - LXC containers are not listed.
   - The configuration file must be named C(proxmox.yml), C(proxmox.yaml) or end in C(.proxmox.yml) /
     C(.proxmox.yaml).
   - The Proxmox API calls run in the collection's native C(proxmox_vm_info) binary (the same client as the
@@ -87,7 +89,8 @@ options:
     default: 30
   want_config:
     description:
-      - Read each VM's configuration into C(<facts_prefix>config) (one request per VM).
+      - Read each guest's configuration into C(<facts_prefix>config) and flat host vars (one request per VM or
+        container).
       - C(want_facts) is community.proxmox's name for it (whose default is V(false)).
     type: bool
     default: true
@@ -97,6 +100,9 @@ options:
       - Read the guest agent's interfaces of running VMs with the agent enabled into
         C(<facts_prefix>agent_interfaces), C(<facts_prefix>ipv4_addresses) and C(<facts_prefix>ipv6_addresses)
         (loopback and link-local addresses left out).
+      - Read the interfaces of running containers into C(<facts_prefix>lxc_interfaces) (community.proxmox's name; each with
+        C(name), C(hwaddr), C(inet), C(inet6)) and the same C(<facts_prefix>ipv4_addresses) and
+        C(<facts_prefix>ipv6_addresses).
     type: bool
     default: true
   include_templates:
@@ -147,13 +153,14 @@ options:
     elements: str
     default: []
 notes:
-  - Host names are VM names; a VM without one is C(vm-<vmid>), and a name shared by several VMs becomes
-    C(<name>-<vmid>) for all but the lowest VMID (with a warning).
-  - Host vars (with O(facts_prefix)) are C(vmid), C(name), C(node), C(status), C(template), C(tags) (a list),
-    C(tags_parsed) (the same list, community.proxmox's name), C(clusters), C(pool), C(lock), C(hastate), C(maxmem),
-    with O(want_config) C(config), every config key flat as in community.proxmox (C(proxmox_cores),
-    C(proxmox_net0); a key named like one of these vars stays only in C(config)) and C(agent_enabled), and with
-    O(want_agent_interfaces) C(agent_interfaces), C(ipv4_addresses) and C(ipv6_addresses).
+  - Host names are VM names and container host names; a VM without one is C(vm-<vmid>), and a name shared by several
+    guests becomes C(<name>-<vmid>) for all but the lowest VMID (with a warning).
+  - Host vars (with O(facts_prefix)) are C(vmid), C(vmtype) (V(qemu) or V(lxc)), C(name), C(node), C(status),
+    C(template), C(tags) (a list), C(tags_parsed) (the same list, community.proxmox's name), C(clusters), C(pool),
+    C(lock), C(hastate), C(maxmem), with O(want_config) C(config), every config key flat as in community.proxmox
+    (C(proxmox_cores), C(proxmox_net0), a container's C(proxmox_hostname) and C(proxmox_rootfs); a key named like one
+    of these vars stays only in C(config)) and, for VMs, C(agent_enabled), and with O(want_agent_interfaces)
+    C(agent_interfaces) (VMs) or C(lxc_interfaces) (containers), C(ipv4_addresses) and C(ipv6_addresses).
   - In AWX/AAP use it as an inventory source from a project (a C(proxmox.yml) file) with the
     C(PROXMOX_*) variables injected by a credential.
 """

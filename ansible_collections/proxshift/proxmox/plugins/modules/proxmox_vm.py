@@ -43,6 +43,8 @@ options:
     description:
       - The VM id. Identifies an existing VM, or is the id a new VM gets. When not given, an existing VM is found
         by O(name), and a new one gets an id from O(vmid_range) or C(/cluster/nextid).
+      - A VMID an LXC container holds is refused, whatever O(state) asks, and the container is left alone; names
+        never match a container, and O(vmid_range) skips containers' VMIDs.
     type: int
   name:
     description: &id001

@@ -12,7 +12,8 @@ module: proxmox_vm_info
 short_description: List Proxmox VE virtual machines with their status, tags, config and guest addresses
 description:
   - Lists the QEMU VMs of a Proxmox VE cluster (one C(GET /cluster/resources?type=vm)), selected by name, VMID,
-    node, tags or ProxShift cluster, with their node, status, tags, pool, lock and HA state.
+    node, tags or ProxShift cluster, with their node, status, tags, pool, lock and HA state. LXC containers are
+    left out (the C(proxshift.proxmox.proxmox) inventory plugin lists them).
   - With O(config) (the default) each VM's configuration is returned too; with O(network) the addresses the
     QEMU guest agent reports for running VMs that have the agent enabled.
   - Only reads; it never changes anything, so it runs the same in check mode. This is the preferred way to
@@ -165,6 +166,10 @@ vms:
       description: The VMID.
       type: int
       sample: 4100
+    vmtype:
+      description: The guest type, always V(qemu) here (community.proxmox's C(proxmox_vmtype)).
+      type: str
+      sample: qemu
     name:
       description: The VM name.
       type: str

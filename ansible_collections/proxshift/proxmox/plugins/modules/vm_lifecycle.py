@@ -60,6 +60,8 @@ options:
       - The VM's ID.
       - With I(name) too, both must name the same VM.
       - Mutually exclusive with I(vms) and I(tags).
+      - The VMID of an LXC container is refused, naming it; containers are never acted on (names and I(tags) do not
+        match them either).
     type: int
   name:
     description:
