@@ -167,6 +167,17 @@ class KubeApi:
         with open(Path(self.info["dir"]) / "stopped-kubelets", "a") as f:
             f.write(node + "\n")
 
+    def start_kubelet(self, node: str) -> None:
+        """A kubelet named `node` runs again: a new machine joined with the name of one whose kubelet died (a
+        replaced worker). Its Lease is renewed again, so the node-lifecycle controller leaves it alone."""
+        path = Path(self.info["dir"]) / "stopped-kubelets"
+        if not path.exists():
+            return
+        kept = [n for n in path.read_text().split() if n != node]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(n + "\n" for n in kept))
+        tmp.replace(path)  # the harness reads the file whole or the old one, never half of it
+
     def install_crds(self, folder: Path) -> None:
         """Create the CRDs of every `*.yaml` in `folder` (kept when they exist) and wait until each is
         Established and served."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ import yaml
 
 from standins.cvo import CV, FakeCVO, releases
 from kube_fixtures import (KubeApi, event_message, external_secret, external_secrets_controller, kube_api,  # noqa: F401 (fixtures)
-                           ready_condition, spoke_api)
+                           condition, ready_condition, spoke_api)
 from standins.eso import FakeEsoOperator
 from standins.gitops import FakeGitOps
 from standins.olm import FakeOlm
@@ -379,6 +380,35 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
     assert PROVISIONED in [d["clusterName"] for d in decision["status"]["decisions"]], decision
     assert kube_api.get(f"/api/v1/namespaces/openshift-gitops/secrets/{PROVISIONED}-application-manager-cluster-secret")
     assert "lab-repo-password" not in check.output + run.output and site.canary not in check.output + run.output
+
+
+def test_readiness_counts_the_nodes_in_the_cluster_not_the_inventory(run_flow, flow, site, hub, cluster_kubeconfig,
+                                                                    provisioned, spoke_api: KubeApi, tmp_path):  # noqa: F811
+    """A worker added to lab-sno's inventory group that scale.yaml has not joined yet (no VM, no Node): the
+    readiness gate of an installed cluster (`--tags install`) counts the nodes of its record, so it passes on the
+    one node there is (before, the phase check refused the run for the host's missing VM, and readiness waited for
+    two nodes); with that node NotReady it fails, the message naming it."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventory", inventory)
+    sno = yaml.safe_load((inventory / "sno.yml").read_text())
+    sno["all"]["children"]["clusters"]["children"][PROVISIONED]["hosts"]["lab-sno-1"] = {
+        "ip": "10.20.0.12", "mac": "BC:24:11:20:00:12", "role": "worker"}
+    (inventory / "sno.yml").write_text(yaml.safe_dump(sno))
+    run_it = {"with_installer": True, "tags": "install", "inventory": inventory,
+              "env_more": {"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)}}
+    ready = run_flow("site.yaml", PROVISIONED, extra={"acm_hub_kubeconfig": str(hub), "cluster_ready_timeout": 15}, **run_it)
+    assert ready.rc == 0, ready.output
+    assert [x for x in ready.results if x["task"].endswith("Report readiness")], [x["task"] for x in ready.results]
+    assert site.sim.vm_by_name("lab-sno-1") is None, "readiness makes no VM; scale.yaml joins the host"
+
+    spoke_api.patch_status("/api/v1/nodes/lab-sno-0", {"conditions": [condition("Ready", "False", "kubelet stopped posting")]})
+    try:
+        not_ready = run_flow("site.yaml", PROVISIONED, extra={"acm_hub_kubeconfig": str(hub), "cluster_ready_timeout": 5}, **run_it)
+    finally:
+        spoke_api.patch_status("/api/v1/nodes/lab-sno-0", {"conditions": [condition("Ready", "True")]})
+    assert not_ready.rc != 0, not_ready.output
+    [failed] = [x for x in not_ready.results if x["status"] == "failed" and x["task"].endswith("Stop when the cluster is not ready")]
+    assert "node lab-sno-0: Ready" in failed["result"]["msg"] and "expected nodes" not in failed["result"]["msg"], failed
 
 
 def test_raising_ocp_version_upgrades_the_installed_cluster(run_flow, flow, site, hub, cluster_kubeconfig,
