@@ -145,7 +145,8 @@ def test_a_dead_worker_is_reset_then_replaced_end_to_end(run_flow, site, kube_ap
         seq = site.sim.last_seq()
         with PodTermination(kube_api, [SICK]):
             replaced = run_flow("remediate.yaml", CLUSTER, with_installer=True, env_more={"PROXSHIFT_TEST_ON_MONITOR": hook},
-                                extra={**TIMEOUT, "scale_poll_interval": 1, "scale_skip_wait_for_delete_timeout": 1})
+                                extra={**TIMEOUT, "scale_poll_interval": 1, "scale_skip_wait_for_delete_timeout": 1,
+                                       "scale_join_timeout": 300})
         assert replaced.rc == 0, replaced.output
         plan = replaced.task("Decide what to remediate")
         assert plan["replace"] == [SICK] and plan["reset"] == [] and not plan.get("short_circuit"), plan
