@@ -21,10 +21,33 @@ command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild not found: run 'm
 for arch in "${ARCHES[@]}"; do
   rustup target list --installed | grep -qx "$arch-unknown-linux-gnu" || rustup target add "$arch-unknown-linux-gnu"
 done
-cargo zigbuild --release --target "x86_64-unknown-linux-gnu.$GLIBC" -p collection-binaries --bins
-cargo zigbuild --profile tools --target "x86_64-unknown-linux-gnu.$GLIBC" -p pvesim -p proxshift-cli \
-  -p protocol-probe --bins
-cargo zigbuild --release --target "aarch64-unknown-linux-gnu.$GLIBC" -p collection-binaries --bins
+# A fresh clone of sources built before takes their outputs from the machine's cache (scripts/lib/build-outputs.sh:
+# keyed by the sources' contents and the toolchain, since cargo's own freshness check goes by mtimes).
+# shellcheck source=scripts/lib/build-outputs.sh
+. scripts/lib/build-outputs.sh
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+TOOL_BINS=(pvesim proxshift protocol_probe)
+key=$(build_outputs_key build Cargo.toml Cargo.lock modules scripts/build.sh scripts/lib/build-outputs.sh -- \
+  "$GLIBC" "$(rustc -Vv)" "$(cargo -V)" "$(cargo zigbuild --version 2>&1)" \
+  "$(python3 -m ziglang version 2>/dev/null || zig version 2>/dev/null || true)")
+if cached=$(build_outputs_fetch "$key"); then
+  echo "build: outputs of these sources from $cached (scripts/lib/build-outputs.sh)"
+  bin_path() { echo "$cached/$1-$2"; }  # ARCH NAME
+  tool_path() { echo "$cached/tools-$1"; }
+else
+  cargo zigbuild --release --target "x86_64-unknown-linux-gnu.$GLIBC" -p collection-binaries --bins
+  cargo zigbuild --profile tools --target "x86_64-unknown-linux-gnu.$GLIBC" -p pvesim -p proxshift-cli \
+    -p protocol-probe --bins
+  cargo zigbuild --release --target "aarch64-unknown-linux-gnu.$GLIBC" -p collection-binaries --bins
+  bin_path() { echo "$TARGET_DIR/$1-unknown-linux-gnu/release/$2"; }
+  tool_path() { echo "$TARGET_DIR/x86_64-unknown-linux-gnu/tools/$1"; }
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
+  for arch in "${ARCHES[@]}"; do
+    for c in "${COLLECTIONS[@]}"; do cp -p "$(bin_path "$arch" "proxshift_$c")" "$stage/$arch-proxshift_$c"; done
+  done
+  for t in "${TOOL_BINS[@]}"; do cp -p "$(tool_path "$t")" "$stage/tools-$t"; done
+fi
 
 newest_glibc() {
   readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -1
@@ -37,9 +60,8 @@ find ansible_collections/proxshift/*/builds -maxdepth 2 -type f ! -name 'proxshi
 
 fail=0
 for arch in "${ARCHES[@]}"; do
-  out="${CARGO_TARGET_DIR:-target}/$arch-unknown-linux-gnu/release"
   for c in "${COLLECTIONS[@]}"; do
-    bin="$out/proxshift_$c"
+    bin="$(bin_path "$arch" "proxshift_$c")"
     size=$(stat -c %s "$bin")
     glibc=$(newest_glibc "$bin")
     printf '%-8s %-22s %9d bytes  newest glibc symbol %s\n' "$arch" "proxshift_$c" "$size" "${glibc:-none}"
@@ -52,10 +74,12 @@ for arch in "${ARCHES[@]}"; do
     install -m 0755 "$bin" "$dest/proxshift_$c"
   done
 done
-TOOLS="${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/tools"
-install -m 0755 "$TOOLS/protocol_probe" tests/collections/ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe
+install -m 0755 "$(tool_path protocol_probe)" \
+  tests/collections/ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe
 mkdir -p build/bin
-install -m 0755 "$TOOLS/pvesim" "$TOOLS/proxshift" build/bin/
+install -m 0755 "$(tool_path pvesim)" "$(tool_path proxshift)" build/bin/
+# Only outputs that passed the checks above are kept for the next clone of these sources.
+if (( fail == 0 )) && [ -n "${stage:-}" ]; then build_outputs_store "$key" "$stage"/*; fi
 # ansible.cfg puts build/collections first: the checkout's collections win only once they hold binaries.
 mkdir -p build/collections
 ln -sfn ../../ansible_collections build/collections/ansible_collections

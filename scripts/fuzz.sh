@@ -12,22 +12,38 @@ command -v cargo-fuzz >/dev/null || bash scripts/deps/fuzz.sh
 # one; otherwise stable with RUSTC_BOOTSTRAP=1, which unlocks the same flags: the step runs either way.
 if rustup run nightly rustc --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal >&2; then
   fuzz() { cargo +nightly fuzz "$@"; }
+  toolchain=nightly
 else
   echo "fuzz.sh: no nightly toolchain; fuzzing with stable and RUSTC_BOOTSTRAP=1" >&2
   fuzz() { RUSTC_BOOTSTRAP=1 cargo +stable fuzz "$@"; }
+  toolchain=stable
 fi
+# Sanitizer builds of sources fuzzed before come from the machine's cache (scripts/lib/build-outputs.sh), keyed by
+# the contents of everything they are built from: a fresh clone's new mtimes would rebuild them all.
+# shellcheck source=scripts/lib/build-outputs.sh
+. scripts/lib/build-outputs.sh
+key=$(build_outputs_key fuzz Cargo.toml Cargo.lock modules fuzz/Cargo.toml fuzz/Cargo.lock fuzz/fuzz_targets \
+  scripts/fuzz.sh scripts/lib/build-outputs.sh -- "$(rustup run "$toolchain" rustc -Vv)" "$(cargo fuzz --version)")
 # Own target dir: the sanitizer build must not invalidate the normal build's artefacts.
 export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-${CARGO_TARGET_DIR:-$PWD/target}-fuzz}"
 cd fuzz
 targets=$(fuzz list)
-fuzz build -O
+if bins=$(build_outputs_fetch "$key"); then
+  echo "fuzz: sanitizer builds of these sources from $bins"
+else
+  fuzz build -O
+  bins="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release"
+  # shellcheck disable=SC2086  # target names have no spaces
+  build_outputs_store "$key" $(for t in $targets; do echo "$bins/$t"; done)
+fi
 for t in $targets; do
   mkdir -p "corpus/$t" "seeds/$t" "artifacts/$t"
   echo "== fuzz $t for ${SECONDS_EACH}s"
   log="artifacts/$t/last-run.log"
-  if ! fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
-      -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="artifacts/$t/" >"$log" 2>&1; then
+  # What `cargo fuzz run -O` runs once built: the target with its artifact prefix and cargo-fuzz's ASan default.
+  if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0" "$bins/$t" \
+      -artifact_prefix="artifacts/$t/" "corpus/$t" "seeds/$t" \
+      -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz target $t FAILED: the input is in fuzz/artifacts/$t/" >&2
     exit 1
