@@ -24,6 +24,7 @@ import os
 import ssl
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 import time
@@ -225,39 +226,64 @@ def kube_assets() -> Path:
 ESO_CRDS = REPO / "tests" / "fixtures" / "crds" / "external-secrets"
 
 
+def crd_names(folder: Path) -> list[str]:
+    """The names of the CRDs of every `*.yaml` in `folder`."""
+    return [doc["metadata"]["name"] for path in sorted(folder.glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
 @contextmanager
 def external_secrets_controller(api: KubeApi, workdir: Path) -> Iterator[Path]:
     """The real External Secrets controller (github.com/external-secrets/external-secrets, built by
-    `scripts/deps/kube.sh`) running against `api` with its CRDs installed, as its Deployment runs it on a
-    cluster but without the webhook and the cert controller (the CRDs need no conversion webhook). Yields
-    its log file. It talks to the API with the admin token, and to Vault as each store says."""
+    `scripts/deps/kube.sh`) running against `api`, as its Deployment runs it on a cluster but without the
+    webhook and the cert controller (the CRDs need no conversion webhook). Its CRDs come with the operator
+    (`FakeOlm` creates them from the bundle), so it starts once all of them are Established, as the operand
+    runs only after the operator is installed: until then the log file is empty. Yields its log file. It
+    talks to the API with the admin token, and to Vault as each store says."""
     binary = kube_assets() / "external-secrets"
     if not binary.is_file():
         pytest.fail(f"{binary} is missing: run scripts/deps/kube.sh (builds the External Secrets controller "
                     "from Go modules) or set KUBEBUILDER_ASSETS")
-    api.install_crds(ESO_CRDS)
+    names = crd_names(ESO_CRDS)
     kubeconfig = workdir / "eso.kubeconfig"
     kubeconfig.write_text(api.kubeconfig(api.admin_token))
     log = workdir / "external-secrets.log"
+    log.write_text("")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "KUBECONFIG": str(kubeconfig)}
     # Stores re-validated every 2 s instead of 5 min, so a test sees a store's condition change quickly.
     cmd = [str(binary), "--metrics-addr=0", "--enable-leader-election=false", "--loglevel=debug",
            "--zap-time-encoding=iso8601", "--store-requeue-interval=2s"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    procs: list[subprocess.Popen] = []
+    stop = threading.Event()
+
+    def established(name: str) -> bool:
+        crd = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
+        return any(c["type"] == "Established" and c["status"] == "True"
+                   for c in (crd.get("status") or {}).get("conditions") or [])
+
+    def start_when_served():
+        while not stop.wait(0.5):
+            if all(established(n) for n in names):
+                with open(log, "w") as out:
+                    procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env))
+                return
+
+    starter = threading.Thread(target=start_when_served, daemon=True)
+    starter.start()
     try:
-        def started() -> bool:
-            assert proc.poll() is None, f"the External Secrets controller exited:\n{log.read_text()[-3000:]}"
-            return "Starting workers" in log.read_text()
-        wait_until(started, 60, lambda: f"the External Secrets controller did not start:\n{log.read_text()[-3000:]}")
         yield log
+        for proc in procs:
+            assert proc.poll() is None, f"the External Secrets controller exited:\n{log.read_text()[-3000:]}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop.set()
+        starter.join(timeout=30)
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def external_secret(api: KubeApi, ns: str, name: str, store: str, key: str) -> None:

@@ -16,6 +16,8 @@ fn main() {
         "wrong_ca_cert": env.wrong_ca_path,
         "server_cert": env.server_cert,
         "server_key": env.server_key,
+        "named_cert": env.named_cert,
+        "named_key": env.named_key,
         "admin_cert_kubeconfig": env.admin_cert_kubeconfig,
         "admin_token": ADMIN_TOKEN,
         "viewer_token": VIEWER_TOKEN,

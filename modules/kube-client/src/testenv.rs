@@ -58,6 +58,15 @@ pub struct TestEnv {
     pub ingress_ca_path: PathBuf,
     pub ingress_cert: PathBuf,
     pub ingress_key: PathBuf,
+    /// The files kube-apiserver serves its named certificate from (`--tls-sni-cert-key` without names:
+    /// served to a client that asks by SNI for a DNS name or the CN of the certificate the files hold,
+    /// reloaded when they change: k8s.io/apiserver `pkg/server/dynamiccertificates`
+    /// `DynamicFileSNIContent`, `BuildNamedCertificates`). As on OpenShift, where the
+    /// kube-apiserver-operator serves each of the APIServer's `namedCertificates` from
+    /// `/etc/kubernetes/static-pod-certs/secrets/user-serving-cert-NNN/tls.{crt,key}`. At first a copy
+    /// of `server_cert` (DNS name `localhost`); 127.0.0.1 (no SNI) always gets `server_cert`.
+    pub named_cert: PathBuf,
+    pub named_key: PathBuf,
     /// Whether kube-controller-manager runs (always, since 1.34: a missing binary fails the start;
     /// kept for the callers that report it).
     pub controller_manager: bool,
@@ -92,8 +101,10 @@ fn run(dir: &Path, cmd: &str) {
     );
 }
 
-/// Test CA, a second unrelated CA, a 127.0.0.1 serving certificate, an admin client certificate, and
-/// an "ingress" CA with a certificate for the host name `localhost` only (the OAuth route's stand-in).
+/// Test CA, a second unrelated CA, a 127.0.0.1 serving certificate, an admin client certificate, an
+/// "ingress" CA with a certificate for the host name `localhost` only (the OAuth route's stand-in), and
+/// the named serving certificate's files (`user-serving-cert-000/tls.{crt,key}`, at first a copy of the
+/// serving certificate: [`TestEnv::named_cert`]).
 fn make_pki(dir: &Path) {
     run(
         dir,
@@ -111,6 +122,7 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout admin.key
 printf "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n" > client.ext
 openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt -days 825 -extfile client.ext 2>/dev/null
 openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+mkdir user-serving-cert-000; cp server.crt user-serving-cert-000/tls.crt; cp server.key user-serving-cert-000/tls.key
 "#,
     );
 }
@@ -215,6 +227,13 @@ fn start_apiserver(dir: &Path, apiserver: &Path, etcd_url: &str, port: u16) -> u
             format!("--secure-port={port}"),
             format!("--tls-cert-file={}", d("server.crt")),
             format!("--tls-private-key-file={}", d("server.key")),
+            // OpenShift's named certificate (APIServer spec.servingCerts.namedCertificates), served by SNI
+            // for the names the certificate holds: see TestEnv::named_cert.
+            format!(
+                "--tls-sni-cert-key={},{}",
+                d("user-serving-cert-000/tls.crt"),
+                d("user-serving-cert-000/tls.key")
+            ),
             format!("--client-ca-file={}", d("ca.crt")),
             "--service-account-issuer=https://kubernetes.default.svc".into(),
             format!("--service-account-key-file={}", d("sa.pub")),
@@ -345,6 +364,8 @@ impl TestEnv {
             ingress_ca_path: dir.join("ingress-ca.crt"),
             ingress_cert: dir.join("ingress.crt"),
             ingress_key: dir.join("ingress.key"),
+            named_cert: dir.join("user-serving-cert-000/tls.crt"),
+            named_key: dir.join("user-serving-cert-000/tls.key"),
             dir: dir.clone(),
             url,
             controller_manager: false,

@@ -5,12 +5,20 @@ holding the cluster's record. The certificates are made here, at test time (pyth
 ansible-core depends on); no key is committed.
 
 A rebuild is played cheaply: the Secrets and their wiring are deleted, as a reinstalled cluster lacks them,
-and the next post phase puts the same certificate (same serial) back from the record."""
+and the next post phase puts the same certificate (same serial) back from the record.
+
+The API really switches: once the APIServer names the kept `api` certificate, `FakeKubeApiserverOperator`
+(tests/standins/kas.py) writes it into the files the real kube-apiserver serves its named certificate from, and
+the apiserver serves it (an SSL handshake sees it) to the clients that ask for the API's name. OpenBao's real
+TokenReview through that API then works with the Kubernetes auth config the external_secrets role writes from the
+updated kubeconfig, and fails with the config it had before."""
 from __future__ import annotations
 
 import base64
 import datetime
 import json
+import socket
+import ssl
 import time
 from pathlib import Path
 
@@ -22,6 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from kube_fixtures import KubeApi, kube_api  # noqa: F401 (fixtures)
+from kube_fixtures import wait_until
+from standins.kas import FakeKubeApiserverOperator
 from services import running_openbao
 from testlib import REPO
 
@@ -29,6 +39,8 @@ CLUSTER = "lab"
 DOMAIN = "example.com"
 APPS_HOST = f"*.apps.{CLUSTER}.{DOMAIN}"
 API_HOST = f"api.{CLUSTER}.{DOMAIN}"
+# The API's host name as the test's clients use it (it resolves to the test kube-apiserver's 127.0.0.1).
+API_NAME = "localhost"
 RECORD = f"proxshift/clusters/{CLUSTER}"
 INGRESS_PATH = "/apis/operator.openshift.io/v1/namespaces/openshift-ingress-operator/ingresscontrollers/default"
 APISERVER_PATH = "/apis/config.openshift.io/v1/apiservers/cluster"
@@ -97,7 +109,9 @@ def cluster(kube_api: KubeApi):
 
 @pytest.fixture(scope="module")
 def pairs():
-    return {"apps": make_cert([APPS_HOST], 0xA11CE), "api": make_cert([API_HOST], 0xA91, pkcs8=True)}
+    # The API's certificate also names `localhost`: the name this test's clients reach the API by (as they reach
+    # api.<cluster>.<domain> on a cluster), so the kube-apiserver serves it to them by SNI.
+    return {"apps": make_cert([APPS_HOST], 0xA11CE), "api": make_cert([API_HOST, API_NAME], 0xA91, pkcs8=True)}
 
 
 @pytest.fixture
@@ -108,10 +122,16 @@ def secret_canaries(canary, pairs):
         canary(key.splitlines()[5], "a kept certificate's key (PEM line)")
 
 
-def post_phase(kubeconfig: str, *, force_reset: bool = False) -> str:
+def post_phase(kubeconfig: str, *, force_reset: bool = False, vault_auth: bool = False) -> str:
     """What site.yaml runs for kept_certificates after reading the record: the post phase's
-    tasks/certificates.yml (backup into the record, restore), or force_reset.yml's backup alone."""
+    tasks/certificates.yml (backup into the record, restore), or force_reset.yml's backup alone. `vault_auth`:
+    then, as the external_secrets phase after it, Vault's Kubernetes auth of the cluster from that kubeconfig
+    (the role's entry point vault_auth: the same tasks as its main one)."""
     part = "certificates_backup.yml" if force_reset else "certificates.yml"
+    eso = [{"name": "Vault's Kubernetes auth", "ansible.builtin.import_role":
+            {"name": "proxshift.openshift.external_secrets", "tasks_from": "vault_auth"},
+            "vars": {"external_secrets_cluster": CLUSTER, "external_secrets_kubeconfig": kubeconfig,
+                     "external_secrets_namespace": ESO_NS, "external_secrets_service_account": ESO_SA}}]
     return json.dumps([{
         "hosts": "localhost", "gather_facts": False,
         "vars": {"cluster_name": CLUSTER, "vault_credentials_path": "proxshift/clusters",
@@ -122,7 +142,37 @@ def post_phase(kubeconfig: str, *, force_reset: bool = False) -> str:
             {"name": "Keep the certificates", "ansible.builtin.import_tasks": str(REPO / "playbooks/tasks" / part),
              "vars": {"proxshift_certificates_kubeconfig": kubeconfig,
                       "proxshift_certificates_tolerate_unreachable": force_reset}},
+            *(eso if vault_auth else []),
         ]}])
+
+
+ESO_NS, ESO_SA = "external-secrets", "external-secrets-vault"
+AUTH = f"auth/kubernetes/{CLUSTER}"
+
+
+def served_serial(api: KubeApi, name: str | None) -> int:
+    """The serial of the certificate the kube-apiserver presents in a TLS handshake asking for `name` by SNI
+    (None: no SNI, as a client of https://127.0.0.1 sends)."""
+    port = int(api.url.rsplit(":", 1)[1])
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # what is served, not whether it is trusted
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, ctx.wrap_socket(raw, server_hostname=name) as tls:
+        return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
+
+
+def vault_login(api: KubeApi, bao) -> tuple[int, dict]:
+    """A login at the cluster's auth mount with a fresh token of the store's service account (TokenRequest, as
+    External Secrets makes one): OpenBao reviews it at the API of its config (TokenReview), over TLS with its CA."""
+    tr = api.ok("POST", f"/api/v1/namespaces/{ESO_NS}/serviceaccounts/{ESO_SA}/token",
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}})
+    return bao.api("POST", f"{AUTH}/login", {"role": "external-secrets", "jwt": tr["status"]["token"]}, token="")
+
+
+def token_reviews(api: KubeApi, since: int) -> list[str]:
+    """Who asked the API for a TokenReview after the first `since` audit events."""
+    time.sleep(0.5)  # the audit log is written after the answer
+    return [e["user"]["username"] for e in api.audit_events()[since:]
+            if e["verb"] == "create" and e["requestURI"].startswith("/apis/authentication.k8s.io/v1/tokenreviews")]
 
 
 def kubeconfig_cas(path) -> str:
@@ -132,18 +182,29 @@ def kubeconfig_cas(path) -> str:
 
 def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries, tmp_path):
     (apps_crt, apps_key), (api_crt, api_key) = pairs["apps"], pairs["api"]
-    # The work folder's admin kubeconfig (site.yaml passes cluster_install_dir/auth/kubeconfig, a path).
+    # The work folder's admin kubeconfig (site.yaml passes cluster_install_dir/auth/kubeconfig, a path), naming the
+    # API by its host name, as the installer's does.
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(Path(cluster.admin_cert_kubeconfig).read_text())
+    kubeconfig.write_text(Path(cluster.admin_cert_kubeconfig).read_text().replace("127.0.0.1", API_NAME))
     installer_cas = kubeconfig_cas(kubeconfig)
+    installer_serial = served_serial(cluster, API_NAME)
+    # The store's service account, which the external_secrets role makes on the cluster: Vault reviews its tokens
+    # with the token itself (system:auth-delegator).
+    cluster.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ESO_NS}})
+    cluster.ok("POST", f"/api/v1/namespaces/{ESO_NS}/serviceaccounts", {"metadata": {"name": ESO_SA}})
+    cluster.ok("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "metadata": {"name": f"{ESO_SA}-tokenreview"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+        "subjects": [{"kind": "ServiceAccount", "name": ESO_SA, "namespace": ESO_NS}]})
     cluster.ok("POST", "/api/v1/namespaces/openshift-ingress/secrets",
                secret("openshift-ingress", "apps-cert", apps_crt, apps_key))
     cluster.ok("POST", "/api/v1/namespaces/openshift-config/secrets",
                secret("openshift-config", "api-cert", api_crt, api_key))
     env = {"VAULT_ADDR": bao.addr, "VAULT_TOKEN": bao.token}
 
-    # The first post phase: the copies go into the record, the certificates are wired in.
-    run = run_playbook(post_phase(str(kubeconfig)), env=env)
+    # The first post phase: the copies go into the record, the certificates are wired in; then Vault's Kubernetes
+    # auth from the kubeconfig, as the external_secrets phase after it.
+    run = run_playbook(post_phase(str(kubeconfig), vault_auth=True), env=env)
     assert run.rc == 0, run.output
     record = bao.kv_get(RECORD)
     assert sorted(record["certificates"]) == ["openshift-config/api-cert", "openshift-ingress/apps-cert"]
@@ -166,20 +227,52 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
     assert kubeconfig_cas(kubeconfig) == installer_cas.strip() + "\n" + api_crt
     assert yaml.safe_load(bao.kv_get(RECORD)["kubeconfig"]) == yaml.safe_load(kubeconfig.read_text())
     assert "1 CA certificate(s) of the API's kept certificates added to the kubeconfig" in run.output
+    config = bao.api("GET", f"{AUTH}/config")[1]["data"]
+    assert (config["kubernetes_host"], config["kubernetes_ca_cert"].strip()) == (
+        cluster.url.replace("127.0.0.1", API_NAME), kubeconfig_cas(kubeconfig).strip()), config
 
-    # Rerun: nothing to write, neither in the record nor in the cluster.
-    since = len(cluster.audit_events())
-    version = bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"]
-    run = run_playbook(post_phase(str(kubeconfig)), env=env)
-    assert run.rc == 0, run.output
-    assert run.changed_tasks() == [], run.changed_tasks()
-    assert writes(cluster, since) == []
-    assert bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"] == version
+    # The config Vault had before the API's CA was added (the installer's CAs only), for a while, to see it fail.
+    bao.api("POST", f"{AUTH}/config", {"kubernetes_host": config["kubernetes_host"], "kubernetes_ca_cert": installer_cas,
+                                       "disable_local_ca_jwt": config["disable_local_ca_jwt"]})
 
-    # The rebuild: the new cluster has neither the Secrets nor the wiring.
+    with FakeKubeApiserverOperator(cluster):
+        # OpenShift rolls the named certificate out to the kube-apiserver: it serves api-cert to a client asking
+        # for the API's name, and still its own certificate to one without SNI (127.0.0.1, as kube_fixtures asks).
+        wait_until(lambda: served_serial(cluster, API_NAME) == 0xA91, 60,
+                   lambda: f"the kube-apiserver still serves serial {served_serial(cluster, API_NAME):#x} to {API_NAME}")
+        assert served_serial(cluster, None) == installer_serial
+        # OpenBao's TokenReview through the switched API fails with the installer's CAs alone ...
+        since = len(cluster.audit_events())
+        status, refused = vault_login(cluster, bao)
+        assert (status, refused) == (403, {"errors": ["permission denied"]})
+        # OpenBao tells the client no more; its review never reached the API (the TLS handshake was refused).
+        assert token_reviews(cluster, since) == []
+        # ... and works with the config the role wrote from the kubeconfig the post phase gave the API's anchor.
+        bao.api("POST", f"{AUTH}/config", {k: config[k] for k in ("kubernetes_host", "kubernetes_ca_cert", "disable_local_ca_jwt")})
+        since = len(cluster.audit_events())
+        status, login = vault_login(cluster, bao)
+        assert status == 200 and login["auth"]["token_policies"] == ["default", f"external-secrets-{CLUSTER}"], login
+        assert token_reviews(cluster, since) == [f"system:serviceaccount:{ESO_NS}:{ESO_SA}"]
+
+        # Rerun, through the switched API: nothing to write, neither in the record, nor in the cluster, nor in Vault.
+        since = len(cluster.audit_events())
+        version = bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"]
+        run = run_playbook(post_phase(str(kubeconfig), vault_auth=True), env=env)
+        assert run.rc == 0, run.output
+        assert run.changed_tasks() == [], run.changed_tasks()
+        assert writes(cluster, since) == []
+        assert bao.api("GET", f"secret/metadata/{RECORD}")[1]["data"]["current_version"] == version
+        rebuild_and_restore(run_playbook, cluster, bao, env, kubeconfig, installer_serial)
+
+
+def rebuild_and_restore(run_playbook, cluster: KubeApi, bao, env: dict, kubeconfig: Path, installer_serial: int):
+    """test_backup_rebuild_restore_same_serial's rebuild: the API serves what the APIServer names (the stand-in runs)."""
+    # The rebuild: the new cluster has neither the Secrets nor the wiring, and its API serves the installer's
+    # certificate.
     for path in ("/api/v1/namespaces/openshift-ingress/secrets/apps-cert",
                  "/api/v1/namespaces/openshift-config/secrets/api-cert", INGRESS_PATH, APISERVER_PATH):
         delete(cluster, path)
+    wait_until(lambda: served_serial(cluster, API_NAME) == installer_serial, 60, lambda: "the API still serves api-cert")
 
     # Check mode: the restore is shown (Secret values masked in the diff), nothing is written.
     since = len(cluster.audit_events())
@@ -199,6 +292,7 @@ def test_backup_rebuild_restore_same_serial(run_playbook, cluster: KubeApi, bao,
     assert serial_of(cluster, "openshift-config", "api-cert") == 0xA91
     assert cluster.get(INGRESS_PATH)["spec"]["defaultCertificate"] == {"name": "apps-cert"}
     assert cluster.get(APISERVER_PATH)["spec"]["servingCerts"]["namedCertificates"][0]["names"] == [API_HOST]
+    wait_until(lambda: served_serial(cluster, API_NAME) == 0xA91, 60, lambda: "the API does not serve api-cert again")
 
 
 def test_force_install_backup_needs_a_copy_of_each(run_playbook, cluster: KubeApi, bao, pairs, secret_canaries):
