@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use pve_client::power::is_agent_unavailable;
 use pve_client::{Client, Error};
 
-use crate::record::{agent_enabled, Selection, VmRecord};
+use crate::record::{agent_enabled, snapshot_names, Selection, VmRecord};
 
 /// Requests in flight at once: enough to hide latency, few enough not to load the API proxy
 /// (pveproxy serves each connection with one of its few worker processes).
@@ -24,6 +24,8 @@ pub struct Want {
     pub agent: bool,
     /// Running VMs' `qmpstatus` (one `status/current` each).
     pub qmp: bool,
+    /// Each guest's snapshot names (one `…/snapshot` each), as community.proxmox's `want_facts`.
+    pub snapshots: bool,
 }
 
 /// The outcome of a listing: records sorted by VMID and notes for the user.
@@ -43,7 +45,7 @@ pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Err
         .filter(|v| sel.matches(v))
         .collect();
     vms.sort_by_key(|v| v.vmid);
-    if !want.config && !want.agent && !want.qmp {
+    if !want.config && !want.agent && !want.qmp && !want.snapshots {
         let records = vms
             .into_iter()
             .map(|vm| VmRecord {
@@ -52,6 +54,7 @@ pub fn list(client: &Client, sel: &Selection, want: Want) -> Result<Listing, Err
                 interfaces: None,
                 qmpstatus: None,
                 lxc_interfaces: None,
+                snapshots: None,
             })
             .collect();
         return Ok(Listing {
@@ -128,12 +131,16 @@ fn details(
     } else {
         None
     };
+    let Some(snapshots) = snapshots(client, &vm, vmid, want)? else {
+        return Ok(None);
+    };
     Ok(Some(VmRecord {
         vm,
         config: want.config.then_some(config),
         interfaces,
         qmpstatus,
         lxc_interfaces: None,
+        snapshots,
     }))
 }
 
@@ -173,11 +180,33 @@ fn container_details(
     } else {
         None
     };
+    let Some(snapshots) = snapshots(client, &vm, vmid, want)? else {
+        return Ok(None);
+    };
     Ok(Some(VmRecord {
         vm,
         config,
         interfaces: None,
         qmpstatus: None,
         lxc_interfaces,
+        snapshots,
     }))
+}
+
+/// A guest's snapshot names when asked for: `Some(None)` when not asked for, `None` when the guest
+/// vanished since the listing.
+fn snapshots(
+    client: &Client,
+    vm: &pve_client::ClusterVm,
+    vmid: u32,
+    want: Want,
+) -> Result<Option<Option<Vec<String>>>, Error> {
+    if !want.snapshots {
+        return Ok(Some(None));
+    }
+    match client.guest_snapshots(&vm.node, &vm.kind, vmid) {
+        Ok(list) => Ok(Some(Some(snapshot_names(&list)))),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
 }

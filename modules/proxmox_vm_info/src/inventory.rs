@@ -7,8 +7,9 @@
 //! `password`, `token_id`, `token_secret`, `PROXMOX_*`, `want_facts`, `qemu_extended_statuses`,
 //! `exclude_nodes`, `want_proxmox_nodes_ansible_host`), and so do the default group names
 //! (`proxmox_all_qemu`, `proxmox_all_lxc`, `proxmox_all_running`, `proxmox_<node>_qemu`,
-//! `proxmox_<node>_lxc`, `proxmox_pool_<pool>`, `proxmox_nodes`) and the guest type fact
-//! (`proxmox_vmtype`: `qemu` or `lxc`).
+//! `proxmox_<node>_lxc`, `proxmox_pool_<pool>`, `proxmox_nodes`), and so do the host vars it sets —
+//! names and shapes ([`community`]: config keys flat with property strings as dicts, the tag string,
+//! `qmpstatus`, `snapshots`, the interfaces), beside ProxShift's own (`config`, `clusters`, the addresses).
 
 use std::collections::BTreeSet;
 
@@ -17,6 +18,7 @@ use pve_client::{Client, ConnectionOptions};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::community;
 use crate::gather::{self, Want};
 use crate::record::{clusters, Selection, VmRecord};
 
@@ -106,10 +108,12 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         include_containers: true,
         ..Default::default()
     };
+    // want_facts reads what community.proxmox's does: config, status (qmpstatus) and snapshots.
     let want = Want {
         config: o.want_config,
         agent: o.want_agent_interfaces,
-        qmp: o.qemu_extended_statuses,
+        qmp: o.want_config,
+        snapshots: o.want_config,
     };
     let listing = gather::list(&client, &sel, want).map_err(|e| Failure::new(e.to_string()))?;
     let names = Naming {
@@ -256,23 +260,63 @@ fn host_names(records: &[VmRecord]) -> (Vec<String>, Vec<String>) {
     (names, warnings)
 }
 
-/// One host's vars, each prefixed with `facts_prefix`: the record's (as `proxmox_vm_info` returns it), plus
-/// what community.proxmox's inventory gives, so its users' `compose`/`groups`/`keyed_groups` work unchanged:
-/// `tags_parsed` (the tag list) and every config key flat (`proxmox_net0`, `proxmox_cores`) beside the
-/// nested `config`, unless a record key has that name already (`name`, `tags`).
+/// One host's vars, named as community.proxmox names them (`to_safe(facts_prefix + key)`): the
+/// record's (as `proxmox_vm_info` returns it) with community.proxmox's shapes where the names meet,
+/// so its users' `compose`/`groups`/`keyed_groups` work unchanged (see [`community`]): `tags` the
+/// tag string as Proxmox keeps it and `tags_parsed` the list; `agent_interfaces` and
+/// `lxc_interfaces` in its shape; a VM's `qmpstatus` (with the config; a VM that is not running
+/// has its status as `qmpstatus`, as qemu-server's `vmstatus` answers); every config key flat
+/// (`proxmox_net0`, `proxmox_cores`), property strings split into dicts, beside the nested `config`
+/// (raw) unless a record key has that name already (`name`, `tags`, `lock`).
 pub fn host_vars(r: &VmRecord, n: &Naming) -> Map<String, Value> {
     let mut vars = r.to_json(n.cluster_tag_prefix);
+    let config_tags = r.config.as_ref().and_then(|c| c.get("tags"));
+    let tags = config_tags
+        .cloned()
+        .or_else(|| r.vm.tags.clone().map(Value::String))
+        .unwrap_or_else(|| json!(""));
+    vars.insert("tags".into(), tags);
     vars.insert("tags_parsed".into(), json!(r.tags()));
+    let shaped = [
+        (
+            "agent_interfaces",
+            r.interfaces
+                .as_deref()
+                .and_then(community::agent_interfaces),
+        ),
+        (
+            "lxc_interfaces",
+            r.lxc_interfaces
+                .as_deref()
+                .and_then(community::lxc_interfaces),
+        ),
+    ];
+    for (key, value) in shaped {
+        match value {
+            Some(v) => vars.insert(key.into(), v),
+            None => vars.remove(key),
+        };
+    }
+    if !r.is_container() && r.config.is_some() && r.qmpstatus.is_none() {
+        if let Some(status) = r.vm.status.as_deref().filter(|s| *s != "running") {
+            vars.insert("qmpstatus".into(), json!(status));
+        }
+    }
+    let mut out: Map<String, Value> = vars
+        .iter()
+        .map(|(k, v)| (community::fact_name(n.facts_prefix, k), v.clone()))
+        .collect();
     if let Some(config) = &r.config {
         for (key, value) in config {
             if !vars.contains_key(key) {
-                vars.insert(key.clone(), value.clone());
+                out.insert(
+                    community::fact_name(n.facts_prefix, key),
+                    community::config_fact(key, value),
+                );
             }
         }
     }
-    vars.into_iter()
-        .map(|(k, v)| (format!("{}{k}", n.facts_prefix), v))
-        .collect()
+    out
 }
 
 /// The inventory of `records`: host vars prefixed with `facts_prefix`, groups by status, node, pool,
@@ -332,40 +376,65 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_vars_carry_community_names_beside_the_records() {
+    fn host_vars_carry_community_names_and_shapes_beside_the_records() {
         let mut r = rec(100, "a", "pve1", "running", "x;proxshift-sno", None);
         r.config = Some(
-            json!({"cores": 4, "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "name": "a", "tags": "x"})
+            json!({"cores": 4, "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "name": "a", "tags": "x;proxshift-sno",
+                   "agent": "1", "description": "k=v"})
                 .as_object()
                 .unwrap()
                 .clone(),
         );
-        let n = Naming {
-            group_prefix: "proxmox_",
-            facts_prefix: "proxmox_",
-            cluster_tag_prefix: "proxshift-",
-        };
-        let v = host_vars(&r, &n);
-        assert_eq!(v["proxmox_tags_parsed"], json!(["x", "proxshift-sno"]));
-        assert_eq!(
-            v["proxmox_tags"],
-            json!(["x", "proxshift-sno"]),
-            "the record's list stays"
+        r.qmpstatus = Some("running".into());
+        r.snapshots = Some(vec!["before-upgrade".into()]);
+        r.interfaces = Some(
+            serde_json::from_value(json!([{"name": "eth0", "hardware-address": "bc:24:11:00:00:01",
+                "ip-addresses": [{"ip-address": "10.1.0.1", "ip-address-type": "ipv4", "prefix": 24}]}]))
+            .unwrap(),
         );
+        let v = host_vars(&r, &N);
+        // community.proxmox: the tag string as Proxmox keeps it, and the list.
+        assert_eq!(v["proxmox_tags"], json!("x;proxshift-sno"));
+        assert_eq!(v["proxmox_tags_parsed"], json!(["x", "proxshift-sno"]));
         assert_eq!(v["proxmox_cores"], json!(4));
         assert_eq!(
             v["proxmox_net0"],
+            json!({"virtio": "BC:24:11:00:00:01", "bridge": "vmbr0"})
+        );
+        assert_eq!(v["proxmox_description"], json!("k=v"));
+        assert_eq!(v["proxmox_agent"], json!("1"));
+        assert_eq!(v["proxmox_qmpstatus"], json!("running"));
+        assert_eq!(v["proxmox_snapshots"], json!(["before-upgrade"]));
+        assert_eq!(
+            v["proxmox_agent_interfaces"],
+            json!([{"name": "eth0", "mac-address": "bc:24:11:00:00:01", "ip-addresses": ["10.1.0.1/24"]}])
+        );
+        assert_eq!(v["proxmox_ipv4_addresses"], json!(["10.1.0.1"]));
+        // ProxShift's own: the raw config nested, the agent flag, the clusters.
+        assert_eq!(
+            v["proxmox_config"]["net0"],
             json!("virtio=BC:24:11:00:00:01,bridge=vmbr0")
         );
-        assert_eq!(
-            v["proxmox_config"]["cores"],
-            json!(4),
-            "the nested config stays"
-        );
+        assert_eq!(v["proxmox_agent_enabled"], json!(true));
+        assert_eq!(v["proxmox_clusters"], json!(["sno"]));
         assert_eq!(v["proxmox_name"], json!("a"));
-        let bare = host_vars(&rec(101, "b", "pve1", "stopped", "", None), &n);
-        assert_eq!(bare["proxmox_tags_parsed"], json!([]));
-        assert!(!bare.contains_key("proxmox_cores"));
+        // Without config (want_facts: false): the listing's tags, no flat keys, no qmpstatus.
+        let mut stopped = rec(101, "b", "pve1", "stopped", "", None);
+        let bare = host_vars(&stopped, &N);
+        assert_eq!(
+            (&bare["proxmox_tags"], &bare["proxmox_tags_parsed"]),
+            (&json!(""), &json!([]))
+        );
+        assert!(!bare.contains_key("proxmox_cores") && !bare.contains_key("proxmox_qmpstatus"));
+        // With config, a VM that is not running has its status as qmpstatus (qemu-server's vmstatus).
+        stopped.config = Some(Map::new());
+        stopped.interfaces = Some(vec![]);
+        let v = host_vars(&stopped, &N);
+        assert_eq!(v["proxmox_qmpstatus"], json!("stopped"));
+        assert!(
+            !v.contains_key("proxmox_agent_interfaces"),
+            "none when there is none, as upstream"
+        );
     }
 
     fn rec(
@@ -386,6 +455,7 @@ mod tests {
             interfaces: None,
             qmpstatus: None,
             lxc_interfaces: None,
+            snapshots: None,
         }
     }
 
@@ -439,8 +509,16 @@ mod tests {
         );
         assert_eq!(v["proxmox_ipv6_addresses"], json!([]), "no link-local");
         assert_eq!(
-            v["proxmox_lxc_interfaces"][1]["hwaddr"],
-            json!("bc:24:11:aa:00:01")
+            v["proxmox_lxc_interfaces"][1],
+            json!({"name": "eth0", "hwaddr": "bc:24:11:aa:00:01", "inet": "10.2.0.5/24", "inet6": "fe80::1/64"})
+        );
+        assert_eq!(
+            v["proxmox_net0"],
+            json!({"name": "eth0", "bridge": "vmbr0", "ip": "dhcp"})
+        );
+        assert!(
+            !v.as_object().unwrap().contains_key("proxmox_qmpstatus"),
+            "no qmpstatus for a container"
         );
         assert!(
             !v.as_object().unwrap().contains_key("proxmox_agent_enabled"),
@@ -484,7 +562,11 @@ mod tests {
         let vars = &inv.hosts["sno-0"];
         assert_eq!(vars["proxmox_vmid"], json!(101));
         assert_eq!(vars["proxmox_clusters"], json!(["sno"]));
-        assert_eq!(vars["proxmox_tags"], json!(["proxshift-sno", "master"]));
+        assert_eq!(vars["proxmox_tags"], json!("proxshift-sno;master"));
+        assert_eq!(
+            vars["proxmox_tags_parsed"],
+            json!(["proxshift-sno", "master"])
+        );
     }
 
     #[test]

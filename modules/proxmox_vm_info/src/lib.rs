@@ -5,6 +5,7 @@
 //! `pve-client`; [`inventory`] is the backend of the `proxshift.proxmox.proxmox` inventory plugin
 //! (the same listing turned into hosts, groups and host vars).
 
+pub mod community;
 pub mod gather;
 pub mod inventory;
 pub mod record;
@@ -80,6 +81,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         config: o.config,
         agent: o.network,
         qmp: false,
+        snapshots: false,
     };
     let client = Client::connect(&o.conn).map_err(|e| Failure::new(e.to_string()))?;
     let listing = gather::list(&client, &sel, want).map_err(|e| Failure::new(e.to_string()))?;

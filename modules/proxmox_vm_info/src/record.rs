@@ -47,11 +47,23 @@ pub struct VmRecord {
     /// `None`: not asked for, agent not enabled, VM not running, or the agent did not answer.
     pub interfaces: Option<Vec<GuestInterface>>,
     /// What a running VM's CPUs do (`status/current` `qmpstatus`: `running`, `paused`, `prelaunch`, …);
-    /// `None` unless asked for (the inventory's `qemu_extended_statuses`).
+    /// `None` unless asked for (the inventory's `want_facts`) or the VM is not running.
     pub qmpstatus: Option<String>,
     /// A running container's interfaces (`GET …/lxc/{vmid}/interfaces`: `name`, `hwaddr`, `inet`,
     /// `inet6`); `None` for VMs, stopped containers, or when not asked for.
     pub lxc_interfaces: Option<Vec<Value>>,
+    /// The guest's snapshot names (the inventory's `want_facts`); `None` when not asked for.
+    pub snapshots: Option<Vec<String>>,
+}
+
+/// The snapshot names of a `…/snapshot` listing: every entry but `current` (the "You are here!"
+/// entry qemu-server and pve-container add), as community.proxmox's `proxmox_snapshots`.
+pub fn snapshot_names(list: &[Value]) -> Vec<String> {
+    list.iter()
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .filter(|n| *n != "current")
+        .map(str::to_string)
+        .collect()
 }
 
 /// Does this VM's config enable the QEMU guest agent (`agent: 1` or `agent: enabled=1,...`)?
@@ -196,6 +208,9 @@ impl VmRecord {
                 "ipv6_addresses".into(),
                 json!(lxc_addresses(ifaces, "inet6")),
             );
+        }
+        if let Some(s) = &self.snapshots {
+            m.insert("snapshots".into(), json!(s));
         }
         if let Some(ifaces) = &self.interfaces {
             m.insert("agent_interfaces".into(), interfaces_json(ifaces));

@@ -305,6 +305,15 @@ impl Client {
         )
     }
 
+    /// A guest's snapshots (`GET /nodes/{node}/{kind}/{vmid}/snapshot`, `kind` `qemu` or `lxc`): one
+    /// entry per snapshot, then `current` (qemu-server's and pve-container's `snapshot_list`), raw.
+    pub fn guest_snapshots(&self, node: &str, kind: &str, vmid: u32) -> Result<Vec<Value>, Error> {
+        self.get_as(
+            &format!("/nodes/{node}/{kind}/{vmid}/snapshot"),
+            &Params::new(),
+        )
+    }
+
     /// Is `vmid` free cluster-wide? (`GET /cluster/nextid?vmid=N`: 400 "already exists" when taken).
     pub fn vmid_is_free(&self, vmid: u32) -> Result<bool, Error> {
         match self.get("/cluster/nextid", &Params::new().set("vmid", vmid)) {

@@ -183,11 +183,30 @@ impl Vault {
     }
 }
 
-/// `~/.vault-token`, where the `vault`/`bao` CLI keeps the token of `vault login`.
-pub fn default_token_file() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".vault-token"))
+/// The token file's name when `token_file` is not given: `~/.vault-token` is where the `vault`/`bao`
+/// CLI keeps the token of `vault login`, and community.hashi_vault's `token_file` default.
+pub const DEFAULT_TOKEN_FILE: &str = ".vault-token";
+
+/// The token file that `token_path` and `token_file` name (pure; `is_dir` says whether a path is a
+/// directory). community.hashi_vault's form: `token_path` is a directory (`$HOME` when not given)
+/// holding `token_file` (default `.vault-token`); ProxShift's earlier form, kept: `token_path` is the
+/// file itself — when it is not a directory and `token_file` is not given. An empty `token_file`
+/// counts as not given. `None` when nothing names a file (no `token_path` and no home).
+pub fn token_file_location(
+    token_path: Option<&Path>,
+    token_file: Option<&str>,
+    home: Option<&Path>,
+    is_dir: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
+    let given = token_file.filter(|f| !f.is_empty());
+    let file = given.unwrap_or(DEFAULT_TOKEN_FILE);
+    match token_path.filter(|p| !p.as_os_str().is_empty()) {
+        None => home
+            .filter(|h| !h.as_os_str().is_empty())
+            .map(|h| h.join(file)),
+        Some(p) if given.is_some() || is_dir(p) => Some(p.join(file)),
+        Some(p) => Some(p.to_path_buf()),
+    }
 }
 
 /// The token in a token file (surrounding whitespace removed). `Ok(None)` when the file does not exist.
@@ -279,6 +298,36 @@ mod tests {
             renewable: true,
         };
         assert!(!format!("{l:?}").contains("canary"));
+    }
+
+    #[test]
+    fn token_file_location_takes_both_forms() {
+        let dirs = |p: &Path| p == Path::new("/tokens") || p == Path::new("/home/u");
+        let home = Some(Path::new("/home/u"));
+        let at = |path: Option<&str>, file: Option<&str>| {
+            token_file_location(path.map(Path::new), file, home, dirs)
+        };
+        // Nothing given: ~/.vault-token, as the CLI and community.hashi_vault.
+        assert_eq!(at(None, None), Some("/home/u/.vault-token".into()));
+        assert_eq!(at(None, Some("")), Some("/home/u/.vault-token".into()));
+        // community.hashi_vault: token_path a directory, token_file the name in it.
+        assert_eq!(
+            at(Some("/tokens"), None),
+            Some("/tokens/.vault-token".into())
+        );
+        assert_eq!(at(Some("/tokens"), Some("ci")), Some("/tokens/ci".into()));
+        assert_eq!(at(None, Some("ci")), Some("/home/u/ci".into()));
+        // Named explicitly, token_file is always joined (community.hashi_vault's rule), even to a path
+        // that is not a directory (no such file: no token).
+        assert_eq!(at(Some("/nowhere"), Some("ci")), Some("/nowhere/ci".into()));
+        // ProxShift's earlier form: token_path is the file.
+        assert_eq!(at(Some("/etc/tok"), None), Some("/etc/tok".into()));
+        assert_eq!(at(Some(""), None), Some("/home/u/.vault-token".into()));
+        assert_eq!(token_file_location(None, None, None, dirs), None);
+        assert_eq!(
+            token_file_location(None, None, Some(Path::new("")), dirs),
+            None
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ use proxshift_http::ClientOptions;
 pub use proxshift_http::{Backoff, Tls};
 use serde_json::Value;
 
-pub use auth::{default_token_file, read_token_file, Auth, Login};
+pub use auth::{read_token_file, token_file_location, Auth, Login, DEFAULT_TOKEN_FILE};
 pub use kv::{KvVersion, Mount, Secret};
 
 /// How to reach the server.

@@ -1,13 +1,13 @@
 //! The Vault connection and auth options of the collection's modules (`hashicorp_vault`,
 //! `hashicorp_vault_info`) and the `proxshift.hashi_vault.kv` lookup, with their environment
 //! fallbacks (`VAULT_ADDR`, `VAULT_TOKEN`, `VAULT_NAMESPACE`, `VAULT_CACERT`, `VAULT_SKIP_VERIFY`,
-//! `~/.vault-token`, and community.hashi_vault's `ANSIBLE_HASHI_VAULT_*` names, which come first), and
+//! the token file `token_path`/`token_file` name (`~/.vault-token` by default), and community.hashi_vault's `ANSIBLE_HASHI_VAULT_*` names, which come first), and
 //! the login they describe. An empty variable counts as unset (`ansible_module`'s rule): AWX renders an
 //! optional credential field it was not given as `""`. One implementation, behind the `module-options`
 //! feature so that the client itself does not depend on the module protocol.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::{Auth, Backoff, Config, Error as VaultError, KvVersion, Tls, Vault};
@@ -38,7 +38,8 @@ pub fn connection_options() -> Vec<Opt> {
         Opt::str("token")
             .no_log()
             .env(&["ANSIBLE_HASHI_VAULT_TOKEN", "VAULT_TOKEN"]),
-        Opt::path("token_path"),
+        Opt::path("token_path").env(&["ANSIBLE_HASHI_VAULT_TOKEN_PATH"]),
+        Opt::str("token_file").env(&["ANSIBLE_HASHI_VAULT_TOKEN_FILE"]),
         Opt::bool("token_validate")
             .default(false)
             .env(&["ANSIBLE_HASHI_VAULT_TOKEN_VALIDATE"]),
@@ -69,6 +70,7 @@ pub struct ConnectionOptions {
     mount_point: Option<String>,
     token: Option<String>,
     token_path: Option<String>,
+    token_file: Option<String>,
     token_validate: bool,
     role_id: Option<String>,
     secret_id: Option<String>,
@@ -158,20 +160,28 @@ impl ConnectionOptions {
         if let Some(t) = self.token.as_ref().filter(|t| !t.is_empty()) {
             return Ok(t.clone());
         }
-        let file = match &self.token_path {
-            Some(p) => Some(PathBuf::from(p)),
-            None => crate::default_token_file(),
-        };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let file = crate::token_file_location(
+            self.token_path.as_deref().map(Path::new),
+            self.token_file.as_deref(),
+            home.as_deref(),
+            Path::is_dir,
+        );
         let found = match &file {
             Some(f) => crate::read_token_file(f).map_err(fail)?,
             None => None,
         };
         found.ok_or_else(|| {
+            let place = match &file {
+                Some(f) => format!("write one to {}", f.display()),
+                None => format!(
+                    "write one to a file named by token_path (a directory, with token_file, default {})",
+                    crate::DEFAULT_TOKEN_FILE
+                ),
+            };
             Failure::new(format!(
                 "auth_method is token but no token was found: set token, the VAULT_TOKEN environment variable, \
-                 or write one to {}",
-                file.map(|f| f.display().to_string())
-                    .unwrap_or_else(|| "~/.vault-token".into())
+                 or {place}"
             ))
         })
     }

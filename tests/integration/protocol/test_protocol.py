@@ -202,3 +202,31 @@ def test_argument_spec_is_published(module):
     assert proc.returncode == 0
     spec = json.loads(proc.stdout)
     assert isinstance(spec, dict) and spec
+
+
+def test_plugins_send_what_the_task_and_the_source_set(run_playbook, tmp_path, ansible_venv):
+    """The lookup and the inventory plugin hand their binary the options a task (keywords, variables) or an
+    inventory source sets, on every core: ansible-core < 2.18 works an option's origin out again from the config
+    alone, so a required `url` given there was "not provided" and the plugins failed before the binary ran. The
+    binary's own error (no token file, a refused connection) shows it got them."""
+    run = run_playbook(f"""
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: lookup
+      ansible.builtin.debug:
+        msg: "{{{{ lookup('proxshift.hashi_vault.kv', 'x', url='http://127.0.0.1:9') }}}}"
+      vars:
+        ansible_hashi_vault_token_path: "{{{{ '{tmp_path}' }}}}"
+        ansible_hashi_vault_token_file: absent-token
+      ignore_errors: true
+""")
+    msg = run.task("lookup")["msg"]
+    assert "no token was found" in msg and f"{tmp_path}/absent-token" in msg, msg
+    source = tmp_path / "proxmox.yml"
+    source.write_text("plugin: proxshift.proxmox.proxmox\nurl: https://127.0.0.1:9\ntoken_id: a@pve!b\n"
+                      "token_secret: 0d1e2f30-unused-secret\n")
+    proc = subprocess.run([str(ansible_venv / "bin" / "ansible-inventory"), "-i", str(source), "--list"],
+                          env=ansible_env(tmp_path, venv=ansible_venv), capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert "127.0.0.1:9/api2/json/cluster/resources" in out and "Connection refused" in out, out

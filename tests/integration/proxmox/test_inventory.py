@@ -2,7 +2,7 @@
 with 50 VMs of three ProxShift clusters and two LXC containers: default groups, host vars (guest-agent
 IPs, config, the guest type), compose, keyed_groups, groups, filters, the inventory cache (the second
 run sends no request) and secrets that never show, `-vvv` included; the same source read by
-community.proxmox's plugin gives the same default groups. Also `proxmox_vm_info` in check mode and
+community.proxmox's plugin gives the same default groups and the same `proxmox_*` vars. Also `proxmox_vm_info` in check mode and
 `ansible-doc` of the plugin."""
 from __future__ import annotations
 
@@ -92,14 +92,18 @@ def test_groups_and_host_vars(sim50, inventory_token, tmp_path, run_inventory):
         "lxc", 2000, "pve1", "qemu")
     # want_facts (want_config): the container's config flat, as community.proxmox gives it.
     assert (ct["proxmox_hostname"], ct["proxmox_memory"], ct["proxmox_ostype"]) == ("ct-000", 512, "debian")
-    assert ct["proxmox_net0"].startswith("name=eth0,bridge=vmbr0") and ct["proxmox_config"]["cores"] == 1
+    # Property strings split into dicts as community.proxmox does; the raw string stays in proxmox_config.
+    assert ct["proxmox_net0"]["bridge"] == "vmbr0" and ct["proxmox_config"]["net0"].startswith("name=eth0,bridge=vmbr0")
+    assert ct["proxmox_config"]["cores"] == 1 and ct["proxmox_snapshots"] == [] and "proxmox_qmpstatus" not in ct
     assert ct["proxmox_ipv4_addresses"] == ["10.2.0.1"], "eth0's address as Proxmox reads it from the container"
     assert [i["name"] for i in ct["proxmox_lxc_interfaces"]] == ["lo", "eth0"]
     assert "proxmox_lxc_interfaces" not in hostvars["ct-001"], "a stopped container's interfaces are not asked"
     assert "vm-004" not in members(inv, "proxmox_tag_worker")
     v = hostvars["vm-000"]
     assert (v["proxmox_vmid"], v["proxmox_node"], v["proxmox_status"]) == (1000, "pve1", "running")
-    assert v["proxmox_tags"] == ["proxshift-sno", "worker"] and v["proxmox_clusters"] == ["sno"]
+    assert v["proxmox_tags"] == "proxshift-sno;worker" and v["proxmox_tags_parsed"] == ["proxshift-sno", "worker"]
+    assert v["proxmox_clusters"] == ["sno"] and v["proxmox_qmpstatus"] == "running"
+    assert hostvars["vm-001"]["proxmox_qmpstatus"] == "stopped"
     assert v["proxmox_pool"] == "sno"
     assert v["proxmox_ipv4_addresses"] == ["10.1.0.1"], "the guest agent's address, without loopback"
     assert v["proxmox_config"]["net0"].startswith("virtio=BC:24:11:00:00:00")
@@ -116,7 +120,7 @@ def test_compose_keyed_groups_groups_and_filters(sim50, inventory_token, tmp_pat
           - key: proxmox_clusters
             prefix: ocp
         groups:
-          masters: "'master' in proxmox_tags"
+          masters: "'master' in proxmox_tags_parsed"
         filters:
           - proxmox_status == 'running'
           - proxmox_clusters | length > 0
@@ -134,12 +138,15 @@ def test_compose_keyed_groups_groups_and_filters(sim50, inventory_token, tmp_pat
 
 
 def test_community_proxmox_style_entries_work_under_strict(sim50, inventory_token, tmp_path, run_inventory):
-    """compose/groups/keyed_groups written for community.proxmox's inventory: flat config vars, tags_parsed."""
+    """compose/groups/keyed_groups written for community.proxmox's inventory: flat config vars (property strings as
+    dicts), the tag string and tags_parsed."""
     extra = """
         strict: true
         compose:
           memory_mib: proxmox_memory | int
-          first_nic: proxmox_net0
+          first_bridge: proxmox_net0.bridge
+          first_mac: proxmox_net0.virtio | default(proxmox_net0.hwaddr)
+          tag_text: proxmox_tags
         keyed_groups:
           - key: proxmox_tags_parsed
             prefix: t
@@ -149,7 +156,9 @@ def test_community_proxmox_style_entries_work_under_strict(sim50, inventory_toke
     inv = listed(run_inventory(source(tmp_path, sim50, inventory_token, extra)))
     vm = inv["_meta"]["hostvars"]["vm-006"]
     assert vm["memory_mib"] == int(vm["proxmox_config"]["memory"]) == 2048
-    assert vm["first_nic"] == vm["proxmox_config"]["net0"] and vm["proxmox_tags_parsed"] == vm["proxmox_tags"]
+    assert (vm["first_bridge"], vm["first_mac"]) == ("vmbr0", vm["proxmox_config"]["net0"].split(",")[0].split("=")[1])
+    assert vm["proxmox_tags_parsed"] == vm["tag_text"].split(";") == ["proxshift-sno", "worker"]
+    assert inv["_meta"]["hostvars"]["ct-001"]["first_mac"] == "BC:24:11:CC:00:01"
     assert members(inv, "sno") == members(inv, "proxmox_cluster_sno") == members(inv, "t_proxshift_sno")
 
 
@@ -262,12 +271,15 @@ def test_community_node_and_status_options(sim50, inventory_token, tmp_path, run
         sim50.api("POST", "nodes/pve1/qemu/1000/status/resume")
 
 
-def test_community_proxmox_plugin_on_the_same_source_gives_the_same_groups(sim50, inventory_token, tmp_path, run_inventory):
+def test_community_proxmox_plugin_on_the_same_source_gives_the_same_groups_and_vars(sim50, inventory_token, tmp_path,
+                                                                                   run_inventory):
     """community.proxmox's own inventory plugin (PyPI's `ansible`, unmodified) and ours over the same
-    pvesim: the same hosts in the same default groups — VMs and containers by type (`proxmox_all_qemu`,
-    `proxmox_all_lxc`, `proxmox_<node>_qemu`/`_lxc`), by status, by pool, the nodes — and the same
-    `proxmox_vmtype`, `proxmox_vmid` and `proxmox_node` facts, so a user's groups/keyed_groups/compose
-    written for it keep working with ours."""
+    pvesim, both with want_facts: the same hosts in the same default groups — VMs and containers by type
+    (`proxmox_all_qemu`, `proxmox_all_lxc`, `proxmox_<node>_qemu`/`_lxc`), by status, by pool, the nodes —
+    and every `proxmox_*` var it sets on a VM or a container (config keys flat, property strings as dicts,
+    the tag string and list, qmpstatus, snapshots, agent and container interfaces) with the same value in
+    ours, so a user's groups/keyed_groups/compose written for it keep working with ours. Templates are
+    hosts in neither."""
     venv = community_proxmox_venv()
     site_packages = next((venv / "lib").glob("python3*/site-packages"))
     token_id, secret = inventory_token
@@ -279,21 +291,29 @@ def test_community_proxmox_plugin_on_the_same_source_gives_the_same_groups(sim50
         user: "{user}"
         token_id: "{name}"
         token_secret: "{secret}"
-        want_facts: false
+        want_facts: true
         """))
     env = ansible_env(tmp_path, {"ANSIBLE_COLLECTIONS_PATH": str(site_packages), "REQUESTS_CA_BUNDLE": str(sim50.ca_path)},
                       venv=venv)
     proc = subprocess.run([str(venv / "bin" / "ansible-inventory"), "-i", str(theirs_src), "--list"], env=env,
                           capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     theirs = listed(proc)
-    ours = listed(run_inventory(source(tmp_path, sim50, inventory_token, "want_facts: false\n")))
+    ours = listed(run_inventory(source(tmp_path, sim50, inventory_token, "want_facts: true\n")))
     default = [g for g in theirs if g.startswith("proxmox_") and members(theirs, g)]
     assert {"proxmox_all_lxc", "proxmox_pve1_lxc", "proxmox_all_qemu", "proxmox_nodes", "proxmox_pool_sno"} <= set(default), default
     for group in default:
         assert members(ours, group) == members(theirs, group), group
-    hosts = {h for g in default for h in members(theirs, g)} - {"pve1", "pve2", "pve3"}
-    assert {"ct-000", "ct-001", "vm-000"} <= hosts
-    for host in hosts:
+    nodes = {"pve1", "pve2", "pve3"}
+    hosts = set(theirs["_meta"]["hostvars"]) - nodes
+    assert hosts == set(ours["_meta"]["hostvars"]) - nodes == {f"vm-{i:03d}" for i in range(50)} | {"ct-000", "ct-001"}
+    for host in sorted(hosts):
         mine, other = ours["_meta"]["hostvars"][host], theirs["_meta"]["hostvars"][host]
-        for fact in ("proxmox_vmtype", "proxmox_vmid", "proxmox_node"):
-            assert mine[fact] == other[fact], (host, fact)
+        facts = {k for k in other if k.startswith("proxmox_")}
+        assert {k: mine.get(k) for k in facts} == {k: other[k] for k in facts}, host
+    # What the comparison covered: a running VM with the agent, a stopped VM, a running and a stopped container.
+    vm, ct = theirs["_meta"]["hostvars"]["vm-000"], theirs["_meta"]["hostvars"]["ct-000"]
+    assert {"proxmox_net0", "proxmox_scsi0", "proxmox_agent_interfaces", "proxmox_qmpstatus", "proxmox_snapshots",
+            "proxmox_tags", "proxmox_tags_parsed", "proxmox_status", "proxmox_vmtype"} <= set(vm), sorted(vm)
+    assert isinstance(vm["proxmox_net0"], dict) and vm["proxmox_tags"] == "proxshift-sno;worker"
+    assert {"proxmox_rootfs", "proxmox_hostname", "proxmox_lxc_interfaces", "proxmox_net0"} <= set(ct), sorted(ct)
+    assert "proxmox_qmpstatus" in theirs["_meta"]["hostvars"]["vm-001"]

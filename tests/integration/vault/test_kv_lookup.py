@@ -100,7 +100,15 @@ def test_missing_key_without_default_is_a_clear_error(bao, run_playbook):
     assert "the secret at secret/openshift/pull-secret has no key 'nope' (set default to allow this)" in msg, msg
 
 
-def test_approle_auth_from_variables(bao, run_playbook):
+def test_approle_auth_and_token_files_from_variables(bao, run_playbook, tmp_path):
+    """AppRole from variables; the token file in community.hashi_vault's form (token_path a directory, token_file
+    the name in it, from ANSIBLE_HASHI_VAULT_TOKEN_PATH, ansible_hashi_vault_token_* vars or options) and in
+    ProxShift's earlier one (token_path the file)."""
+    env_dir, var_dir = tmp_path / "env-tokens", tmp_path / "var-tokens"
+    env_dir.mkdir()
+    var_dir.mkdir()
+    (env_dir / ".vault-token").write_text(bao.token + "\n")
+    (var_dir / "ci-token").write_text(bao.token)
     run = run_playbook(play("""
 - name: via approle
   ansible.builtin.set_fact:
@@ -110,16 +118,38 @@ def test_approle_auth_from_variables(bao, run_playbook):
     proxshift_vault_url: "{{ addr }}"
     proxshift_vault_secret_id: "{{ secret_id }}"
   no_log: true
+- name: token files
+  ansible.builtin.set_fact:
+    from_env_dir: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret', url=addr) }}"
+    from_file_path: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret', url=addr,
+                               token_path=var_dir ~ '/ci-token') }}"
+  no_log: true
+- name: token file named in a token_path directory
+  ansible.builtin.set_fact:
+    from_vars: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret', url=addr) }}"
+  vars:
+    ansible_hashi_vault_token_path: "{{ var_dir }}"
+    ansible_hashi_vault_token_file: ci-token
+  no_log: true
 - name: check
   ansible.builtin.assert:
-    that: value == expected
+    that: [value == expected, from_env_dir == expected, from_vars == expected, from_file_path == expected]
+- name: absent token file
+  ansible.builtin.debug:
+    msg: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', url=addr, token_file='absent') }}"
+  ignore_errors: true
 - name: outside the policy
   ansible.builtin.debug:
     msg: "{{ lookup('proxshift.hashi_vault.kv', 'app/db', engine_mount_point='kv1', kv_version=1,
                     auth_method='approle', role_id=role_id, secret_id=secret_id, url=addr) }}"
-"""), env={}, extra_vars={"addr": bao.addr, "role_id": bao.approle_id, "secret_id": APPROLE_SECRET_ID_CANARY,
-                          "expected": PULL_SECRET_CANARY}, verbosity=3)
-    assert run.status("check") == "ok", run.output
+"""), env={"ANSIBLE_HASHI_VAULT_TOKEN_PATH": str(env_dir)},
+        extra_vars={"addr": bao.addr, "role_id": bao.approle_id, "secret_id": APPROLE_SECRET_ID_CANARY,
+                    "expected": PULL_SECRET_CANARY, "var_dir": str(var_dir)}, verbosity=3)
+    assert run.status("check") == "ok", [(r["task"], r.get("failed")) for r in run.results]
+    msg = run.task("absent token file")["msg"]
+    # token_file joins the directory from ANSIBLE_HASHI_VAULT_TOKEN_PATH; the message names the file looked for.
+    assert "no token was found" in msg and f"{env_dir}/absent" in msg, msg
+    assert bao.token not in run.output
     msg = run.task("outside the policy")["msg"]
     assert "HTTP 403" in msg and "kv1/app/db" in msg, msg
 

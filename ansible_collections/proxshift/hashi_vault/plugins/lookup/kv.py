@@ -137,8 +137,28 @@ options:
       - name: ansible_hashi_vault_token
       - name: proxshift_vault_token
   token_path:
-    description: Token file read when no token is given. Default C(~/.vault-token).
+    description:
+      - Where the token file is, read when no token is given. As in community.hashi_vault, a directory that holds
+        O(token_file) (C($HOME) when not given, so C(~/.vault-token) by default); a path that is not a directory is the
+        token file itself when O(token_file) is not given (ProxShift's earlier form).
     type: path
+    env:
+      - name: ANSIBLE_HASHI_VAULT_TOKEN_PATH
+    vars:
+      - name: ansible_hashi_vault_token_path
+    ini:
+      - section: hashi_vault_collection
+        key: token_path
+  token_file:
+    description: Name of the token file in O(token_path); C(.vault-token) when not given.
+    type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_TOKEN_FILE
+    vars:
+      - name: ansible_hashi_vault_token_file
+    ini:
+      - section: hashi_vault_collection
+        key: token_file
   token_validate:
     description: Check the token with C(auth/token/lookup-self) first.
     type: bool
@@ -226,6 +246,7 @@ _raw:
 """
 
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.unsafe_proxy import wrap_var
@@ -235,14 +256,15 @@ from ansible_collections.proxshift.hashi_vault.plugins.plugin_utils.binary_modul
 # The options the binary takes (its Rust spec) besides the terms.
 BACKEND_OPTIONS = (
     "key", "version", "engine_mount_point", "kv_version", "return_metadata", "url", "namespace", "ca_cert", "validate_certs",
-    "timeout", "retries", "auth_method", "mount_point", "token", "token_path", "token_validate", "role_id",
+    "timeout", "retries", "auth_method", "mount_point", "token", "token_path", "token_file",
+    "token_validate", "role_id",
     "secret_id", "role", "jwt", "service_account_token_path", "username", "password",
 )
 
 
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
-        self.set_options(var_options=variables, direct=kwargs)
+        self.set_options(var_options=self._plugin_vars(variables), direct=kwargs)
         options = backend_options(self, BACKEND_OPTIONS, self._templar)
         options["terms"] = [str(t) for t in terms]
         if "default" in kwargs:
@@ -250,3 +272,12 @@ class LookupModule(LookupBase):
             options["default"] = kwargs["default"]
         result = run_backend("--lookup", options, "proxshift.hashi_vault.kv", AnsibleError)
         return [wrap_var(v) for v in result.get("values", [])]
+
+    def _plugin_vars(self, variables):
+        """The variables this lookup reads (its options' `vars:`), templated. Ansible hands a lookup its variables
+        raw, and would make a `type: path` option's template (`ansible_hashi_vault_token_path: "{{ dir }}"`) a path
+        relative to the working directory before anything templates it."""
+        if not variables:
+            return variables
+        names = C.config.get_plugin_vars("lookup", self._load_name)
+        return {name: self._templar.template(variables[name]) for name in names if name in variables}

@@ -266,8 +266,17 @@ options:
     description: Vault token (O(auth_method=token)). Falls back to C(VAULT_TOKEN), then to the token file.
     type: str
   token_path:
-    description: Token file read when no token is given. Default C(~/.vault-token), as the vault/bao CLI writes it.
+    description:
+      - Where the token file is, read when no token is given. As in community.hashi_vault, a directory that holds
+        O(token_file) (C($HOME) when not given, so C(~/.vault-token) by default, where the vault/bao CLI writes it);
+        a path that is not a directory is the token file itself when O(token_file) is not given.
+      - Falls back to C(ANSIBLE_HASHI_VAULT_TOKEN_PATH).
     type: path
+  token_file:
+    description:
+      - Name of the token file in O(token_path); C(.vault-token) when not given. Falls back to
+        C(ANSIBLE_HASHI_VAULT_TOKEN_FILE).
+    type: str
   token_validate:
     description: Check the token with C(auth/token/lookup-self) before doing anything else.
     type: bool

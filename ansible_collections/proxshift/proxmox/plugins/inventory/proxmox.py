@@ -89,8 +89,8 @@ options:
     default: 30
   want_config:
     description:
-      - Read each guest's configuration into C(<facts_prefix>config) and flat host vars (one request per VM or
-        container).
+      - Read each guest's configuration into C(<facts_prefix>config) and flat host vars, its snapshot names and a
+        running VM's C(qmpstatus) (up to three requests per VM or container, as community.proxmox).
       - C(want_facts) is community.proxmox's name for it (whose default is V(false)).
     type: bool
     default: true
@@ -127,8 +127,7 @@ options:
     default: proxshift-
   qemu_extended_statuses:
     description:
-      - Read each running VM's C(qmpstatus) (one C(status/current) request per running VM) into
-        C(<facts_prefix>qmpstatus) and group running VMs by it, so paused and prelaunch VMs are in
+      - Group running VMs by their C(<facts_prefix>qmpstatus) (read with O(want_config)), so paused and prelaunch VMs are in
         C(<group_prefix>all_paused) and C(<group_prefix>all_prelaunch) instead of C(<group_prefix>all_running), as
         community.proxmox does. Needs O(want_config).
     type: bool
@@ -156,11 +155,19 @@ notes:
   - Host names are VM names and container host names; a VM without one is C(vm-<vmid>), and a name shared by several
     guests becomes C(<name>-<vmid>) for all but the lowest VMID (with a warning).
   - Host vars (with O(facts_prefix)) are C(vmid), C(vmtype) (V(qemu) or V(lxc)), C(name), C(node), C(status),
-    C(template), C(tags) (a list), C(tags_parsed) (the same list, community.proxmox's name), C(clusters), C(pool),
-    C(lock), C(hastate), C(maxmem), with O(want_config) C(config), every config key flat as in community.proxmox
-    (C(proxmox_cores), C(proxmox_net0), a container's C(proxmox_hostname) and C(proxmox_rootfs); a key named like one
-    of these vars stays only in C(config)) and, for VMs, C(agent_enabled), and with O(want_agent_interfaces)
+    C(template), C(tags) (the tag string as Proxmox keeps it, C(a;b)), C(tags_parsed) (the list), C(clusters), C(pool),
+    C(lock), C(hastate), C(maxmem); with O(want_config) C(config) (the raw config), C(snapshots) (the snapshot names),
+    for VMs C(qmpstatus) and C(agent_enabled), and every config key flat; with O(want_agent_interfaces)
     C(agent_interfaces) (VMs) or C(lxc_interfaces) (containers), C(ipv4_addresses) and C(ipv6_addresses).
+  - The vars community.proxmox's inventory sets have its names and shapes, so C(compose), C(groups) and
+    C(keyed_groups) written for it work unchanged (a test runs both plugins over the same cluster and compares them).
+    Each config key is C(<facts_prefix><key>) and a property string whose comma-separated parts all hold C(=) is a
+    dict, as there - C(proxmox_net0.bridge), C(proxmox_ipconfig0.ip), C(proxmox_scsi0.size) (disk keys, C(rootfs)
+    and keys starting with C(virtio), C(sata), C(ide) or C(scsi), C(scsihw) included, get their volume as
+    C(disk_image)); C(description) stays text and the raw strings stay in C(config). C(agent_interfaces) is a list of
+    C({name, mac-address, ip-addresses}) (addresses as C(ip/prefix)), C(lxc_interfaces) of
+    C({name, hwaddr, inet, inet6}), each set only when there is an interface.
+  - Templates are left out (as community.proxmox does) unless O(include_templates).
   - In AWX/AAP use it as an inventory source from a project (a C(proxmox.yml) file) with the
     C(PROXMOX_*) variables injected by a credential.
 """
@@ -175,10 +182,11 @@ ca_path: /etc/pki/pve-root-ca.pem
 compose:
   ansible_host: proxmox_ipv4_addresses | first | default(omit)
 keyed_groups:
-  - key: proxmox_tags
+  - key: proxmox_tags_parsed
     prefix: tag
 groups:
-  ocp_masters: "'master' in proxmox_tags"
+  ocp_masters: "'master' in proxmox_tags_parsed"
+  on_vmbr1: "proxmox_net0.bridge | default('') == 'vmbr1'"
 filters:
   - proxmox_status == 'running'
 cache: true

@@ -68,7 +68,15 @@ def backend_options(plugin, names, templar) -> dict:
     field left empty as ""). So modules and plugins read the environment one way, in one place."""
     options = {}
     for name in names:
-        value, origin = plugin.get_option_and_origin(name)
+        value = plugin.get_option(name)
+        try:
+            seen, origin = plugin.get_option_and_origin(name)
+        except KeyError:  # a required option given only in the task or the source (ansible-core < 2.18, below)
+            seen, origin = None, "direct"
+        if seen != value:
+            # ansible-core < 2.18 works the origin out again from the config alone, without what the task or the
+            # inventory source set (set_options' direct and var_options): a value it does not see came from there.
+            origin = "direct"
         if value is None or origin == "default" or str(origin).startswith("env"):
             continue
         # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
