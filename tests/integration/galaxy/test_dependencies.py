@@ -100,7 +100,7 @@ def test_every_collection_a_collection_uses_is_a_declared_dependency():
 def test_the_scan_sees_the_uses_that_need_a_dependency():
     """The scanner itself: openshift's roles call proxshift.hashi_vault modules (acm, gitops, external_secrets)."""
     used = collections_used(COLLECTIONS / "openshift")
-    assert {"roles/acm/tasks/main.yml", "roles/external_secrets/tasks/configure.yml",
+    assert {"roles/acm/tasks/main.yml", "roles/external_secrets/tasks/vault.yml",
             "roles/gitops/tasks/credentials.yml"} <= used["proxshift.hashi_vault"], used
     assert _task_uses({"block": [{"x.y.z": {}}], "module_defaults": {"group/a.b.c": {}},
                        "debug": {"msg": "{{ lookup('p.q.r', 'k') }}"}}) == {"x.y", "a.b", "p.q"}
