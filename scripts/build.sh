@@ -77,7 +77,8 @@ done
 install -m 0755 "$(tool_path protocol_probe)" \
   tests/collections/ansible_collections/proxshift_test/probe/plugins/modules/protocol_probe
 mkdir -p build/bin
-install -m 0755 "$(tool_path pvesim)" "$(tool_path proxshift)" build/bin/
+install -m 0755 "$(tool_path pvesim)" build/bin/pvesim
+install -m 0755 "$(tool_path proxshift)" build/bin/proxshift
 # Only outputs that passed the checks above are kept for the next clone of these sources.
 if (( fail == 0 )) && [ -n "${stage:-}" ]; then build_outputs_store "$key" "$stage"/*; fi
 # ansible.cfg puts build/collections first: the checkout's collections win only once they hold binaries.
