@@ -35,7 +35,7 @@ from typing import Callable, Iterator, TypeVar
 import pytest
 import yaml
 
-from testlib import REPO
+from testlib import REPO, stop_process
 
 T = TypeVar("T")
 
@@ -278,12 +278,7 @@ def external_secrets_controller(api: KubeApi, workdir: Path) -> Iterator[Path]:
         stop.set()
         starter.join(timeout=30)
         for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, timeout=15)
 
 
 def external_secret(api: KubeApi, ns: str, name: str, store: str, key: str) -> None:

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from testlib import REPO, VENV, free_port
+from testlib import REPO, VENV, free_port, stop_process
 
 # --------------------------------------------------------------------------------------------- pvesim
 
@@ -256,15 +256,6 @@ class PveSim:
         return head + conn_block + "\n  tasks:\n" + body + "\n"
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @contextlib.contextmanager
 def running_pvesim(tmp_path: Path, seed: Path = LAB_SEED, time_scale: str = "0.02", extra: list[str] | None = None) -> Iterator[PveSim]:
     """pvesim over HTTPS with its own CA on a free loopback port, seeded from `seed`."""
@@ -294,7 +285,7 @@ def running_pvesim(tmp_path: Path, seed: Path = LAB_SEED, time_scale: str = "0.0
         assert status == 200
         yield sim
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 # ---------------------------------------------------------------------------- community.proxmox venv
@@ -464,4 +455,4 @@ def running_openbao(tmp_path: Path, audit: bool = False) -> Iterator[OpenBao]:
             time.sleep(0.1)
         yield server
     finally:
-        _stop(proc)
+        stop_process(proc)

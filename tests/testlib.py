@@ -259,3 +259,13 @@ def fleet_inventory(dest: Path, names: list[str], bad: str | None = None, memory
         children[bad] = cluster(len(names), f"{bad}-0", "192.0.2.99")
     (dest / "fleet.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"children": children}}}}))
     return dest
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """Terminate a service the tests started, killing it when it does not exit within `timeout` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
