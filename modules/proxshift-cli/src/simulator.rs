@@ -87,7 +87,19 @@ impl RunningSim {
         dump: &str,
     ) -> Result<Self, CliError> {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(bin)
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(bin);
+        // SIGINT is how `stop` asks for the final state, so the simulator must be able to receive it even
+        // when this process started with SIGINT ignored (`nohup … &`, a non-interactive shell's background
+        // job): an ignored disposition survives exec, and a shell cannot trap what it inherited ignored.
+        // SAFETY: `signal` is async-signal-safe, as code between fork and exec must be.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .args([
                 "--listen",
                 listen,

@@ -952,8 +952,19 @@ fn a_rehearsal_lists_each_preflight_problem() {
     let out = p.dir.join("rh").display().to_string();
     let pvesim = p.bin().join("pvesim").display().to_string();
     let args = ["rehearse", "lab-sno", "--out", &out, "--pvesim", &pvesim];
-    let o = p.run(&[&["--json"], &args[..]].concat());
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Started as a non-interactive shell's background job (`proxshift rehearse … &`, `nohup`): SIGINT
+    // ignored, which the simulator (here a shell, which cannot trap a signal it inherited ignored) must not
+    // inherit — SIGINT is how the CLI asks it for its final state.
+    let mut command = p.command(&[&["--json"], &args[..]].concat());
+    // SAFETY: `signal` is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let o = command.output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let v = json_out(&o);
     assert_eq!(v["status"], "failed");
     assert_eq!(v["ansible_rc"], 2);
