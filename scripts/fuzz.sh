@@ -36,17 +36,38 @@ else
   # shellcheck disable=SC2086  # target names have no spaces
   build_outputs_store "$key" $(for t in $targets; do echo "$bins/$t"; done)
 fi
-for t in $targets; do
-  mkdir -p "corpus/$t" "seeds/$t" "artifacts/$t"
-  echo "== fuzz $t for ${SECONDS_EACH}s"
-  log="artifacts/$t/last-run.log"
-  # What `cargo fuzz run -O` runs once built: the target with its artifact prefix and cargo-fuzz's ASan default.
-  if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0" "$bins/$t" \
-      -artifact_prefix="artifacts/$t/" "corpus/$t" "seeds/$t" \
-      -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
-    tail -n 60 "$log" >&2
-    echo "fuzz target $t FAILED: the input is in fuzz/artifacts/$t/" >&2
-    exit 1
-  fi
-  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" || true
+# libFuzzer runs one single-threaded process per target: FUZZ_JOBS targets (default one per core) fuzz side by side,
+# each for the full SECONDS_EACH.
+jobs=${FUZZ_JOBS:-$(nproc)}
+fuzz_one() { # <target>: what `cargo fuzz run -O` runs once built — the target with its artifact prefix and
+  # cargo-fuzz's ASan default; the log in artifacts/<target>/last-run.log
+  local t=$1
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0" "$bins/$t" \
+    -artifact_prefix="artifacts/$t/" "corpus/$t" "seeds/$t" \
+    -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"artifacts/$t/last-run.log" 2>&1
+}
+set -- $targets
+failed=()
+while (($#)); do
+  batch=("${@:1:jobs}")
+  shift "${#batch[@]}"
+  declare -A pid=()
+  for t in "${batch[@]}"; do
+    mkdir -p "corpus/$t" "seeds/$t" "artifacts/$t"
+    echo "== fuzz $t for ${SECONDS_EACH}s"
+    fuzz_one "$t" &
+    pid[$t]=$!
+  done
+  for t in "${batch[@]}"; do
+    if wait "${pid[$t]}"; then
+      grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "artifacts/$t/last-run.log" | sed "s/^/$t: /" || true
+    else
+      tail -n 60 "artifacts/$t/last-run.log" >&2
+      echo "fuzz target $t FAILED: the input is in fuzz/artifacts/$t/" >&2
+      failed+=("$t")
+    fi
+  done
+  unset pid
+  # A crash, panic, hang or runaway allocation stops the run once its batch is done.
+  ((${#failed[@]} == 0)) || exit 1
 done
