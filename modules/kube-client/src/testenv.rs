@@ -342,7 +342,7 @@ impl TestEnv {
             assert!(
                 b.is_file(),
                 "{} is missing. These tests need a real etcd, kube-apiserver and kube-controller-manager: \
-                 run `scripts/deps/kube.sh` (builds Kubernetes 1.34 and etcd 3.6 from Go modules, ~20 min \
+                 run `scripts/deps/kube.sh` (builds Kubernetes 1.34 and etcd 3.6 from Go modules, minutes \
                  once, cached in {DEFAULT_ASSETS}) or set KUBEBUILDER_ASSETS to a folder with all three.",
                 b.display()
             );
