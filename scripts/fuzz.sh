@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every cargo-fuzz target under fuzz/ for SECONDS each (default 25; `make test` runs 15 s each;
-# `make fuzz` passes a longer time). Fails on the first crash, panic, hang (> 10 s per input) or runaway
-# allocation; the input is left in fuzz/artifacts/<target>/ and replays with
+# `make fuzz` passes a longer time). Fails on a crash, panic, hang (> 10 s per input) or runaway allocation,
+# once the targets fuzzing beside it are done; the input is left in fuzz/artifacts/<target>/ and replays with
 #   (cd fuzz && cargo +nightly fuzz run -O <target> artifacts/<target>/<file>)
 # Committed seeds are in fuzz/seeds/<target>/; the growing corpus in fuzz/corpus/<target>/ (git-ignored).
 set -euo pipefail
@@ -46,20 +46,22 @@ fuzz_one() { # <target>: what `cargo fuzz run -O` runs once built — the target
     -artifact_prefix="artifacts/$t/" "corpus/$t" "seeds/$t" \
     -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"artifacts/$t/last-run.log" 2>&1
 }
+# shellcheck disable=SC2086  # target names have no spaces
 set -- $targets
 failed=()
 while (($#)); do
   batch=("${@:1:jobs}")
   shift "${#batch[@]}"
-  declare -A pid=()
+  pids=()
   for t in "${batch[@]}"; do
     mkdir -p "corpus/$t" "seeds/$t" "artifacts/$t"
     echo "== fuzz $t for ${SECONDS_EACH}s"
     fuzz_one "$t" &
-    pid[$t]=$!
+    pids+=($!)
   done
-  for t in "${batch[@]}"; do
-    if wait "${pid[$t]}"; then
+  for i in "${!batch[@]}"; do
+    t=${batch[i]}
+    if wait "${pids[i]}"; then
       grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "artifacts/$t/last-run.log" | sed "s/^/$t: /" || true
     else
       tail -n 60 "artifacts/$t/last-run.log" >&2
@@ -67,7 +69,6 @@ while (($#)); do
       failed+=("$t")
     fi
   done
-  unset pid
   # A crash, panic, hang or runaway allocation stops the run once its batch is done.
   ((${#failed[@]} == 0)) || exit 1
 done

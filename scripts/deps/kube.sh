@@ -80,7 +80,7 @@ mv "$TMP/bin/server" "$TMP/bin/etcd" # go names a /vN module's binary after the 
 # The External Secrets controller with the providers and generators the tests use registered, no others: its two
 # register.go files (nothing but blank imports; each provider's init registers it) are replaced by
 # scripts/deps/go/eso/overlay/ in a copy of the module, which a copy of the project's go.mod points at (`replace`;
-# Go refuses -overlay inside the module cache). The cloud providers' SDKs took two thirds of its cold build.
+# Go refuses -overlay inside the module cache). The cloud providers' SDKs took more than half of its cold build.
 ESO_MODULE=github.com/external-secrets/external-secrets
 eso_dir=$(cd "$GOMODS/eso" && go mod download -json "$ESO_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$eso_dir" ] || { log "go mod download $ESO_MODULE gave no folder"; exit 1; }

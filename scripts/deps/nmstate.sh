@@ -11,8 +11,8 @@ BIN="$ROOT/bin/nmstatectl"
 if ! "$BIN" --version 2>/dev/null | grep -q "$VERSION"; then
     mkdir -p "$ROOT"
     # Optimised lightly: the tests run `nmstatectl gc` a few times, and a cold machine builds it in `make test`.
-    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo install --quiet --locked nmstatectl --version "$VERSION" --no-default-features --features gen_conf \
-        --root "$ROOT" >&2
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo install --quiet --locked nmstatectl --version "$VERSION" \
+        --no-default-features --features gen_conf --root "$ROOT" >&2
     "$BIN" --version | grep -q "$VERSION" || { echo "nmstatectl installed but $BIN is not $VERSION" >&2; exit 1; }
 fi
 echo "$BIN"
