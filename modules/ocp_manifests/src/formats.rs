@@ -68,6 +68,10 @@ pub enum PemError {
     },
     #[error("holds no PEM block (expected -----BEGIN CERTIFICATE----- …)")]
     NoBlock,
+    #[error("has text after the END line of PEM block {block}: invalid block (the installer's validate.CABundle accepts nothing but certificates after the last one, not even a blank line)")]
+    TrailingText { block: usize },
+    #[error("has text after '-----END CERTIFICATE-----' on the END line of PEM block {block}: invalid block")]
+    EndLineText { block: usize },
 }
 
 /// Why a DER blob is not shaped like an x509 Certificate.
@@ -109,9 +113,11 @@ pub enum RepositoryError {
     #[error("'{0}' contains a tag; give the repository only")]
     Tag(String),
     #[error(
-        "'{repo}' has an invalid path component '{component}' (lowercase letters, digits, . _ -)"
+        "'{repo}' has an invalid path component '{component}': lower-case letters and digits, joined by one '.', '_', '__' or dashes; no separator at either end and none doubled (the docker reference grammar the installer parses with)"
     )]
     Component { repo: String, component: String },
+    #[error("'{0}' is longer than the 255 characters a repository name may have")]
+    TooLong(String),
 }
 
 /// Standard base64 (with or without padding) to bytes.
@@ -246,6 +252,21 @@ fn check_ssh_line(line: &str, fips: bool) -> Result<String, SshLineError> {
 /// Every PEM block of a trust bundle is a CERTIFICATE whose body is a DER SEQUENCE holding the
 /// tbsCertificate SEQUENCE (a structural x509 check). Text between blocks is ignored, like Go's
 /// `pem.Decode`. Returns the number of certificates.
+/// The trust bundle as it is rendered: every line's trailing white space and the blank lines after
+/// the last block removed, one final newline. A PEM file read with a trailing blank line (or CRLF line
+/// ends) then passes the installer's `validate.CABundle`, which refuses anything after the last
+/// block's END line; what is left after this (trailing text) is refused by [`check_pem_bundle`].
+pub fn normalize_pem_bundle(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
+    let mut out = lines.join("\n").trim_end().to_string();
+    out.push('\n');
+    out
+}
+
+/// Every PEM block is an x509 certificate, as the installer's `validate.CABundle`
+/// (pkg/validate/validate.go) reads the bundle with Go's `pem.Decode` and `x509.ParseCertificate`:
+/// text before a block is skipped, the END line may carry only white space, and after the last
+/// block's END line (and its line ending) nothing may follow ("invalid block"). Returns the count.
 pub fn check_pem_bundle(s: &str) -> Result<usize, PemError> {
     let mut count = 0;
     let mut rest = s;
@@ -274,10 +295,18 @@ pub fn check_pem_bundle(s: &str) -> Result<usize, PemError> {
             block: count,
             source,
         })?;
-        rest = &body_start[end + end_marker.len()..];
+        let after = &body_start[end + end_marker.len()..];
+        let (end_line, next) = after.split_once('\n').unwrap_or((after, ""));
+        if !end_line.trim_matches([' ', '\t', '\r']).is_empty() {
+            return Err(PemError::EndLineText { block: count });
+        }
+        rest = next;
     }
     if count == 0 {
         return Err(PemError::NoBlock);
+    }
+    if !rest.is_empty() {
+        return Err(PemError::TrailingText { block: count });
     }
     Ok(count)
 }
@@ -354,8 +383,11 @@ fn names_registry(first: &str) -> bool {
         || first.bytes().any(|b| b.is_ascii_uppercase())
 }
 
-/// An image repository `host[:port][/path…]` without tag or digest, as the installer requires for
-/// mirror sources and mirrors.
+/// An image repository `host[:port][/path…]` without tag or digest, as the installer's
+/// `validateNamedRepository` (pkg/types/validation/installconfig.go) requires for mirror sources
+/// and mirrors: containers/image `reference.ParseNamed` with its docker reference grammar
+/// (docker/reference/regexp.go), and for a name that is not canonical (no registry host) its
+/// fallback, a DNS-1123 host with an optional port.
 pub fn check_repository(s: &str) -> Result<(), RepositoryError> {
     if s.is_empty() || s.contains(char::is_whitespace) || s.contains("://") {
         return Err(RepositoryError::NotRepository(s.into()));
@@ -363,10 +395,10 @@ pub fn check_repository(s: &str) -> Result<(), RepositoryError> {
     if s.contains('@') {
         return Err(RepositoryError::Digest(s.into()));
     }
-    let mut parts = s.split('/');
-    let host = parts.next().unwrap_or_default();
-    if s.contains('/') && !names_registry(host) {
-        // installer pkg/types/validation `validateNamedRepository`: containers/image's
+    let Some((host, path)) = s.split_once('/') else {
+        return check_bare_host(s);
+    };
+    if !names_registry(host) {
         // `reference.ParseNamed` takes a first component without '.', ':' or uppercase, other
         // than `localhost`, as a path under docker.io, not canonical; the fallback that follows
         // accepts only a bare `host[:port]`, so `openshift/release` is refused.
@@ -375,38 +407,95 @@ pub fn check_repository(s: &str) -> Result<(), RepositoryError> {
             first: host.into(),
         });
     }
-    let (h, port) = host
-        .split_once(':')
-        .map_or((host, None), |(h, p)| (h, Some(p)));
-    if h.is_empty()
-        || !h
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
-    {
+    check_domain(s, host)?;
+    if s.len() > NAME_TOTAL_LENGTH_MAX {
+        return Err(RepositoryError::TooLong(s.into()));
+    }
+    let components: Vec<&str> = path.split('/').collect();
+    for (i, comp) in components.iter().enumerate() {
+        if i + 1 == components.len() && comp.contains(':') {
+            // `reference.IsNameOnly` is false: "must be repository--not reference".
+            return Err(RepositoryError::Tag(s.into()));
+        }
+        if !is_path_component(comp) {
+            return Err(RepositoryError::Component {
+                repo: s.into(),
+                component: (*comp).into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// docker/reference `NameTotalLengthMax`.
+const NAME_TOTAL_LENGTH_MAX: usize = 255;
+
+/// A repository without '/': `ParseNamed` finds it not canonical (it is `docker.io/library/…`), and
+/// `validateNamedRepository` then accepts it when `net.SplitHostPort`'s host (or the whole string)
+/// is a DNS-1123 subdomain — lower case, labels not starting or ending with '-'. The port must be a
+/// number here; the installer does not look at it offline, but the mirror could not be reached.
+fn check_bare_host(s: &str) -> Result<(), RepositoryError> {
+    let (h, port) = s.split_once(':').map_or((s, None), |(h, p)| (h, Some(p)));
+    if !crate::net::is_dns_subdomain(h) || h.ends_with('.') {
         return Err(RepositoryError::Host {
             repo: s.into(),
-            host: host.into(),
+            host: h.into(),
         });
     }
     if port.is_some_and(|p| p.parse::<u16>().is_err()) {
         return Err(RepositoryError::Port(s.into()));
     }
-    for comp in parts {
-        if comp.contains(':') {
-            return Err(RepositoryError::Tag(s.into()));
-        }
-        let ok = !comp.is_empty()
-            && comp
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
-        if !ok {
-            return Err(RepositoryError::Component {
-                repo: s.into(),
-                component: comp.into(),
-            });
-        }
+    Ok(())
+}
+
+/// docker/reference `domainAndPort`: dot-separated components of `[a-zA-Z0-9]`, '-' only inside a
+/// component, then an optional `:` and digits.
+fn check_domain(repo: &str, domain: &str) -> Result<(), RepositoryError> {
+    let (h, port) = domain
+        .split_once(':')
+        .map_or((domain, None), |(h, p)| (h, Some(p)));
+    let component_ok = |c: &str| {
+        !c.is_empty()
+            && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !c.starts_with('-')
+            && !c.ends_with('-')
+    };
+    if !h.split('.').all(component_ok) {
+        return Err(RepositoryError::Host {
+            repo: repo.into(),
+            host: domain.into(),
+        });
+    }
+    if port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(RepositoryError::Port(repo.into()));
     }
     Ok(())
+}
+
+/// docker/reference `pathComponent`: runs of `[a-z0-9]` joined by one separator — `.`, `_`, `__` or
+/// any number of `-` — so a component neither starts nor ends with one, and `..` or `._` is none.
+fn is_path_component(c: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let b = c.as_bytes();
+    if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if alnum(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && !alnum(b[i]) {
+            i += 1;
+        }
+        let sep = &c[start..i];
+        if !(sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|x| x == b'-')) {
+            return false;
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -514,6 +603,53 @@ pub(crate) mod tests {
             .contains("no '-----END"));
     }
 
+    /// installer `validate.CABundle`: `pem.Decode` consumes one line end after a block's END line;
+    /// anything left after the last block is an "invalid block".
+    #[test]
+    fn pem_bundles_refuse_what_follows_the_last_block() {
+        let cert = TEST_CERT.trim_end();
+        assert_eq!(
+            check_pem_bundle(cert).unwrap(),
+            1,
+            "no final newline is fine"
+        );
+        assert_eq!(check_pem_bundle(&format!("{cert}\r\n")).unwrap(), 1);
+        assert_eq!(check_pem_bundle(&format!("{cert}  \n")).unwrap(), 1);
+        for (bad, what) in [
+            (format!("{cert}\n\n"), "one blank line"),
+            (format!("{cert}\n \n"), "a white-space line"),
+            (format!("{cert}\n# end of bundle\n"), "trailing text"),
+        ] {
+            let e = check_pem_bundle(&bad).unwrap_err();
+            assert!(
+                matches!(e, PemError::TrailingText { block: 1 }),
+                "{what}: {e:?}"
+            );
+        }
+        let e = check_pem_bundle(&format!("{cert} junk\n")).unwrap_err();
+        assert!(matches!(e, PemError::EndLineText { block: 1 }), "{e:?}");
+    }
+
+    #[test]
+    fn normalised_bundles_pass_and_end_in_one_newline() {
+        let cert = TEST_CERT.trim_end();
+        for given in [
+            format!("{cert}\n\n"),
+            format!("{cert}\n \n\t\n"),
+            format!("{cert}\r\n"),
+            cert.to_string(),
+            format!("# root\n{cert}\n\n{cert}\n\n\n"),
+        ] {
+            let n = normalize_pem_bundle(&given);
+            assert!(n.ends_with("-----END CERTIFICATE-----\n"), "{n:?}");
+            assert!(!n.ends_with("\n\n"));
+            check_pem_bundle(&n).unwrap();
+        }
+        // Text after the last block is not white space: it stays, and is refused.
+        let n = normalize_pem_bundle(&format!("{cert}\n# end\n\n"));
+        assert!(check_pem_bundle(&n).is_err());
+    }
+
     #[test]
     fn urls_and_repos() {
         assert_eq!(
@@ -542,6 +678,59 @@ pub(crate) mod tests {
         assert!(check_repository("localhost/ocp").is_ok());
         assert!(check_repository("registry:5000/ocp").is_ok());
         assert!(check_repository("mirror").is_ok());
+    }
+
+    /// installer `validateNamedRepository` over the docker reference grammar (containers/image
+    /// docker/reference regexp.go `pathComponent`, `domainAndPort`; `ParseNamed`'s fallback).
+    #[test]
+    fn repositories_follow_the_docker_reference_grammar() {
+        for ok in [
+            "quay.io/ocp/release",
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev",
+            "quay.io/a__b/c_d/e.f/g---h",
+            "Mirror.Example.com:5000/ocp4",
+            "mirror-1.lab/ocp",
+            "10.0.0.5:5000/ocp",
+            "mirror.lab:5000",
+            "mirror.lab",
+        ] {
+            assert!(
+                check_repository(ok).is_ok(),
+                "{ok}: {:?}",
+                check_repository(ok)
+            );
+        }
+        for (bad, why) in [
+            ("quay.io/-ocp/release", "component starts with -"),
+            ("quay.io/ocp/release.", "component ends with ."),
+            ("mirror.example.com/-ocp4", "component starts with -"),
+            ("quay.io/_ocp/release", "leading _"),
+            ("quay.io/ocp..x/release", "doubled ."),
+            ("quay.io/ocp___x", "three _"),
+            ("quay.io/ocp._x", "mixed separators"),
+            ("quay.io/ocp/Release", "upper case in the path"),
+            ("quay.io//ocp", "empty component"),
+            ("quay.io/ocp/", "empty last component"),
+            ("-quay.io/ocp", "host component starts with -"),
+            ("quay-.io/ocp", "host component ends with -"),
+            ("quay..io/ocp", "empty host component"),
+            ("quay.io:/ocp", "empty port"),
+            ("quay.io:50a/ocp", "port not digits"),
+            (
+                "[fd00::1]:5000/ocp",
+                "IPv6 host (not in the grammar the installer vendors)",
+            ),
+            ("Mirror.Example.com", "bare host in upper case"),
+            ("-mirror", "bare host starting with -"),
+            ("mirror.lab:abc", "bare host with a port that is no number"),
+        ] {
+            assert!(check_repository(bad).is_err(), "{bad} ({why}) passed");
+        }
+        let long = format!("quay.io/{}", "a".repeat(250));
+        assert!(matches!(
+            check_repository(&long),
+            Err(RepositoryError::TooLong(_))
+        ));
     }
 
     #[test]

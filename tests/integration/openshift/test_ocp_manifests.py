@@ -219,7 +219,9 @@ def test_custom_network_config_is_checked_by_nmstate(ocp, tmp_path):
 def test_install_switches_render_and_are_verified(ocp, tmp_path):
     """featureSet/featureGates/cpuPartitioningMode (install-config) and minimalISO/bootArtifactsBaseURL
     (agent-config) from the module options, checked by the installer's rules and read back."""
+    # 4.20: the agent installer of 4.16–4.19 refuses every non-default featureSet (checked below).
     switches = {
+        "version": "4.20",
         "feature_set": "CustomNoUpgrade", "feature_gates": ["GatewayAPI=true", "NodeSwap=false"],
         "cpu_partitioning_mode": "AllNodes", "minimal_iso": True,
         "boot_artifacts_base_url": "http://10.0.0.5:8080/agent",
@@ -243,6 +245,13 @@ def test_install_switches_render_and_are_verified(ocp, tmp_path):
     assert ("feature_gates[0]", "feature-gate-format") in rules, rules
     assert not (tmp_path / "bad").exists()
 
+    # OptionalInstallConfig.validateInstallConfig: on 4.16 the agent installer takes only the default set.
+    refused = ocp(cluster(tmp_path / "refused", **{**switches, "version": "4.16"}))
+    assert refused.rc != 0
+    problems = refused.task("manifests")["problems"]
+    assert [(p["path"], p["rule"]) for p in problems] == [("feature_set", "agent-feature-set")], problems
+    assert not (tmp_path / "refused").exists()
+
     # A user template that drops a set option is refused: the rendered file must say what was asked.
     templates = tmp_path / "templates"
     templates.mkdir()
@@ -251,3 +260,24 @@ def test_install_switches_render_and_are_verified(ocp, tmp_path):
     dropped = ocp(cluster(tmp_path / "dropped", template_dir=str(templates), **switches))
     assert dropped.rc != 0
     assert "install-config.yaml /featureSet" in dropped.task("manifests")["msg"], dropped.task("manifests")["msg"]
+
+
+@pytest.mark.parametrize("version,refused", [("4.16.9", True), ("4.19.7", True), ("4.20.1", False)])
+def test_installer_double_refuses_feature_sets_as_the_agent_installer(tmp_path, version, refused):
+    """The double plays OptionalInstallConfig.validateInstallConfig: 4.16–4.19 refuse any featureSet but
+    Default, printing the installer's NotSupported error; 4.20 dropped the rule."""
+    import os
+    import subprocess
+
+    (tmp_path / "install-config.yaml").write_text(
+        "apiVersion: v1\nmetadata:\n  name: lab\nfeatureSet: TechPreviewNoUpgrade\n"
+        "controlPlane:\n  name: master\n  replicas: 1\ncompute:\n- name: worker\n  replicas: 0\n")
+    (tmp_path / "agent-config.yaml").write_text("apiVersion: v1beta1\nhosts: []\n")
+    env = {**os.environ, "PROXSHIFT_TEST_INSTALLER_VERSION": version}
+    run = subprocess.run([str(INSTALLER_DOUBLE), "agent", "create", "image", "--dir", str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=60)
+    message = ('invalid install-config configuration: FeatureSet: Unsupported value: '
+               '"TechPreviewNoUpgrade": supported values: ""')
+    assert (message in run.stderr) == refused, run.stderr
+    if refused:
+        assert run.returncode != 0

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use crate::model::{IpPool, NodeOpt};
 use crate::net::{next_ip, to_u128, Cidr};
 
-use super::context::{Ctx, Findings, Staged};
+use super::context::{Ctx, Findings, Staged, STRICTER};
 use super::networks::Stack;
 
 #[derive(Default)]
@@ -99,7 +99,7 @@ fn check_ips(f: &mut Findings, cx: &Ctx, ips: &[Option<IpAddr>]) {
                 &path,
                 "node-ip-in-machine-network",
                 format!(
-                    "{ip} is not inside any machine network ({})",
+                    "{ip} is not inside any machine network ({}). {STRICTER} assisted-service's host validation belongs-to-machine-cidr fails for this host, and the install waits on it until it times out",
                     cx.o.machine_networks.join(", ")
                 ),
             ),
@@ -112,7 +112,7 @@ fn check_ips(f: &mut Findings, cx: &Ctx, ips: &[Option<IpAddr>]) {
             _ => {}
         }
         if gateways.contains(&Some(ip)) {
-            f.err(&path, "node-ip-not-gateway", format!("{ip} is a gateway"));
+            f.err(&path, "node-ip-not-gateway", format!("{ip} is a gateway. {STRICTER} the node and the gateway would answer for one address, and the node loses its route out"));
         }
     }
     for (i, ip) in ips.iter().enumerate() {

@@ -129,7 +129,20 @@ fn check_one(f: &mut Findings, cx: &Ctx, cap: &CapabilitiesOpt) -> PlanCapabilit
     }
     let sets = baseline_sets(cx.minor);
     let baseline = cap.baseline_capability_set.as_deref();
-    if let Some(b) = baseline.filter(|b| !sets.iter().any(|s| s == b)) {
+    if baseline.is_none() {
+        // installer pkg/types/validation `validateCapabilities`, run whenever `capabilities` is
+        // set: the baselineCapabilitySet must be one of configv1.ClusterVersionCapabilitySets, and
+        // an absent one is "" (`Unsupported value: ""`). vCurrent is the cluster-version operator's
+        // default only when the whole `capabilities` block is absent.
+        f.err(
+            "capabilities.baseline_capability_set",
+            "capability-baseline-required",
+            format!(
+                "capabilities needs a baseline_capability_set (one of {}): the installer refuses additional_enabled_capabilities without one; use vCurrent for the default set plus the additional ones",
+                sets.join(", ")
+            ),
+        );
+    } else if let Some(b) = baseline.filter(|b| !sets.iter().any(|s| s == b)) {
         f.err(
             "capabilities.baseline_capability_set",
             "capability-known",
@@ -283,6 +296,29 @@ mod tests {
         )
     }
 
+    /// installer `validateCapabilities`: with a `capabilities` block the baseline must be a known
+    /// set, so additional capabilities alone are `Unsupported value: ""`.
+    #[test]
+    fn rule_capability_baseline_required() {
+        fails(
+            caps(
+                "4.16",
+                json!({"additional_enabled_capabilities": ["baremetal", "Ingress"]}),
+            ),
+            "capabilities.baseline_capability_set",
+            "capability-baseline-required",
+        );
+        fails(
+            caps("4.18", json!({})),
+            "capabilities.baseline_capability_set",
+            "capability-baseline-required",
+        );
+        ok_plan(&caps(
+            "4.16",
+            json!({"baseline_capability_set": "vCurrent", "additional_enabled_capabilities": ["baremetal"]}),
+        ));
+    }
+
     #[test]
     fn rule_capability_known_per_version() {
         fails(
@@ -330,7 +366,7 @@ mod tests {
         );
         ok_plan(&caps(
             "4.18",
-            json!({"additional_enabled_capabilities": ["OperatorLifecycleManagerV1"]}),
+            json!({"baseline_capability_set": "vCurrent", "additional_enabled_capabilities": ["OperatorLifecycleManagerV1"]}),
         ));
     }
 

@@ -14,6 +14,11 @@ use super::nodes::Nodes;
 use super::topology::Topo;
 use super::vips::Vips;
 
+/// How a rule that is stricter than `openshift-install`'s offline checks says so, before it says
+/// what would go wrong during the install.
+pub(super) const STRICTER: &str =
+    "The installer does not check this offline; the install would fail because";
+
 /// One broken rule: where (`nodes[2].mac`), which rule (`mac-unique`), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {

@@ -1,6 +1,6 @@
 //! The pull secret, the SSH key and the trust bundle (and the FIPS note that goes with the key).
 
-use crate::formats::{check_pem_bundle, check_pull_secret, check_ssh_key};
+use crate::formats::{check_pem_bundle, check_pull_secret, check_ssh_key, normalize_pem_bundle};
 
 use super::context::{Ctx, Findings, Staged};
 
@@ -33,7 +33,8 @@ pub(super) fn check(cx: &Ctx) -> Staged<Vec<String>> {
         }
     }
     if let Some(b) = &o.additional_trust_bundle {
-        if let Err(e) = check_pem_bundle(b) {
+        // Checked as rendered: trailing white space and blank lines are normalised away first.
+        if let Err(e) = check_pem_bundle(&normalize_pem_bundle(b)) {
             f.err(
                 "additional_trust_bundle",
                 "trust-bundle-pem",
@@ -113,5 +114,30 @@ mod tests {
             "additional_trust_bundle",
             json!(TEST_CERT),
         ));
+        // validate.CABundle: "invalid block" for text after the last certificate.
+        fails(
+            with(
+                compact(),
+                "additional_trust_bundle",
+                json!(format!("{TEST_CERT}# the lab CA\n")),
+            ),
+            "additional_trust_bundle",
+            "trust-bundle-pem",
+        );
+    }
+
+    /// A PEM file read with a trailing blank line (or white space) is rendered without it: the
+    /// installer's validate.CABundle would refuse it, and the render never adds a newline.
+    #[test]
+    fn trust_bundle_is_rendered_normalised() {
+        let given = format!("{}\n\n  \n", TEST_CERT.trim_end());
+        let plan = ok_plan(&with(compact(), "additional_trust_bundle", json!(given)));
+        let rendered = plan.additional_trust_bundle.as_deref().unwrap();
+        assert_eq!(rendered, format!("{}\n", TEST_CERT.trim_end()));
+        crate::formats::check_pem_bundle(rendered).unwrap();
+        // The install-config holds exactly that text: a literal block that adds no newline.
+        let (ic, _) = crate::render::render(&plan, None).unwrap();
+        let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&ic).unwrap();
+        assert_eq!(doc["additionalTrustBundle"].as_str(), Some(rendered));
     }
 }

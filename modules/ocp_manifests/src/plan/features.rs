@@ -37,6 +37,15 @@ pub(super) fn check(cx: &Ctx) -> Staged<Features> {
                 FEATURE_SETS[1..].join(", ")
             ),
         );
+    } else if !set.is_empty() && agent_refuses_feature_sets(cx.minor) {
+        f.err(
+            "feature_set",
+            "agent-feature-set",
+            format!(
+                "the agent installer of OpenShift {} refuses featureSet {set} (FeatureSet: Unsupported value, supported: \"\"): only the Default feature set installs through an agent ISO before 4.20; remove feature_set, or use 4.20 or later",
+                cx.o.version
+            ),
+        );
     } else if !set.is_empty() {
         f.warn(format!(
             "feature_set: {set} cannot be undone and prevents upgrades of this cluster"
@@ -86,6 +95,15 @@ pub(super) fn check(cx: &Ctx) -> Staged<Features> {
     })
 }
 
+/// installer pkg/asset/agent `OptionalInstallConfig.validateInstallConfig`: from 4.16 through 4.19
+/// the agent installer refuses any `featureSet` but Default (`field.NotSupported(FeatureSet, …,
+/// [""])`); 4.20's drops that rule (its `validateInstallConfig` has no feature-set check), so a
+/// non-Default set installs through the agent from 4.20 on. Before 4.16 this module follows the
+/// generic rules (`validateFeatureSet`) alone.
+pub(super) fn agent_refuses_feature_sets(minor: u32) -> bool {
+    (16..=19).contains(&minor)
+}
+
 /// The spellings Go's `strconv.ParseBool` accepts.
 fn go_parse_bool(s: &str) -> bool {
     matches!(
@@ -120,7 +138,8 @@ mod tests {
             "DevPreviewNoUpgrade",
             "CustomNoUpgrade",
         ] {
-            let plan = ok_plan(&with(compact(), "feature_set", json!(set)));
+            let v = with(compact(), "version", json!("4.20"));
+            let plan = ok_plan(&with(v, "feature_set", json!(set)));
             assert_eq!(
                 plan.feature_set.as_deref(),
                 Some(set).filter(|s| !s.is_empty())
@@ -143,6 +162,31 @@ mod tests {
         );
     }
 
+    /// OptionalInstallConfig.validateInstallConfig: 4.16–4.19 agent installs take only Default.
+    #[test]
+    fn rule_agent_feature_set_per_version() {
+        for version in ["4.16", "4.17", "4.18.3", "4.19"] {
+            for set in [
+                "TechPreviewNoUpgrade",
+                "DevPreviewNoUpgrade",
+                "CustomNoUpgrade",
+            ] {
+                let v = with(compact(), "version", json!(version));
+                fails(
+                    with(v, "feature_set", json!(set)),
+                    "feature_set",
+                    "agent-feature-set",
+                );
+            }
+            let v = with(compact(), "version", json!(version));
+            ok_plan(&with(v, "feature_set", json!("")));
+        }
+        for version in ["4.14", "4.15", "4.20", "4.21"] {
+            let v = with(compact(), "version", json!(version));
+            ok_plan(&with(v, "feature_set", json!("TechPreviewNoUpgrade")));
+        }
+    }
+
     #[test]
     fn rule_feature_gates() {
         // validateFeatureSet: featureGates are Forbidden unless the set is CustomNoUpgrade.
@@ -152,7 +196,11 @@ mod tests {
             "feature_gates",
             "feature-gates-custom-only",
         );
-        let custom = with(compact(), "feature_set", json!("CustomNoUpgrade"));
+        let custom = with(
+            with(compact(), "version", json!("4.20")),
+            "feature_set",
+            json!("CustomNoUpgrade"),
+        );
         let plan = ok_plan(&with(
             custom.clone(),
             "feature_gates",

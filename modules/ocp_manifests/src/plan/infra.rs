@@ -46,12 +46,16 @@ pub(super) fn check(cx: &Ctx) -> Staged<Infra> {
     }
     let ntp = o.ntp_servers.clone().unwrap_or_default();
     for (i, s) in ntp.iter().enumerate() {
-        if s.parse::<IpAddr>().is_err() && !is_dns_subdomain(&s.to_ascii_lowercase()) {
-            f.err(
-                format!("ntp_servers[{i}]"),
-                "ntp-source",
-                format!("'{s}' is neither an IP address nor a domain name"),
-            );
+        // agent-config `additionalNTPSources` (installer pkg/asset/agent/agentconfig
+        // `validateAdditionalNTPSources`): `validate.DomainName(source, true)` — a DNS-1123
+        // subdomain, lower case only, one trailing dot allowed — else `net.ParseIP`.
+        if s.parse::<IpAddr>().is_err() && !is_dns_subdomain(s) {
+            let why = if is_dns_subdomain(&s.to_ascii_lowercase()) {
+                format!("'{s}' is not a valid NTP source: a domain name must be lower case (RFC 1123 subdomain; write '{}')", s.to_ascii_lowercase())
+            } else {
+                format!("'{s}' is neither an IP address nor a domain name (RFC 1123 subdomain)")
+            };
+            f.err(format!("ntp_servers[{i}]"), "ntp-source", why);
         }
     }
     if !nmstate::is_ifname(&o.interface_name) {
@@ -117,8 +121,27 @@ mod tests {
         ok_plan(&with(
             compact(),
             "ntp_servers",
-            json!(["192.168.50.2", "Pool.NTP.org"]),
+            json!([
+                "192.168.50.2",
+                "pool.ntp.org",
+                "ntp1",
+                "time.lab.",
+                "fd00::123"
+            ]),
         ));
+        // validateAdditionalNTPSources → validate.DomainName: lower case only.
+        for (i, upper) in ["NTP.example.com", "Pool.NTP.org", "NTP1"]
+            .iter()
+            .enumerate()
+        {
+            let mut list = vec![json!("192.168.50.2"); i];
+            list.push(json!(upper));
+            fails(
+                with(compact(), "ntp_servers", json!(list)),
+                &format!("ntp_servers[{i}]"),
+                "ntp-source",
+            );
+        }
         fails(
             with(compact(), "dns_servers", json!(["dns.lab"])),
             "dns_servers[0]",

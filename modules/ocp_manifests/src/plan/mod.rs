@@ -119,7 +119,10 @@ fn assemble(cx: Ctx) -> Plan {
         load_balancer: o.load_balancer.clone().filter(|_| baremetal),
         pull_secret: o.pull_secret.clone(),
         ssh_key: o.ssh_key.as_ref().map(|k| k.trim().to_string()),
-        additional_trust_bundle: o.additional_trust_bundle.clone(),
+        additional_trust_bundle: o
+            .additional_trust_bundle
+            .as_deref()
+            .map(crate::formats::normalize_pem_bundle),
         additional_trust_bundle_policy: o
             .additional_trust_bundle_policy
             .clone()

@@ -127,6 +127,10 @@ fn parse_cidr_list(f: &mut Findings, list: &[String], opt: &str) -> Vec<Option<C
                 f.err(format!("{opt}[{i}]"), "cidr-syntax", e.to_string());
                 None
             }
+            Ok(cidr) if cidr.addr.is_unspecified() => {
+                unspecified(f, &format!("{opt}[{i}]"), s);
+                None
+            }
             Ok(cidr) if !cidr.is_network() => {
                 f.err(
                     format!("{opt}[{i}]"),
@@ -142,6 +146,18 @@ fn parse_cidr_list(f: &mut Findings, list: &[String], opt: &str) -> Vec<Option<C
             Ok(cidr) => Some(cidr),
         })
         .collect()
+}
+
+/// installer `validate.SubnetCIDR` (pkg/validate/validate.go), which `validateNetworking` runs on every
+/// machine, service and cluster network and on OVN-Kubernetes' `internalJoinSubnet`: a block whose
+/// address is `0.0.0.0` or `::` is refused ("address must be specified") before its host bits are
+/// looked at, so `0.0.0.0/0` and `::/0` fail although they are network addresses.
+pub(super) fn unspecified(f: &mut Findings, path: &str, given: &str) {
+    f.err(
+        path,
+        "cidr-unspecified",
+        format!("'{given}': address must be specified (0.0.0.0 or :: is the unspecified address, not a network; the installer's validate.SubnetCIDR refuses it)"),
+    );
 }
 
 /// The first `upto` parsed entries of `list` with their option paths.
@@ -262,6 +278,36 @@ mod tests {
             with(compact(), "machine_networks", json!([])),
             "machine_networks",
             "machine-network-required",
+        );
+    }
+
+    /// installer `validate.SubnetCIDR`: "address must be specified" for 0.0.0.0 and ::, whatever the
+    /// prefix (pkg/validate/validate_test.go TestSubnetCIDR "0.0.0.0/0").
+    #[test]
+    fn rule_cidr_unspecified() {
+        fails(
+            with(compact(), "machine_networks", json!(["0.0.0.0/0"])),
+            "machine_networks[0]",
+            "cidr-unspecified",
+        );
+        fails(
+            with(compact(), "service_networks", json!(["0.0.0.0/16"])),
+            "service_networks[0]",
+            "cidr-unspecified",
+        );
+        fails(
+            with(
+                compact(),
+                "cluster_networks",
+                json!([{"cidr": "0.0.0.0/14", "host_prefix": 23}]),
+            ),
+            "cluster_networks[0]",
+            "cidr-unspecified",
+        );
+        fails(
+            with(ipv6_only(compact()), "machine_networks", json!(["::/0"])),
+            "machine_networks[0]",
+            "cidr-unspecified",
         );
     }
 

@@ -7,7 +7,7 @@ use crate::model::NodeOpt;
 use crate::net::parse_mac;
 use crate::nmstate;
 
-use super::context::{Ctx, Findings, Staged};
+use super::context::{Ctx, Findings, Staged, STRICTER};
 
 #[derive(Default)]
 pub(super) struct Nodes {
@@ -135,7 +135,7 @@ fn check_mac(
                     format!("nodes[{i}].mac"),
                     "mac-unique",
                     format!(
-                        "{} is also the MAC of nodes[{j}] (compared case-insensitively)",
+                        "{} is also the MAC of nodes[{j}] (compared case-insensitively). {STRICTER} the installer compares MACs as written, but a NIC's MAC has no case: both hosts would claim one interface, and the agent matches its host config by MAC, so one host boots with the other's network config",
                         n.mac
                     ),
                 );

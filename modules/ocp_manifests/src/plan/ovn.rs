@@ -85,6 +85,10 @@ fn join_capacity(f: &mut Findings, cx: &Ctx, join: Cidr) {
 
 fn join_subnet(f: &mut Findings, s: &str) -> Option<Cidr> {
     match Cidr::parse(s) {
+        Ok(x) if x.addr.is_unspecified() => {
+            super::networks::unspecified(f, "ovn_internal_join_subnet", s);
+            None
+        }
         Ok(x) if x.is_network() && x.addr.is_ipv4() => Some(x),
         Ok(_) => {
             f.err(
@@ -169,6 +173,12 @@ mod tests {
             ),
             "ovn_internal_join_subnet",
             "cidr-network-address",
+        );
+        // validate.SubnetCIDR on internalJoinSubnet: the unspecified address.
+        fails(
+            with(compact(), "ovn_internal_join_subnet", json!("0.0.0.0/16")),
+            "ovn_internal_join_subnet",
+            "cidr-unspecified",
         );
     }
 }

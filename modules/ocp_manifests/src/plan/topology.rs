@@ -140,7 +140,7 @@ fn topology(f: &mut Findings, cx: &Ctx, masters: usize, workers: usize) -> Topol
         }
         2 => {
             f.err("nodes", "control-plane-replicas",
-                  "2 control-plane nodes need a third node with role arbiter (OpenShift 4.19+) or two-node fencing, which this module does not render; use 1 or 3, or add an arbiter");
+                  "2 control-plane nodes need a third node with role arbiter (OpenShift 4.20+) or two-node fencing, which this module does not render; use 1 or 3, or add an arbiter");
             Topology::Compact
         }
         m if m > max_masters => {
@@ -172,26 +172,18 @@ fn topology(f: &mut Findings, cx: &Ctx, masters: usize, workers: usize) -> Topol
 /// Two nodes with an arbiter, as the installer's `validateArbiter` (pkg/types/validation/installconfig.go)
 /// and its feature gate (`HighlyAvailableArbiter`: the `arbiter` pool is new in 4.19, where only
 /// `featureSet: TechPreviewNoUpgrade` — or CustomNoUpgrade naming the gate — enables it; enabled by
-/// default from 4.20) rule it. The agent installer's `validateHostsCount` then needs one host per
-/// arbiter replica, which the roles here give by construction.
+/// default from 4.20) rule it. Through the agent installer 4.19 cannot have it at all: its
+/// `OptionalInstallConfig.validateInstallConfig` refuses every non-Default featureSet (`features`'
+/// `agent-feature-set`), so the gate cannot be turned on, and an agent-based arbiter cluster needs
+/// 4.20. The agent installer's `validateHostsCount` then needs one host per arbiter replica, which
+/// the roles here give by construction.
 fn arbiter(f: &mut Findings, cx: &Ctx, masters: usize) -> Topology {
-    const GATE: &str = "HighlyAvailableArbiter";
     if cx.minor < 19 {
         f.err("nodes", "arbiter-version",
-              format!("role arbiter needs OpenShift 4.19 or later (the install-config arbiter pool); {} has none", cx.o.version));
+              format!("role arbiter needs OpenShift 4.20 or later (the install-config has no arbiter pool before 4.19); {} has none", cx.o.version));
     } else if cx.minor == 19 {
-        let set = cx.o.feature_set.as_deref().unwrap_or_default();
-        let custom_gate = set == "CustomNoUpgrade"
-            && cx
-                .o
-                .feature_gates
-                .iter()
-                .flatten()
-                .any(|g| g == &format!("{GATE}=true"));
-        if set != "TechPreviewNoUpgrade" && !custom_gate {
-            f.err("feature_set", "arbiter-feature-gate",
-                  format!("{GATE} feature must be enabled in order to use arbiter cluster deployment: on 4.19 set feature_set: TechPreviewNoUpgrade (cannot be undone, blocks upgrades), or use 4.20+ where it is on by default"));
-        }
+        f.err("nodes", "arbiter-version",
+              format!("role arbiter needs OpenShift 4.20 or later for an agent-based install: on {} the arbiter pool is behind the HighlyAvailableArbiter feature gate (featureSet TechPreviewNoUpgrade), and the 4.19 agent installer refuses every featureSet but Default", cx.o.version));
     }
     if masters < 2 {
         f.err("nodes", "arbiter-control-plane",
@@ -253,7 +245,7 @@ mod tests {
         assert_eq!(p.rendezvous_ip, "192.168.50.11");
     }
 
-    /// Two nodes with an arbiter: the installer's validateArbiter rules, the 4.19 feature gate,
+    /// Two nodes with an arbiter: the installer's validateArbiter rules, 4.19's gate the agent cannot turn on,
     /// the rendered arbiter pool and agent-config role.
     #[test]
     fn two_nodes_with_an_arbiter() {
@@ -296,19 +288,22 @@ mod tests {
             ),
             (2, 1, 1)
         );
-        // 4.19: only behind the HighlyAvailableArbiter gate (TechPreviewNoUpgrade or a custom gate).
+        // 4.19: the pool is behind HighlyAvailableArbiter (TechPreviewNoUpgrade or a custom gate),
+        // and the 4.19 agent installer refuses every featureSet but Default: no agent-based arbiter.
         let on_419 = with(tna.clone(), "version", json!("4.19.3"));
-        fails(on_419.clone(), "feature_set", "arbiter-feature-gate");
-        ok_plan(&with(
-            on_419.clone(),
+        fails(on_419.clone(), "nodes", "arbiter-version");
+        let tech_preview = with(on_419.clone(), "feature_set", json!("TechPreviewNoUpgrade"));
+        fails(tech_preview.clone(), "nodes", "arbiter-version");
+        fails(tech_preview, "feature_set", "agent-feature-set");
+        fails(
+            with(
+                with(on_419, "feature_set", json!("CustomNoUpgrade")),
+                "feature_gates",
+                json!(["HighlyAvailableArbiter=true"]),
+            ),
             "feature_set",
-            json!("TechPreviewNoUpgrade"),
-        ));
-        ok_plan(&with(
-            with(on_419, "feature_set", json!("CustomNoUpgrade")),
-            "feature_gates",
-            json!(["HighlyAvailableArbiter=true"]),
-        ));
+            "agent-feature-set",
+        );
         // Before 4.19 the install-config has no arbiter pool.
         fails(
             with(tna.clone(), "version", json!("4.18.9")),

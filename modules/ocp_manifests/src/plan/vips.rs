@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use crate::model::Topology;
 
-use super::context::{Ctx, Findings, Staged};
+use super::context::{Ctx, Findings, Staged, STRICTER};
 use super::networks::Stack;
 
 #[derive(Default)]
@@ -109,11 +109,11 @@ fn check_list(f: &mut Findings, cx: &Ctx, opt: &str, list: &[Option<IpAddr>], us
             f.err(
                 &path,
                 "vip-not-node-ip",
-                format!("{vip} is also the IP of nodes[{j}] ({})", o.nodes[j].name),
+                format!("{vip} is also the IP of nodes[{j}] ({}). {STRICTER} keepalived would move the VIP onto a node that already holds it as its own address, so API or ingress traffic reaches whichever answers ARP first", o.nodes[j].name),
             );
         }
         if [cx.infra.gateway, cx.infra.secondary_gateway].contains(&Some(vip)) {
-            f.err(&path, "vip-not-node-ip", format!("{vip} is a gateway"));
+            f.err(&path, "vip-not-node-ip", format!("{vip} is a gateway. {STRICTER} keepalived would take the gateway's address, cutting the nodes off from their route out"));
         }
     }
 }
@@ -182,6 +182,41 @@ mod tests {
 
     use crate::plan::fixtures::*;
     use crate::plan::plan;
+
+    /// Rules stricter than the installer's offline checks say so, and why the install would fail.
+    #[test]
+    fn stricter_rules_say_the_installer_does_not_check_them() {
+        let ha = with(
+            with(compact(), "platform", json!("baremetal")),
+            "api_vips",
+            json!(["192.168.50.10"]),
+        );
+        let ha = with(ha, "ingress_vips", json!(["192.168.50.6"]));
+        for (v, rule) in [
+            (ha, "vip-not-node-ip"),
+            (
+                set(compact(), "/nodes/1/ip", json!("10.9.9.9")),
+                "node-ip-in-machine-network",
+            ),
+            (
+                set(compact(), "/nodes/1/mac", json!("bc:24:11:00:00:01")),
+                "mac-unique",
+            ),
+        ] {
+            let p = problems(&v);
+            let found = p
+                .iter()
+                .find(|x| x.rule == rule)
+                .unwrap_or_else(|| panic!("{rule}: {p:#?}"));
+            assert!(
+                found.msg.contains(
+                    "The installer does not check this offline; the install would fail because"
+                ),
+                "{rule}: {}",
+                found.msg
+            );
+        }
+    }
 
     #[test]
     fn rule_vips() {

@@ -27,8 +27,9 @@ description:
     IPv4+IPv6 pair."
   - "The topology is derived from the nodes: SNO (1 control-plane node, no workers, platform none), compact
     (3 control-plane nodes; 4 or 5 on OpenShift 4.18+), HA (plus workers) or two nodes with an arbiter
-    (2 control-plane nodes and nodes with role C(arbiter), any workers; platform baremetal; OpenShift 4.20+,
-    or 4.19 with O(feature_set=TechPreviewNoUpgrade); the install-config gets an C(arbiter) pool). Nodes
+    (2 control-plane nodes and nodes with role C(arbiter), any workers; platform baremetal; OpenShift 4.20+ - on
+    4.19 the pool needs O(feature_set=TechPreviewNoUpgrade), which the 4.19 agent installer refuses; the
+    install-config gets an C(arbiter) pool). Nodes
     without a role become control-plane nodes in list order until there is 1 (single node), 2 (an arbiter is
     given) or 3, the rest workers."
   - Each host gets a generated nmstate C(networkConfig) (one ethernet interface with the node's MAC and static
@@ -120,7 +121,9 @@ options:
     type: list
     elements: str
   ntp_servers:
-    description: Extra NTP sources (IP addresses or domain names), rendered as C(additionalNTPSources).
+    description:
+      - Extra NTP sources, rendered as C(additionalNTPSources) - IP addresses or lower-case domain names (the agent
+        installer's C(validateAdditionalNTPSources) - C(NTP.example.com) is refused).
     type: list
     elements: str
   interface_name:
@@ -274,7 +277,11 @@ options:
     description: One SSH public key line for the C(core) user. With O(fips=true) only RSA or ECDSA keys.
     type: str
   additional_trust_bundle:
-    description: PEM CA certificates to trust (mirror registry, proxy); every block must be an x509 certificate.
+    description:
+      - PEM CA certificates to trust (mirror registry, proxy); every block must be an x509 certificate, and nothing
+        but white space may follow the last one (the installer's C(validate.CABundle) refuses even a blank line there).
+      - Trailing white space and blank lines are removed before rendering, so a PEM file read with a trailing blank
+        line works; text after the last certificate is refused.
     type: str
   additional_trust_bundle_policy:
     description: When the bundle is added to the nodes' trust store; the installer default is C(Proxyonly).
@@ -301,6 +308,9 @@ options:
       - Mirror repositories for disconnected installs (C(imageDigestSources)); repositories without tag or digest.
       - A repository with a path starts with its registry host (a name with a C(.) or C(:port), or C(localhost)), as
         the installer's C(validateNamedRepository) requires - C(ocp/release) is refused; a bare C(host[:port]) is accepted.
+      - Every path component follows the docker reference grammar the installer parses with - lower-case letters and
+        digits joined by one C(.), C(_), C(__) or dashes, no separator at either end - so C(quay.io/-ocp/release) and
+        C(quay.io/ocp/release.) are refused.
     type: list
     elements: dict
     suboptions:
@@ -323,7 +333,10 @@ options:
     suboptions:
       baseline_capability_set:
         description:
-          - C(None), C(v4.11) up to the cluster's own version, or C(vCurrent) (the installer's default).
+          - C(None), C(v4.11) up to the cluster's own version, or C(vCurrent).
+          - Required whenever O(capabilities) is set - the installer's C(validateCapabilities) refuses
+            O(capabilities.additional_enabled_capabilities) without it; C(vCurrent) is the default set only when the
+            whole O(capabilities) is left out.
           - C(v4.18) is the newest baseline any release defines (4.19 and later add none).
         type: str
       additional_enabled_capabilities:
@@ -340,6 +353,8 @@ options:
     description:
       - install-config C(featureSet) - C(TechPreviewNoUpgrade), C(DevPreviewNoUpgrade) or C(CustomNoUpgrade); unset or
         empty for the default set. Any of them cannot be undone and prevents upgrades (the module warns).
+      - The agent installer of OpenShift 4.16 through 4.19 refuses every featureSet but the default
+        (C(OptionalInstallConfig.validateInstallConfig)); from 4.20 it takes them.
     type: str
   feature_gates:
     description:
