@@ -270,13 +270,27 @@ fn host_names(records: &[VmRecord]) -> (Vec<String>, Vec<String>) {
 /// (raw) unless a record key has that name already (`name`, `tags`, `lock`).
 pub fn host_vars(r: &VmRecord, n: &Naming) -> Map<String, Value> {
     let mut vars = r.to_json(n.cluster_tag_prefix);
+    // A key the API leaves out is no variable (the record says null): community.proxmox leaves it
+    // undefined, and its users' filters (`proxmox_lock is not defined`) must keep the guest.
+    vars.retain(|key, value| !(value.is_null() && FROM_THE_LISTING.contains(&key.as_str())));
     let config_tags = r.config.as_ref().and_then(|c| c.get("tags"));
-    let tags = config_tags
-        .cloned()
-        .or_else(|| r.vm.tags.clone().map(Value::String))
-        .unwrap_or_else(|| json!(""));
-    vars.insert("tags".into(), tags);
-    vars.insert("tags_parsed".into(), json!(r.tags()));
+    let tags = config_tags.cloned().or_else(|| {
+        r.vm.tags
+            .clone()
+            .filter(|t| !t.is_empty())
+            .map(Value::String)
+    });
+    // community.proxmox: `tags` only when the guest has the key, `tags_parsed` only when it holds a tag.
+    match tags {
+        Some(t) => vars.insert("tags".into(), t),
+        None => vars.remove("tags"),
+    };
+    let parsed = r.tags();
+    if parsed.is_empty() {
+        vars.remove("tags_parsed");
+    } else {
+        vars.insert("tags_parsed".into(), json!(parsed));
+    }
     let shaped = [
         (
             "agent_interfaces",
@@ -318,6 +332,9 @@ pub fn host_vars(r: &VmRecord, n: &Naming) -> Map<String, Value> {
     }
     out
 }
+
+/// The record's keys read from `/cluster/resources`, which PVE leaves out of a guest that has none.
+const FROM_THE_LISTING: &[&str] = &["name", "status", "pool", "lock", "hastate"];
 
 /// The inventory of `records`: host vars prefixed with `facts_prefix`, groups by status, node, pool,
 /// tag and cluster (from the ownership tag), prefixed with `group_prefix`. With `extended_statuses`
@@ -421,9 +438,32 @@ mod tests {
         // Without config (want_facts: false): the listing's tags, no flat keys, no qmpstatus.
         let mut stopped = rec(101, "b", "pve1", "stopped", "", None);
         let bare = host_vars(&stopped, &N);
+        // What the API leaves out is undefined, not null or "": community.proxmox's filters
+        // (`proxmox_lock is not defined`) keep the guest.
+        for absent in [
+            "proxmox_tags",
+            "proxmox_tags_parsed",
+            "proxmox_lock",
+            "proxmox_pool",
+            "proxmox_hastate",
+        ] {
+            assert!(
+                !bare.contains_key(absent),
+                "{absent}: {:?}",
+                bare.get(absent)
+            );
+        }
+        let mut locked = rec(102, "c", "pve1", "running", "", Some("ocp"));
+        locked.vm.lock = Some("backup".into());
+        locked.vm.hastate = Some("started".into());
+        let v = host_vars(&locked, &N);
         assert_eq!(
-            (&bare["proxmox_tags"], &bare["proxmox_tags_parsed"]),
-            (&json!(""), &json!([]))
+            (
+                &v["proxmox_lock"],
+                &v["proxmox_pool"],
+                &v["proxmox_hastate"]
+            ),
+            (&json!("backup"), &json!("ocp"), &json!("started"))
         );
         assert!(!bare.contains_key("proxmox_cores") && !bare.contains_key("proxmox_qmpstatus"));
         // With config, a VM that is not running has its status as qmpstatus (qemu-server's vmstatus).

@@ -159,6 +159,9 @@ notes:
     C(lock), C(hastate), C(maxmem); with O(want_config) C(config) (the raw config), C(snapshots) (the snapshot names),
     for VMs C(qmpstatus) and C(agent_enabled), and every config key flat; with O(want_agent_interfaces)
     C(agent_interfaces) (VMs) or C(lxc_interfaces) (containers), C(ipv4_addresses) and C(ipv6_addresses).
+  - A var whose key the API leaves out is not set at all (no null, no empty string) - C(tags) and C(tags_parsed) on an
+    untagged guest, C(pool), C(lock) and C(hastate) on a guest without one - as community.proxmox leaves them
+    undefined, so its users' filters such as C(proxmox_lock is not defined) keep the guest.
   - The vars community.proxmox's inventory sets have its names and shapes, so C(compose), C(groups) and
     C(keyed_groups) written for it work unchanged (a test runs both plugins over the same cluster and compares them).
     Each config key is C(<facts_prefix><key>) and a property string whose comma-separated parts all hold C(=) is a
