@@ -113,6 +113,7 @@ impl Opts {
             api_key: self.spoke_api_key.clone(),
             ca_cert: self.spoke_ca_cert.clone(),
             validate_certs: self.spoke_validate_certs,
+            ..Default::default()
         }
     }
     fn has_spoke(&self) -> bool {

@@ -73,6 +73,10 @@ struct Opts {
     ca_cert: Option<PathBuf>,
     ingress_ca: Option<String>,
     validate_certs: bool,
+    #[serde(default)]
+    client_cert: Option<PathBuf>,
+    #[serde(default)]
+    client_key: Option<PathBuf>,
     wait_for: Vec<String>,
     timeout: i64,
     poll_interval: i64,
@@ -148,6 +152,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         api_key: o.api_key.clone(),
         ca_cert: o.ca_cert.clone(),
         validate_certs: o.validate_certs,
+        client_cert: o.client_cert.clone(),
+        client_key: o.client_key.clone(),
     };
     let conn = params.resolve().map_err(|e| Failure::new(e.to_string()))?;
     // Tokens learnt at run time (kubeconfig, OAuth) are returned as `api_key` on success — that is

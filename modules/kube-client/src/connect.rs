@@ -35,6 +35,7 @@ impl HubOptions {
             api_key: self.hub_api_key.clone(),
             ca_cert: self.hub_ca_cert.clone(),
             validate_certs: self.hub_validate_certs,
+            ..Default::default()
         }
     }
 }
@@ -91,6 +92,10 @@ pub struct ClusterOptions {
     pub api_key: Option<String>,
     pub ca_cert: Option<PathBuf>,
     pub validate_certs: bool,
+    #[serde(default)]
+    pub client_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub client_key: Option<PathBuf>,
 }
 
 impl ClusterOptions {
@@ -102,6 +107,8 @@ impl ClusterOptions {
             api_key: self.api_key.clone(),
             ca_cert: self.ca_cert.clone(),
             validate_certs: self.validate_certs,
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
         }
     }
 }
@@ -125,7 +132,15 @@ pub fn cluster_opts() -> Vec<ansible_module::Opt> {
             .env(&["K8S_AUTH_SSL_CA_CERT"]),
         Opt::bool("validate_certs")
             .aliases(&["verify_ssl"])
+            .env(&["K8S_AUTH_VERIFY_SSL"])
             .default(true),
+        // kubernetes.core's k8s_auth_options: a client certificate in place of a token.
+        Opt::path("client_cert")
+            .aliases(&["cert_file"])
+            .env(&["K8S_AUTH_CERT_FILE"]),
+        Opt::path("client_key")
+            .aliases(&["key_file"])
+            .env(&["K8S_AUTH_KEY_FILE"]),
     ]
 }
 

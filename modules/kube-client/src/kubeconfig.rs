@@ -125,6 +125,8 @@ pub enum KubeconfigError {
     PluginUser(String),
     #[error("kubeconfig user {0:?} has a client certificate without a key (or a key without a certificate)")]
     HalfIdentity(String),
+    #[error("client_cert and client_key go together: {0} is set without the other")]
+    HalfClientOption(&'static str),
     #[error("no API server given: set a kubeconfig or the API URL")]
     NoServerGiven,
     #[error("the API URL {0:?} must start with https:// (or http://)")]
@@ -141,6 +143,10 @@ pub struct ConnectionParams {
     pub api_key: Option<String>,
     pub ca_cert: Option<PathBuf>,
     pub validate_certs: bool,
+    /// A client certificate and its key (PEM files), kubernetes.core's `client_cert`/`client_key`:
+    /// the identity in place of the kubeconfig's user, as with `api_key`.
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
 }
 
 fn b64(what: &'static str, data: &str) -> Result<Vec<u8>, KubeconfigError> {
@@ -280,6 +286,30 @@ pub fn looks_like_content(s: &str) -> bool {
 impl ConnectionParams {
     /// Build the connection: the kubeconfig (file or content) when given, with `host`, `api_key`,
     /// `ca_cert` and `validate_certs=false` overriding it; else `host` + `api_key`.
+    /// `client_cert` and `client_key` read into the one PEM reqwest takes (chain, then key).
+    fn client_identity(&self) -> Result<Option<Vec<u8>>, KubeconfigError> {
+        match (&self.client_cert, &self.client_key) {
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(KubeconfigError::HalfClientOption("client_cert")),
+            (None, Some(_)) => Err(KubeconfigError::HalfClientOption("client_key")),
+            (Some(cert), Some(key)) => {
+                let read = |what: &'static str, p: &PathBuf| {
+                    std::fs::read(p).map_err(|source| KubeconfigError::ReadReferenced {
+                        what,
+                        path: p.clone(),
+                        source,
+                    })
+                };
+                let mut pem = read("client_cert", cert)?;
+                if !pem.ends_with(b"\n") {
+                    pem.push(b'\n');
+                }
+                pem.extend_from_slice(&read("client_key", key)?);
+                Ok(Some(pem))
+            }
+        }
+    }
+
     pub fn resolve(&self) -> Result<Connection, KubeconfigError> {
         let mut conn = match &self.kubeconfig {
             Some(k) if !k.trim().is_empty() => {
@@ -318,6 +348,11 @@ impl ConnectionParams {
         if let Some(t) = self.api_key.as_deref().filter(|t| !t.is_empty()) {
             conn.token = Some(t.to_string());
             conn.tls.identity_pem = None;
+            conn.basic = None;
+        }
+        if let Some(identity) = self.client_identity()? {
+            conn.tls.identity_pem = Some(identity);
+            conn.token = None;
             conn.basic = None;
         }
         if let Some(ca) = &self.ca_cert {
@@ -448,6 +483,45 @@ preferences: {}
         assert_eq!(c.tls.ca_pem.as_deref(), Some(&b"CA"[..]));
         assert_eq!(c.ca_path, Some(dir.join("ca.crt")));
         assert_eq!(c.token.as_deref(), Some("t0k"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// kubernetes.core's `client_cert`/`client_key`: the identity in place of the kubeconfig's user.
+    #[test]
+    fn client_certificate_options_replace_the_identity() {
+        let dir = std::env::temp_dir().join(format!("kc-client-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("c.pem"), "CERT").unwrap();
+        std::fs::write(dir.join("k.pem"), "KEY\n").unwrap();
+        let p = ConnectionParams {
+            kubeconfig: Some(KC.into()),
+            client_cert: Some(dir.join("c.pem")),
+            client_key: Some(dir.join("k.pem")),
+            validate_certs: true,
+            ..Default::default()
+        };
+        let c = p.resolve().unwrap();
+        assert_eq!(c.tls.identity_pem.as_deref(), Some(&b"CERT\nKEY\n"[..]));
+        assert!(c.token.is_none() && c.basic.is_none());
+        let half = ConnectionParams {
+            client_key: None,
+            ..p.clone()
+        };
+        assert!(matches!(
+            half.resolve(),
+            Err(KubeconfigError::HalfClientOption("client_cert"))
+        ));
+        let missing = ConnectionParams {
+            client_key: Some(dir.join("absent.pem")),
+            ..p
+        };
+        assert!(matches!(
+            missing.resolve(),
+            Err(KubeconfigError::ReadReferenced {
+                what: "client_key",
+                ..
+            })
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

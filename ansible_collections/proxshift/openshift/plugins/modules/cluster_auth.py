@@ -103,9 +103,23 @@ options:
       - Check the server certificates. V(false) is for labs only and triggers a warning.
       - Setting it to V(false) also overrides the kubeconfig's setting; V(true) keeps the kubeconfig's
         C(insecure-skip-tls-verify).
+      - Falls back to the E(K8S_AUTH_VERIFY_SSL) environment variable.
     type: bool
     default: true
     aliases: [verify_ssl]
+  client_cert:
+    description:
+      - PEM file with a client certificate to authenticate with, in place of the kubeconfig's user or a token
+        (kubernetes.core's C(client_cert)); needs O(client_key).
+      - Falls back to the E(K8S_AUTH_CERT_FILE) environment variable.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - PEM file with the key of O(client_cert).
+      - Falls back to the E(K8S_AUTH_KEY_FILE) environment variable.
+    type: path
+    aliases: [key_file]
   wait_for:
     description:
       - What must be ready before the module returns.

@@ -186,9 +186,23 @@ options:
   validate_certs:
     description:
       - Check the server certificate. V(false) is for labs only and triggers a warning.
+      - Falls back to the E(K8S_AUTH_VERIFY_SSL) environment variable.
     type: bool
     default: true
     aliases: [verify_ssl]
+  client_cert:
+    description:
+      - PEM file with a client certificate to authenticate with, in place of the kubeconfig's user or a token
+        (kubernetes.core's C(client_cert)); needs O(client_key).
+      - Falls back to the E(K8S_AUTH_CERT_FILE) environment variable.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - PEM file with the key of O(client_cert).
+      - Falls back to the E(K8S_AUTH_KEY_FILE) environment variable.
+    type: path
+    aliases: [key_file]
 attributes:
   check_mode:
     support: full
