@@ -25,6 +25,8 @@ pub enum WaitProblem {
     StatusWithoutType,
     #[error("names kind {0} (and name), which no object of this task has")]
     NoSuchObject(String),
+    #[error("is not a mapping of type/status/path/value/kind/name: {0}")]
+    NotAnEntry(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,16 @@ pub enum ConfigError {
     Definition(#[from] DocumentError),
     #[error("objects and definition are both empty: nothing to do (give objects or definition)")]
     Nothing,
+    #[error("definition must be a YAML text, a mapping or a list of mappings, not {0}")]
+    DefinitionType(&'static str),
+    #[error("cannot read src {}: {source}", path.display())]
+    Src {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("wait must be a boolean (kubernetes.core's wait, with wait_condition) or a list of checks, not {0}")]
+    WaitType(&'static str),
     #[error("wait[{index}] {problem}")]
     BadWait { index: usize, problem: WaitProblem },
     #[error("wait applies to state=present and state=read is not allowed with it (state={0})")]

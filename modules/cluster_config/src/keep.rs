@@ -263,13 +263,14 @@ pub fn check_options(o: &Options) -> Result<(), Failure> {
     if o.certificates.is_empty() {
         problems.push(format!("state={} needs certificates", o.state));
     }
-    if !o.objects.is_empty()
-        || o.definition
-            .as_deref()
-            .is_some_and(|d| !d.trim().is_empty())
-    {
+    let definition_given = match &o.definition {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::String(d)) => !d.trim().is_empty(),
+        Some(_) => true,
+    };
+    if !o.objects.is_empty() || definition_given || o.src.is_some() {
         problems.push(format!(
-            "objects and definition are not used with state={}",
+            "objects, definition and src are not used with state={}",
             o.state
         ));
     }

@@ -24,13 +24,17 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::ConfigError;
-use crate::wait::WaitOpt;
+use crate::wait::WaitCondition;
 
 /// The module's options; the documentation stub `plugins/modules/cluster_config.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::list("objects", Type::Dict).default(json!([])),
-        Opt::str("definition"),
+        // kubernetes.core's k8s: YAML text, a mapping or a list of mappings; or a file (`src`).
+        Opt::raw("definition").aliases(&["resource_definition"]),
+        Opt::path("src"),
+        // kubernetes.core's client-side `apply`: every write here is a server-side apply already.
+        Opt::bool("apply"),
         Opt::str("state")
             .choices(&["present", "absent", "read", "backup", "restore", "report"])
             .default("present"),
@@ -38,18 +42,20 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("field_manager").default(kube_client::client::FIELD_MANAGER),
         Opt::bool("force_conflicts").default(false),
         Opt::str("installed_by"),
-        Opt::list("wait", Type::Dict)
-            .default(json!([]))
-            .options(ArgSpec::new(vec![
-                Opt::str("type"),
-                Opt::str("status"),
-                Opt::str("path"),
-                Opt::str("value"),
-                Opt::str("kind"),
-                Opt::str("name"),
-            ])),
+        // A list of checks (each: type/status or path/value, narrowed by kind/name), or kubernetes.core's
+        // boolean with `wait_condition`; checked in `wait::from_options`.
+        Opt::raw("wait").default(json!([])),
+        Opt::dict("wait_condition").options(ArgSpec::new(vec![
+            Opt::str("type").required(),
+            Opt::str("status")
+                .choices(&["True", "False", "Unknown"])
+                .default("True"),
+            Opt::str("reason"),
+        ])),
         Opt::int("wait_timeout").default(120),
-        Opt::int("wait_interval").default(2),
+        Opt::int("wait_interval")
+            .aliases(&["wait_sleep"])
+            .default(2),
         Opt::list("certificates", Type::Dict)
             .default(json!([]))
             .options(ArgSpec::new(vec![
@@ -69,19 +75,23 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("certificate_warning_days").default(30),
     ])
     .with(cluster_opts())
-    .required_one_of(&["objects", "definition", "certificates"])
+    .required_one_of(&["objects", "definition", "src", "certificates"])
+    .mutually_exclusive(&["definition", "src"])
 }
 
 #[derive(Debug, Deserialize)]
 pub struct Options {
     pub objects: Vec<Value>,
-    pub definition: Option<String>,
+    pub definition: Option<Value>,
+    pub src: Option<std::path::PathBuf>,
+    pub apply: Option<bool>,
     pub state: String,
     pub namespace: Option<String>,
     pub field_manager: String,
     pub force_conflicts: bool,
     pub installed_by: Option<String>,
-    pub wait: Vec<WaitOpt>,
+    pub wait: Value,
+    pub wait_condition: Option<WaitCondition>,
     pub wait_timeout: i64,
     pub wait_interval: i64,
     pub certificates: Vec<certs::KeepOpt>,
@@ -117,17 +127,31 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         return keep::run(m, &o, &client);
     }
     let read = o.state == "read";
-    let mut targets = plan::targets(&o.objects, o.definition.as_deref(), read).map_err(fail)?;
+    let definition = match &o.src {
+        Some(path) => Some(Value::String(std::fs::read_to_string(path).map_err(
+            |source| {
+                fail(ConfigError::Src {
+                    path: path.clone(),
+                    source,
+                })
+            },
+        )?)),
+        None => o.definition.clone(),
+    };
+    let mut targets = plan::targets(&o.objects, definition.as_ref(), read).map_err(fail)?;
     // Every Secret value of the task is masked everywhere, an API error quoting one included.
     for t in &targets {
         for s in plan::secret_values(&t.body) {
             m.add_secret(s);
         }
     }
-    if !o.wait.is_empty() && o.state != "present" {
+    let checks = wait::from_options(&o.wait, o.wait_condition.as_ref(), &targets).map_err(fail)?;
+    if !checks.is_empty() && o.state != "present" {
         return Err(fail(ConfigError::WaitWithState(o.state.clone())));
     }
-    let checks = wait::checks(&o.wait, &targets).map_err(fail)?;
+    if o.wait_condition.is_some() && o.wait != Value::Bool(true) {
+        m.warn("wait_condition has no effect without wait: true (as in kubernetes.core)");
+    }
     if o.wait_timeout < 0 || o.wait_interval < 1 {
         return Err(fail(ConfigError::BadNumber {
             what: "wait_timeout and wait_interval",

@@ -45,29 +45,48 @@ impl Target {
 /// apiVersion, kind and (unless `names_optional`) metadata.name.
 pub fn targets(
     objects: &[Value],
-    definition: Option<&str>,
+    definition: Option<&Value>,
     names_optional: bool,
 ) -> Result<Vec<Target>, ConfigError> {
     let mut out = Vec::new();
     for (i, o) in objects.iter().enumerate() {
         out.push(target(format!("objects[{i}]"), o, names_optional)?);
     }
-    if let Some(text) = definition.filter(|t| !t.trim().is_empty()) {
-        for (i, o) in kube_client::objects::parse_documents(text)?
-            .iter()
-            .enumerate()
-        {
-            out.push(target(
-                format!("definition document {}", i + 1),
-                o,
-                names_optional,
-            )?);
-        }
+    for (i, o) in definition_documents(definition)?.iter().enumerate() {
+        out.push(target(
+            format!("definition document {}", i + 1),
+            o,
+            names_optional,
+        )?);
     }
     if out.is_empty() {
         return Err(ConfigError::Nothing);
     }
     Ok(out)
+}
+
+/// `definition` as kubernetes.core's `k8s` takes it: YAML text (several documents), one mapping, or a
+/// list of mappings (a nested list is flattened, as there); null or empty text is nothing.
+pub fn definition_documents(definition: Option<&Value>) -> Result<Vec<Value>, ConfigError> {
+    match definition {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(Vec::new()),
+        Some(Value::String(text)) => Ok(kube_client::objects::parse_documents(text)?),
+        Some(Value::Object(_)) => Ok(vec![definition.cloned().unwrap_or_default()]),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::new();
+            for item in items {
+                match item {
+                    Value::Null => {}
+                    Value::Array(_) => out.extend(definition_documents(Some(item))?),
+                    _ => out.push(item.clone()),
+                }
+            }
+            Ok(out)
+        }
+        Some(Value::Bool(_)) => Err(ConfigError::DefinitionType("a boolean")),
+        Some(Value::Number(_)) => Err(ConfigError::DefinitionType("a number")),
+    }
 }
 
 fn target(origin: String, o: &Value, names_optional: bool) -> Result<Target, ConfigError> {
@@ -276,7 +295,7 @@ mod tests {
         let objs = [json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})];
         let def =
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\nstatus: {}\n";
-        let t = targets(&objs, Some(def), false).unwrap();
+        let t = targets(&objs, Some(&json!(def)), false).unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].origin, "objects[0]");
         assert_eq!(t[1].origin, "definition document 1");
@@ -284,6 +303,29 @@ mod tests {
         // A manifest's status is the server's: never applied.
         assert!(t[1].body.get("status").is_none());
         assert_eq!(t[1].describe(Some("a")), "v1 ConfigMap a/c");
+    }
+
+    /// kubernetes.core's `definition`: YAML text, one mapping, or a list of mappings (nested lists
+    /// flattened), so a `k8s` task ported by its module name alone works.
+    #[test]
+    fn definition_takes_what_kubernetes_core_takes() {
+        let cm = |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": "a"}});
+        let one = targets(&[], Some(&cm("x")), false).unwrap();
+        assert_eq!(one[0].name.as_deref(), Some("x"));
+        let list = targets(&[], Some(&json!([cm("x"), [cm("y")], null])), false).unwrap();
+        let names: Vec<_> = list.iter().map(|t| t.name.clone().unwrap()).collect();
+        assert_eq!(names, ["x", "y"]);
+        assert_eq!(list[1].origin, "definition document 2");
+        assert!(matches!(
+            targets(&[], Some(&json!(true)), false),
+            Err(ConfigError::DefinitionType("a boolean"))
+        ));
+        assert!(matches!(
+            targets(&[], Some(&json!([])), false),
+            Err(ConfigError::Nothing)
+        ));
+        let e = targets(&[], Some(&json!(["x"])), false).unwrap_err();
+        assert_eq!(e.to_string(), "definition document 1 is not a mapping");
     }
 
     #[test]
@@ -308,10 +350,10 @@ mod tests {
             }
         ));
         assert!(matches!(
-            targets(&[], Some("---\n"), false),
+            targets(&[], Some(&json!("---\n")), false),
             Err(ConfigError::Nothing)
         ));
-        let e = targets(&[], Some("a: [\n"), false).unwrap_err();
+        let e = targets(&[], Some(&json!("a: [\n")), false).unwrap_err();
         assert!(
             e.to_string().starts_with("definition: YAML document 1"),
             "{e}"

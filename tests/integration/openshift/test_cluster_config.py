@@ -260,3 +260,44 @@ def test_read_lists_a_kind_and_reads_one(run_playbook, kube_api: KubeApi):
     assert "a" in names
     assert [x["action"] for x in r["results"]] == ["read", "read", "not_found"]
     assert r["results"][1]["object"]["data"] == {"x": "1"}
+
+
+def test_a_kubernetes_core_k8s_task_ported_by_its_module_name(run_playbook, kube_api: KubeApi, tmp_path):
+    """kubernetes.core.k8s's options and K8S_AUTH_* environment, unchanged but for the module name: definition as
+    a list, src, apply, wait: true with wait_sleep (readiness as kubernetes.core's waiter judges it), wait_condition,
+    and the connection from K8S_AUTH_HOST/API_KEY/SSL_CA_CERT/VERIFY_SSL alone."""
+    n = unique("k8s")
+    src = tmp_path / "extra.yaml"
+    src.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: from-src, namespace: {n}}}\ndata: {{a: b}}\n")
+    env = {"K8S_AUTH_HOST": kube_api.url, "K8S_AUTH_API_KEY": kube_api.admin_token,
+           "K8S_AUTH_SSL_CA_CERT": str(kube_api.ca_cert), "K8S_AUTH_VERIFY_SSL": "true"}
+    k8s = "proxshift.openshift.cluster_config"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": n},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [{"name": "web", "image": "registry.example/web:1"}]}}}}
+    run = run_playbook(play(
+        {"name": "list", k8s: {"state": "present", "apply": True, "definition": [ns(n), cm("listed", n, x="1")],
+                               "wait": True, "wait_sleep": 1}},
+        {"name": "src", k8s: {"state": "present", "src": str(src), "wait": True,
+                              "wait_condition": {"type": "Nothing"}, "wait_timeout": 2}},
+    ), env=env)
+    assert run.task("list")["changed"] is True, run.output
+    assert kube_api.get(f"/api/v1/namespaces/{n}/configmaps/listed")["data"] == {"x": "1"}
+    # wait_condition: a ConfigMap never shows the condition, so the wait names it.
+    src_r = run.task("src")
+    assert src_r.get("failed") and "Nothing=True" in src_r["msg"], src_r
+    assert kube_api.get(f"/api/v1/namespaces/{n}/configmaps/from-src")["data"] == {"a": "b"}
+    # wait: true on a Deployment: the real controller manager rolls it out, but no kubelet runs its pod, so the
+    # readiness kubernetes.core's waiter asks for never comes, and the timeout says what is missing.
+    run = run_playbook(play({"name": "deploy", k8s: {"definition": deployment, "wait": True, "wait_timeout": 6,
+                                                     "wait_sleep": 1}}), env=env)
+    r = run.task("deploy")
+    assert r.get("failed"), r
+    assert "1 ready replica(s), 0 so far" in r["msg"], r["msg"]
+    # K8S_AUTH_VERIFY_SSL=false is read: a warning that certificates are not checked.
+    run = run_playbook(play({"name": "read", k8s: {"state": "read", "definition": ns(n)}}),
+                       env={**env, "K8S_AUTH_VERIFY_SSL": "false", "K8S_AUTH_SSL_CA_CERT": ""})
+    r = run.task("read")
+    assert r.get("failed") is not True, r
+    assert any("validate_certs is off" in w for w in r.get("warnings", [])), r

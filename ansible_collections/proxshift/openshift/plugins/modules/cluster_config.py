@@ -57,13 +57,26 @@ options:
     elements: dict
     default: []
   definition:
-    description: YAML text with one or more documents (C(List) kinds are flattened), applied after O(objects).
-    type: str
+    description:
+      - YAML text with one or more documents (C(List) kinds are flattened), one object as a mapping, or a list of
+        objects (nested lists flattened) - what M(kubernetes.core.k8s) takes; applied after O(objects).
+    type: raw
+    aliases: [resource_definition]
+  src:
+    description:
+      - Path of a YAML file with one or more documents, read where the module runs (the controller with
+        a local connection); taken as O(definition) would be. Not with O(definition).
+    type: path
+  apply:
+    description:
+      - Accepted so that a M(kubernetes.core.k8s) task ports unchanged; every write of this module is a server-side
+        apply (field manager O(field_manager)) whatever its value, which keeps the fields other managers set.
+    type: bool
   state:
     description:
       - V(present) applies, V(absent) deletes (C(changed) only for objects that existed), V(read) only reads.
       - V(backup), V(restore) and V(report) keep the certificates of O(certificates) (see the description);
-        O(objects) and O(definition) are not used with them.
+        O(objects), O(definition) and O(src) are not used with them.
     type: str
     choices: [present, absent, read, backup, restore, report]
     default: present
@@ -88,29 +101,35 @@ options:
     type: str
   wait:
     description:
-      - Checks every applied object (or those of O(wait[].kind) / O(wait[].name)) must pass, polled every
-        O(wait_interval) seconds. Only with O(state=present); skipped in check mode.
-    type: list
-    elements: dict
+      - A list of checks every applied object (or those of C(kind) / C(name)) must pass, polled every
+        O(wait_interval) seconds. Each check is a mapping with C(type) (a condition type in C(status.conditions))
+        and C(status) (its wanted status, default C(True)), or with C(path) (a JSONPath-like path such as
+        C(status.phase), C(.status.conditions[0].type) or C({.status.phase})) and C(value) (the wanted value,
+        compared as text; unset means the path only has to be set); C(kind) and C(name) narrow it to those objects.
+      - Or a boolean, as M(kubernetes.core.k8s) takes it - V(true) waits for O(wait_condition) when given, else for
+        each object's readiness as kubernetes.core's waiter judges it (a Deployment's or StatefulSet's replicas
+        updated and ready at its newest generation, a DaemonSet's pods, a Pod's containers; other kinds only
+        have to exist); V(false) does not wait.
+      - Only with O(state=present); skipped in check mode.
+    type: raw
     default: []
+  wait_condition:
+    description:
+      - With O(wait=true), the condition each object must show (M(kubernetes.core.k8s)'s O(wait_condition)); without
+        it, a warning and no wait.
+    type: dict
     suboptions:
       type:
-        description: A condition type in C(status.conditions). Either this or O(wait[].path).
+        description: The condition type in C(status.conditions).
         type: str
+        required: true
       status:
-        description: The condition's wanted status (default C(True)).
+        description: Its wanted status.
         type: str
-      path:
-        description: A JSONPath-like path such as C(status.phase), C(.status.conditions[0].type) or C({.status.phase}).
-        type: str
-      value:
-        description: The wanted value at O(wait[].path), compared as text; unset means the path only has to be set.
-        type: str
-      kind:
-        description: Only objects of this kind.
-        type: str
-      name:
-        description: Only objects of this name.
+        choices: ["True", "False", "Unknown"]
+        default: "True"
+      reason:
+        description: Its wanted reason, when given.
         type: str
   wait_timeout:
     description: Seconds to wait for O(wait).
@@ -120,6 +139,7 @@ options:
     description: Seconds between two looks.
     type: int
     default: 2
+    aliases: [wait_sleep]
   certificates:
     description:
       - The TLS Secrets (C(tls.crt), C(tls.key)) kept across reinstalls, for O(state=backup), O(state=restore) and
@@ -189,9 +209,23 @@ options:
   validate_certs:
     description:
       - Check the API's certificate. V(false) is for labs only and triggers a warning.
+      - Falls back to the E(K8S_AUTH_VERIFY_SSL) environment variable.
     type: bool
     default: true
     aliases: [verify_ssl]
+  client_cert:
+    description:
+      - PEM file with a client certificate to authenticate with, in place of the kubeconfig's user or a token
+        (kubernetes.core's C(client_cert)); needs O(client_key).
+      - Falls back to the E(K8S_AUTH_CERT_FILE) environment variable.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - PEM file with the key of O(client_cert).
+      - Falls back to the E(K8S_AUTH_KEY_FILE) environment variable.
+    type: path
+    aliases: [key_file]
 notes:
   - The user needs C(get) and C(patch) on the objects' resources (C(delete) for O(state=absent), C(list) for
     a read without a name). Discovery (C(/api), C(/apis/GROUP/VERSION)) finds each kind's resource.
@@ -229,6 +263,16 @@ EXAMPLES = r"""
       - {type: Complete}
       - {path: status.succeeded, value: "1", kind: Job}
     wait_timeout: 600
+
+- name: A kubernetes.core.k8s task ported by its module name alone (K8S_AUTH_* from the environment)
+  proxshift.openshift.cluster_config:
+    state: present
+    apply: true
+    src: manifests/web.yaml
+    wait: true
+    wait_condition: {type: Available, status: "True"}
+    wait_sleep: 5
+    wait_timeout: 300
 
 - name: The storage classes
   proxshift.openshift.cluster_config:
