@@ -1170,6 +1170,34 @@ fn api_host_with_a_port_and_no_scheme() {
     );
 }
 
+/// A certificate the client does not trust fails at once (no retry can fix it), and the message names the
+/// two options that do, as community.proxmox users look for them.
+#[test]
+fn an_untrusted_certificate_names_ca_path_and_validate_certs() {
+    let sim = Simulator::start(Config {
+        tls: pvesim::Tls::Generated { ca_path: None },
+        ..pvesim::lab::config_under_test()
+    })
+    .expect("simulator starts");
+    let a = json!({
+        "api_host": "127.0.0.1",
+        "api_port": sim.addr().port(),
+        "api_token_id": "root@pam!pvesim",
+        "api_token_secret": TOKEN,
+        "name": "nothing-here",
+        "state": "absent",
+    });
+    let r = TestModule::new("proxmox_vm", proxmox_vm::argument_spec(), proxmox_vm::run)
+        .hiding(TOKEN)
+        .run(&a)
+        .0;
+    let msg = failed(&r);
+    for word in ["certificate", "ca_path", "validate_certs"] {
+        assert!(msg.contains(word), "{word} missing from: {msg}");
+    }
+    assert!(sim.requests().is_empty(), "{:?}", sim.requests());
+}
+
 /// The lab with an LVM (thick) storage `vg` on pve1, playing `version`.
 fn sim_with_lvm(version: &str) -> SimHandle {
     let lab = include_str!("../../pvesim/examples/lab.yaml");

@@ -185,10 +185,32 @@ pub fn is_transient_transport(e: &reqwest::Error) -> bool {
     (e.is_connect() || e.is_timeout()) && !is_certificate_error(e)
 }
 
-/// The TLS handshake failed over the server's certificate (unknown issuer, wrong name, expired).
+/// The TLS handshake failed over the server's certificate (unknown issuer, wrong name, expired, none sent).
 pub fn is_certificate_error(e: &(dyn std::error::Error + 'static)) -> bool {
-    let text = describe(e).to_ascii_lowercase();
-    text.contains("certificate") || text.contains("unknownissuer")
+    matches!(
+        tls_cause(e),
+        Some(rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
+    )
+}
+
+/// The rustls error behind a failed request, found by type along the cause chain. The TLS stream hands it
+/// up wrapped in `io::Error`s (two, through hyper), whose `source()` skips the wrapped value, so the walk
+/// goes into an `io::Error`'s inner error rather than to its source.
+pub fn tls_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(t) = err.downcast_ref::<rustls::Error>() {
+            return Some(t);
+        }
+        next = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    None
 }
 
 /// Exponential backoff: `attempts` tries in all, sleeping `initial`, `initial*factor`, … capped at `max`.
@@ -432,6 +454,23 @@ mod tests {
             ..Default::default()
         };
         assert!(client(&opts).is_err());
+    }
+
+    #[test]
+    fn a_certificate_error_is_found_by_type_inside_nested_io_errors() {
+        let refused = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, refused);
+        let outer = std::io::Error::other(inner);
+        assert!(is_certificate_error(&outer));
+        let other = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::DecryptError,
+        ));
+        assert!(!is_certificate_error(&other));
+        // Text alone is not a certificate error.
+        assert!(!is_certificate_error(&std::io::Error::other(
+            "invalid peer certificate: UnknownIssuer"
+        )));
     }
 
     #[test]

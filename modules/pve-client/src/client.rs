@@ -375,13 +375,16 @@ pub(crate) fn transport_error(
     path: &str,
     e: &proxshift_http::reqwest::Error,
 ) -> Error {
-    // A write that timed out after sending may have happened; only connection failures are safe.
-    let transient = e.is_connect() || (*method == Method::GET && e.is_timeout());
+    // A write that timed out after sending may have happened; only connection failures are safe. A
+    // refused certificate is a connect error too, but no retry can fix it.
+    let certificate = proxshift_http::is_certificate_error(e);
+    let transient = !certificate && (e.is_connect() || (*method == Method::GET && e.is_timeout()));
     Error::Transport {
         method: method.to_string(),
         path: path.to_string(),
         detail: proxshift_http::describe(e),
         transient,
+        certificate,
     }
 }
 
@@ -405,6 +408,7 @@ pub(crate) fn read_response(method: &str, path: &str, resp: Response) -> Result<
         path: path.to_string(),
         detail: proxshift_http::describe(&e),
         transient: method == "GET",
+        certificate: false,
     })?;
     envelope(method, path, (status.as_u16(), &reason), &body)
 }

@@ -13,7 +13,7 @@ use crate::Error;
 pub fn connection_options() -> Vec<Opt> {
     vec![
         Opt::str("api_host").required().env(&["PROXMOX_HOST"]),
-        Opt::int("api_port").default(8006),
+        Opt::int("api_port").default(8006).env(&["PROXMOX_PORT"]),
         Opt::str("api_user").env(&["PROXMOX_USER"]),
         Opt::str("api_password").no_log().env(&["PROXMOX_PASSWORD"]),
         Opt::str("api_token_id").env(&["PROXMOX_TOKEN_ID"]),

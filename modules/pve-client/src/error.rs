@@ -71,6 +71,8 @@ pub enum Error {
         detail: String,
         /// Safe to retry: the request cannot have reached the server (or was a GET).
         transient: bool,
+        /// The server's TLS certificate was refused: the message names `ca_path` and `validate_certs`.
+        certificate: bool,
     },
     Task(TaskError),
     /// A wait ran out of time.
@@ -291,11 +293,19 @@ impl fmt::Display for Error {
                 method,
                 path,
                 detail,
+                certificate,
                 ..
-            } => write!(
-                f,
-                "{method} {path}: no answer from the Proxmox API: {detail}"
-            ),
+            } => {
+                write!(
+                    f,
+                    "{method} {path}: no answer from the Proxmox API: {detail}"
+                )?;
+                if *certificate {
+                    write!(f, "; the API's TLS certificate is not trusted: give its CA with ca_path (PROXMOX_CA_PATH), \
+                        or set validate_certs: false (PROXMOX_VALIDATE_CERTS=false) for a host you trust")?;
+                }
+                Ok(())
+            }
             Error::Task(t) => {
                 write!(
                     f,

@@ -5,7 +5,7 @@
 //!
 //! Connection
 //! - [`connection_options()`] → `Vec<ansible_module::Opt>`: `api_host` (env `PROXMOX_HOST`), `api_port`
-//!   (8006), `api_user` (`PROXMOX_USER`), `api_password` (`PROXMOX_PASSWORD`, no_log), `api_token_id`
+//!   (8006, `PROXMOX_PORT`), `api_user` (`PROXMOX_USER`), `api_password` (`PROXMOX_PASSWORD`, no_log), `api_token_id`
 //!   (`PROXMOX_TOKEN_ID`), `api_token_secret` (`PROXMOX_TOKEN_SECRET`, no_log), `validate_certs` (true,
 //!   `PROXMOX_VALIDATE_CERTS`), `ca_path`, `api_timeout` (30 s per request). Add them to a spec with
 //!   `ArgSpec::new(..).with(connection_options())`; read them with `m.options::<ConnectionOptions>()`

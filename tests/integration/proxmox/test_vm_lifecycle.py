@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlsplit
 
 from _lifecycle_fixtures import TOKEN_ID, TOKEN_SECRET, lifecycle_sim, nodes, vm  # noqa: F401 (fixture)
 
@@ -306,8 +307,17 @@ def test_connection_from_module_defaults_group_and_environment(run_playbook, lif
           {MODULE}:
             name: m0
             state: started
+        - name: the port from PROXMOX_PORT, as community.proxmox reads it
+          environment:
+            PROXMOX_TOKEN_SECRET: "{TOKEN_SECRET}"
+            PROXMOX_PORT: "{urlsplit(sim.url).port}"
+          {MODULE}:
+            api_host: "{urlsplit(sim.url).hostname}"
+            name: m0
+            state: started
     """
     run = run_playbook(pb)
     assert run.rc == 0, run.output
     assert run.task("start via group defaults")["vms"][0]["after"] == "running"
+    assert run.task("the port from PROXMOX_PORT, as community.proxmox reads it")["changed"] is False
     assert_no_secret(run)

@@ -89,7 +89,9 @@ options:
     type: str
     required: true
   api_port:
-    description: Proxmox VE API port.
+    description:
+      - Proxmox VE API port.
+      - Falls back to the environment variable C(PROXMOX_PORT).
     type: int
     default: 8006
   api_user:

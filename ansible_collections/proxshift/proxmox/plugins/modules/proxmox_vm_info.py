@@ -75,6 +75,7 @@ options:
   api_port:
     description:
       - API port.
+      - Falls back to the environment variable C(PROXMOX_PORT).
     type: int
     default: 8006
   api_user:
