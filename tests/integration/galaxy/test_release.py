@@ -58,7 +58,9 @@ def test_what_is_no_release_is_refused_naming_why(project):
 def test_a_release_bumps_writes_the_changelog_and_builds_the_tarball(project):
     old = current(project)
     root = project / "ansible_collections/proxshift/proxmox"
-    # A change to release, whatever the repository holds right after its own release.
+    # A minor change to release, whatever fragments the repository holds (a breaking one would need a major bump).
+    for fragment in (root / "changelogs/fragments").glob("*.yml"):
+        fragment.unlink()
     (root / "changelogs/fragments/test-change.yml").write_text('minor_changes:\n  - "proxmox_vm - a test change."\n')
     fragments = sorted(p.name for p in (root / "changelogs/fragments").glob("*.yml"))
     major, minor, _ = (int(n) for n in old.split("."))
@@ -76,3 +78,50 @@ def test_a_release_bumps_writes_the_changelog_and_builds_the_tarball(project):
     assert f"proxshift-proxmox-{new}.tar.gz" in readme and f"proxshift-proxmox-{old}.tar.gz" not in readme
     assert "a test change" in (root / "CHANGELOG.rst").read_text()
     assert (project / f"build/proxshift-proxmox-{new}.tar.gz").is_file()
+
+
+def test_the_fragments_decide_the_smallest_version(project):
+    """A breaking fragment needs a major release, a new feature a minor one; a smaller bump is refused, naming the
+    fragment, and changes nothing."""
+    old = current(project)
+    major, minor, patch = (int(n) for n in old.split("."))
+    fragments = project / "ansible_collections/proxshift/proxmox/changelogs/fragments"
+    for fragment in fragments.glob("*.yml"):
+        fragment.unlink()
+    (fragments / "fix.yml").write_text('bugfixes:\n  - "proxmox_vm - a fix."\n')
+    (fragments / "feature.yml").write_text('minor_changes:\n  - "proxmox_vm - a feature."\n')
+    proc = release(project, "proxmox", f"{major}.{minor}.{patch + 1}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"a minor release, {major}.{minor + 1}.0 or above: feature.yml (minor_changes)" in proc.stderr, proc.stderr
+    (fragments / "break.yml").write_text('breaking_changes:\n  - "proxmox_vm - an option renamed."\n')
+    proc = release(project, "proxmox", f"{major}.{minor + 1}.0")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"a major release, {major + 1}.0.0 or above: break.yml (breaking_changes)" in proc.stderr, proc.stderr
+    assert current(project) == old, "a refused release changed galaxy.yml"
+
+
+def test_a_release_in_a_checkout_is_committed_and_tagged(project):
+    """In a git checkout the release is one commit of its files, tagged proxshift.proxmox-VERSION."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=project,
+                              capture_output=True, text=True, check=True).stdout
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "before")
+    (project / "notes.txt").write_text("not part of the release\n")
+    root = project / "ansible_collections/proxshift/proxmox"
+    (root / "changelogs/fragments/test-change.yml").write_text('major_changes:\n  - "proxmox_vm - a big change."\n')
+    major, _, _ = (int(n) for n in current(project).split("."))
+    new = f"{major + 1}.0.0"
+    env_git = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = ansible_env(project, {"PATH": f"{VENV / 'bin'}:/usr/bin:/bin", **env_git})
+    proc = subprocess.run(["bash", str(project / "scripts/release.sh"), "proxmox", new], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git("tag", "--list").split() == [f"proxshift.proxmox-{new}"]
+    assert git("log", "-1", "--format=%s", f"proxshift.proxmox-{new}").strip() == f"Release proxshift.proxmox {new}"
+    files = git("show", "--name-only", "--format=", "HEAD").split()
+    assert "ansible_collections/proxshift/proxmox/galaxy.yml" in files
+    assert "ansible_collections/proxshift/proxmox/changelogs/fragments/test-change.yml" not in git("ls-files")
+    assert "notes.txt" not in files and "?? notes.txt" in git("status", "--porcelain")

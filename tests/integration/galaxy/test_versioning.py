@@ -2,10 +2,13 @@
 files changed since its last release (the last commit that wrote its changelogs/changelog.yaml, which
 `scripts/release.sh` does) carries a changelog fragment, or its galaxy.yml already names a version the
 changelog has not released yet. Galaxy refuses a second upload of a version, and an execution environment
-tells which project version it holds only by the collections' versions."""
+tells which project version it holds only by the collections' versions. The module binaries in builds/ ship
+too: a change to the Rust sources a collection's binary is built from counts as a change of that collection."""
 from __future__ import annotations
 
+import re
 import subprocess
+import tomllib
 
 import yaml
 
@@ -30,6 +33,53 @@ def changed_since_release(coll: str) -> list[str]:
     return sorted({p.removeprefix(root + "/") for p in changed} - {""})
 
 
+def crate_dirs() -> dict[str, str]:
+    """Each workspace crate's name as Rust code spells it (`pve_client`) → its folder under modules/."""
+    out = {}
+    for manifest in (REPO / "modules").glob("*/Cargo.toml"):
+        out[tomllib.loads(manifest.read_text())["package"]["name"].replace("-", "_")] = manifest.parent.name
+    return out
+
+
+def binary_sources(coll: str) -> list[str]:
+    """The repository paths builds/*/proxshift_COLL is compiled from: its bin file, the crates it calls and their
+    workspace dependencies, transitively (sources and manifests; tests and benches do not ship)."""
+    dirs = crate_dirs()
+    main = f"modules/collection-binaries/src/bin/proxshift_{coll}.rs"
+    text = (REPO / main).read_text()
+    todo = [c for c in dirs if c != "collection_binaries" and re.search(rf"\b{c}::", text)]
+    seen: set[str] = set()
+    while todo:
+        crate = todo.pop()
+        if crate in seen:
+            continue
+        seen.add(crate)
+        manifest = tomllib.loads((REPO / "modules" / dirs[crate] / "Cargo.toml").read_text())
+        todo += [d.replace("-", "_") for d in manifest.get("dependencies", {}) if d.replace("-", "_") in dirs]
+    paths = [main, "modules/collection-binaries/src/lib.rs"]
+    for crate in sorted(seen):
+        paths += [f"modules/{dirs[crate]}/src", f"modules/{dirs[crate]}/Cargo.toml"]
+    return paths
+
+
+def binary_changed_since_release(coll: str) -> list[str]:
+    root = f"ansible_collections/proxshift/{coll}"
+    release = git("log", "-1", "--format=%H", "--", f"{root}/changelogs/changelog.yaml").strip()
+    sources = binary_sources(coll)
+    changed = git("diff", "--name-only", release, "--", *sources).split()
+    changed += git("ls-files", "--others", "--exclude-standard", "--", *sources).split()
+    return sorted(set(changed))
+
+
+def test_the_binary_sources_of_each_collection_are_known():
+    """The walk finds each collection's own modules and the shared crates, and not another collection's modules."""
+    proxmox, vault, openshift = (binary_sources(c) for c in ("proxmox", "hashi_vault", "openshift"))
+    assert "modules/pve-client/src" in proxmox and "modules/ansible-module/src" in proxmox
+    assert "modules/vault-client/src" in vault and "modules/pve-client/src" not in vault
+    assert "modules/ocp_manifests/src" in openshift and "modules/kube-client/src" in openshift
+    assert "modules/ocp_manifests/src" not in proxmox
+
+
 def shipped(path: str) -> bool:
     return not path.startswith(NOT_A_CHANGE)
 
@@ -38,7 +88,7 @@ def test_a_changed_collection_has_a_fragment_or_an_unreleased_version():
     problems = []
     for coll in COLLECTION_NAMES:
         root = COLLECTIONS / coll
-        changes = [p for p in changed_since_release(coll) if shipped(p)]
+        changes = [p for p in changed_since_release(coll) if shipped(p)] + binary_changed_since_release(coll)
         if not changes:
             continue
         fragments = [p for p in (root / "changelogs/fragments").glob("*.y*ml")]
