@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import leakscan
 from testlib import REPO, VENV, PlaybookRun, ansible_env, module_binary, tool
 
 # Longest files first across the xdist workers, and every run's per-file seconds in build/.
@@ -69,6 +70,7 @@ def run_playbook(tmp_path, ansible_venv):
             inv = tmp_path / f"inventory-{n}.yml"
             inv.write_text(textwrap.dedent(inventory))
         record = tmp_path / f"record-{n}.jsonl"
+        events = tmp_path / f"record-{n}.events.jsonl"
         cmd = [tool("ansible-playbook", ansible_venv), "-i", str(inv), str(pb_path)]
         if extra_vars:
             cmd += ["-e", json.dumps(extra_vars)]
@@ -83,12 +85,15 @@ def run_playbook(tmp_path, ansible_venv):
         cmd += args or []
         proc = subprocess.run(
             cmd,
-            env=ansible_env(tmp_path, {"PROXSHIFT_RECORD": str(record), **(env or {})}, ansible_venv),
+            env=ansible_env(tmp_path, {"PROXSHIFT_RECORD": str(record), "PROXSHIFT_RECORD_EVENTS": str(events),
+                                       **(env or {})}, ansible_venv),
             capture_output=True,
             text=True,
             timeout=timeout,
             cwd=str(REPO),
         )
+        if events.exists():
+            leakscan.SCAN.scan(events.read_text(), "recorded events (retries, loop items, async polls)")
         results = []
         if record.exists():
             results = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]

@@ -35,6 +35,7 @@ from typing import Callable, Iterator, TypeVar
 import pytest
 import yaml
 
+import leakscan
 from testlib import REPO, stop_process
 
 T = TypeVar("T")
@@ -67,6 +68,8 @@ class KubeApi:
         self.ca_cert = info["ca_cert"]
         self.wrong_ca_cert = info["wrong_ca_cert"]
         self.admin_token = info["admin_token"]
+        # The admin kubeconfig's token (the double copies a kubeconfig holding it into auth/): a canary.
+        leakscan.SCAN.register(self.admin_token, f"admin token of the test API server {self.url}")
         self.viewer_token = info["viewer_token"]
         self.kubeconfig_token = info["kubeconfig_token"]
         self.admin_cert_kubeconfig = info["admin_cert_kubeconfig"]

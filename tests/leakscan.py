@@ -18,13 +18,22 @@ credentials by design, OpenBao and the kube test environment, are not ours to sc
 ``.openshift_install.log``) and every async job file (``ansible-async/``, where async tasks leave their whole
 result on disk).
 
+Every canary is matched in each form a secret takes when it is quoted or encoded: raw, JSON-escaped (once and
+twice, ``\\u`` and ``\\/`` escapes), URL-encoded (``quote`` and form style, either hex case), base64 (standard and
+URL-safe, at each of the three alignments it can have inside a longer encoded text: the characters that depend
+on the canary alone) and, for a PEM block (given as is or base64-encoded, as a kubeconfig's ``client-key-data``),
+each line of its body, so a key split over lines or escaped into one is found too.
+
 A test whose own runs leak fails at teardown, naming the canary and where it appeared. A test that shows
 a canary on purpose (the control proving the scan works) is marked ``@pytest.mark.canary_shown``.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import sys
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +51,57 @@ SCANNED_DIRS = {"ansible-async"}
 MIN_LEN = 8  # shorter values would match by accident
 
 
+def _json_forms(value: str) -> set[str]:
+    once = json.dumps(value, ensure_ascii=False)[1:-1]
+    ascii_ = json.dumps(value)[1:-1]
+    return {once, ascii_, once.replace("/", "\\/"), ascii_.replace("/", "\\/"), json.dumps(once)[1:-1]}
+
+
+def _url_forms(value: str) -> set[str]:
+    def lower(encoded: str) -> str:
+        return "".join(c.lower() if i >= 1 and encoded[i - 1] == "%" or i >= 2 and encoded[i - 2] == "%" else c
+                       for i, c in enumerate(encoded))
+    forms = {urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value, safe="")}
+    return forms | {lower(f) for f in forms}
+
+
+def _base64_forms(value: str) -> set[str]:
+    """The characters of the base64 of `value` that depend on its bytes alone, at each alignment."""
+    data = value.encode()
+    forms = set()
+    for k in range(3):
+        start, end = -(-8 * k // 6), 8 * (k + len(data)) // 6
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.add(encode(b"\0" * k + data).decode()[start:end])
+    return forms
+
+
+def _pem_lines(value: str) -> set[str]:
+    """The body lines of a PEM block in `value` (as is, or base64-encoded), each a canary of its own."""
+    text = value
+    if "-----BEGIN" not in text:
+        try:
+            text = base64.b64decode(value, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            return set()
+    if "-----BEGIN" not in text:
+        return set()
+    return {line.strip() for line in text.splitlines()
+            if len(line.strip()) >= 16 and not line.startswith("-----")}
+
+
+def encoded_forms(value: str) -> dict[str, str]:
+    """Each form `value` can leak in, with what form it is (the raw value: "")."""
+    forms: dict[str, str] = {}
+    for kind, found in (("PEM line", _pem_lines(value)), ("base64", _base64_forms(value)),
+                        ("URL-encoded", _url_forms(value)), ("JSON-escaped", _json_forms(value))):
+        for form in found:
+            if len(form) >= MIN_LEN:
+                forms[form] = kind
+    forms.pop(value, None)
+    return {value: "", **forms}
+
+
 @dataclass
 class Finding:
     canary: str
@@ -57,6 +117,8 @@ class Finding:
 class LeakScan:
     def __init__(self):
         self.canaries: dict[str, str] = {}
+        # Every form a canary is matched in: form -> (canary, origin, kind of form).
+        self.forms: dict[str, tuple[str, str, str]] = {}
         self.findings: list[Finding] = []
         self.current: pytest.Item | None = None
         self.scanned: set[str] = set()
@@ -74,7 +136,10 @@ class LeakScan:
             return
         if not isinstance(value, str) or len(value) < MIN_LEN:
             return
-        self.canaries.setdefault(value, origin)
+        if value not in self.canaries:
+            self.canaries[value] = origin
+            for form, kind in encoded_forms(value).items():
+                self.forms.setdefault(form, (value, origin, kind))
         try:
             parsed = json.loads(value)
         except ValueError:
@@ -82,7 +147,7 @@ class LeakScan:
         if isinstance(parsed, (dict, list)):
             for leaf in string_leaves(parsed):
                 if len(leaf) >= 12:
-                    self.canaries.setdefault(leaf, origin + " (inside)")
+                    self.register(leaf, origin + " (inside)")
 
     def discover(self, module):
         """Register the canary constants of a (test or helper) module."""
@@ -102,9 +167,11 @@ class LeakScan:
         if not text or self.shown_on_purpose():
             return
         test = test if test is not None else (self.current.nodeid if self.current else "")
-        for value, origin in self.canaries.items():
-            if value in text:
-                self.findings.append(Finding(value, origin, where, test))
+        seen = set()
+        for form, (value, origin, kind) in self.forms.items():
+            if value not in seen and form in text:
+                seen.add(value)
+                self.findings.append(Finding(value, f"{origin}, {kind}" if kind else origin, where, test))
 
     def scan_file(self, path: Path):
         key = str(path)

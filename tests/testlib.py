@@ -231,6 +231,9 @@ TEST_CLUSTER_ID = "6c1f5a2e-0000-4000-8000-0000000000f1"
 # The kubeadmin password the installer double generates and logs at install-complete, as the real
 # installer does (tests/fixtures/bin/openshift-install): a canary of the session's leak scan.
 KUBEADMIN_PASSWORD_CANARY = "Kcnry-Admin-Passw-Leak1"
+# The admin client key of the kubeconfig the installer double writes (auth/kubeconfig's client-key-data, a PEM
+# block base64-encoded): a canary of the leak scan, whole, decoded and line by line.
+ADMIN_CLIENT_KEY_CANARY = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUtjbnJ5QWRtaW5DbGllbnRLZXlMZWFrU2NhbjBmMGZDYW5hcnkyMDI2b0FvR0NDcUdTTTQ5QXdFSAotLS0tLUVORCBFQyBQUklWQVRFIEtFWS0tLS0tCg=="
 
 
 def fleet_inventory(dest: Path, names: list[str], bad: str | None = None, memory_mib: int = 24576) -> Path:

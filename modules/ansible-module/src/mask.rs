@@ -3,6 +3,11 @@
 //! `VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`; a secret inside a longer string becomes `********`; a number
 //! whose text holds a secret is masked whole. Dict keys are masked too, as core's `sanitize_keys` does
 //! for results that carry data as keys (a header name, a Secret's `NAMESPACE/NAME`).
+//!
+//! A secret is also hidden in the forms it takes when an error quotes a request or a body: JSON-escaped
+//! (a proxy echoing the JSON it was sent), URL-encoded (a form body, a query), base64 (a Basic header, a
+//! Kubernetes Secret's `data`) at each of the three alignments it can start at inside a longer encoding
+//! ([`with_encodings`]).
 
 use serde_json::{Map, Value};
 
@@ -10,6 +15,122 @@ use crate::spec::{ArgSpec, Opt};
 
 pub const MASK_WHOLE: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
 pub const MASK_PART: &str = "********";
+
+/// Shortest secret whose base64 forms are masked: a shorter one's alignment cores (4 characters and less)
+/// would match unrelated base64 text.
+const BASE64_MIN: usize = 6;
+
+/// `secrets` and, after them, every other form each takes quoted in a body: JSON-escaped (as serde and as
+/// Python's `json.dumps` write it, and escaped twice), URL-encoded (RFC 3986 and form style, upper and lower
+/// case hex), and base64 (standard and URL-safe) at the three alignments it can have inside a longer
+/// encoded text — for each alignment the characters that depend on the secret's bytes alone.
+pub fn with_encodings(secrets: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = secrets.to_vec();
+    let mut add = |form: String| {
+        if !form.is_empty() && !out.contains(&form) {
+            out.push(form);
+        }
+    };
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        for form in json_forms(s).into_iter().chain(url_forms(s)) {
+            add(form);
+        }
+        if s.len() >= BASE64_MIN {
+            for form in base64_forms(s.as_bytes()) {
+                add(form);
+            }
+        }
+    }
+    out
+}
+
+fn json_escaped(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted[1..quoted.len().saturating_sub(1).max(1)].to_string()
+}
+
+fn json_forms(s: &str) -> Vec<String> {
+    let once = json_escaped(s);
+    // Python's json.dumps: non-ASCII as \uXXXX (UTF-16), and `/` as `\/` by some servers.
+    let ascii: String = once
+        .chars()
+        .flat_map(|c| match c.is_ascii() {
+            true => vec![c.to_string()],
+            false => c
+                .encode_utf16(&mut [0; 2])
+                .iter()
+                .map(|u| format!("\\u{u:04x}"))
+                .collect(),
+        })
+        .collect();
+    let twice = json_escaped(&once);
+    // PHP's json_encode does both.
+    [
+        once.replace('/', "\\/"),
+        ascii.replace('/', "\\/"),
+        once,
+        ascii,
+        twice,
+    ]
+    .into_iter()
+    .filter(|f| f != s)
+    .collect()
+}
+
+fn url_forms(s: &str) -> Vec<String> {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    const RFC3986: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    const FORM: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'*');
+    let rfc = utf8_percent_encode(s, RFC3986).to_string();
+    let form = utf8_percent_encode(s, FORM).to_string().replace("%20", "+");
+    let lower = |e: &str| {
+        let mut out = String::with_capacity(e.len());
+        let mut hex_left = 0u8;
+        for c in e.chars() {
+            if c == '%' {
+                hex_left = 2;
+                out.push(c);
+            } else if hex_left > 0 {
+                hex_left -= 1;
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    [lower(&rfc), lower(&form), rfc, form]
+        .into_iter()
+        .filter(|f| f != s)
+        .collect()
+}
+
+fn base64_forms(bytes: &[u8]) -> Vec<String> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    use base64::Engine;
+    let mut forms = Vec::new();
+    for k in 0..3 {
+        let mut shifted = vec![0u8; k];
+        shifted.extend_from_slice(bytes);
+        // Character i covers bits [6i, 6i+6): keep the ones inside the secret's bits [8k, 8(k+n)).
+        let (start, end) = ((8 * k).div_ceil(6), 8 * (k + bytes.len()) / 6);
+        for engine in [&STANDARD, &URL_SAFE] {
+            let text = engine.encode(&shifted);
+            if let Some(core) = text.get(start..end) {
+                forms.push(core.to_string());
+            }
+        }
+    }
+    forms
+}
 
 /// Mask every occurrence of `secrets` anywhere in `v` (dict values, list items, nested).
 pub fn mask_value(v: &mut Value, secrets: &[String]) {
@@ -162,6 +283,44 @@ pub fn mask_str(s: &str, secrets: &[String]) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_secret_is_hidden_in_every_encoding_a_quoted_body_gives_it() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+        use base64::Engine;
+        let secret = "p\"w/ä d&=+?~*".to_string();
+        let forms = with_encodings(std::slice::from_ref(&secret));
+        assert_eq!(forms[0], secret);
+        let body = |s: &str| format!("upstream said: {s} (echoed)");
+        let json = serde_json::to_string(&json!({"password": secret})).unwrap();
+        let python_json = r#"{"password": "p\"w\/\u00e4 d&=+?~*"}"#;
+        let form = "user=a&password=p%22w%2F%C3%A4+d%26%3D%2B%3F%7E*";
+        let query = "?password=p%22w%2f%c3%a4%20d%26%3d%2b%3f~%2a&x=1";
+        let twice = serde_json::to_string(&json).unwrap();
+        let mut quoted: Vec<String> = [json.as_str(), python_json, form, query, twice.as_str()]
+            .iter()
+            .map(|s| body(s))
+            .collect();
+        // base64 of the secret inside a longer text, at each alignment, both alphabets.
+        for prefix in ["", "a", "ab"] {
+            let plain = format!("{prefix}user:{secret}:rest");
+            quoted.push(body(&STANDARD.encode(&plain)));
+            quoted.push(body(&URL_SAFE.encode(&plain)));
+        }
+        for text in quoted {
+            let masked = mask_str(&text, &forms).unwrap_or_else(|| panic!("not masked: {text}"));
+            assert!(masked.contains(MASK_PART), "{masked}");
+            for form in &forms {
+                assert!(!masked.contains(form.as_str()), "{form:?} left in {masked}");
+            }
+        }
+        // A secret with nothing to escape adds no text form; a short one no base64 form.
+        assert_eq!(
+            with_encodings(&["abc".to_string()]),
+            vec!["abc".to_string()]
+        );
+        assert_eq!(with_encodings(&["abcdef".to_string()]).len(), 1 + 3);
+    }
 
     #[test]
     fn whole_and_partial() {

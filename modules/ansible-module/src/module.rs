@@ -176,8 +176,10 @@ fn remember(values: Vec<String>) {
     }
 }
 
+/// The secrets to mask: each as given and in the forms it takes inside a quoted body (JSON-escaped,
+/// URL-encoded, base64 — [`crate::mask::with_encodings`]).
 fn current_secrets() -> Vec<String> {
-    secrets().lock().map(|g| g.clone()).unwrap_or_default()
+    crate::mask::with_encodings(&secrets().lock().map(|g| g.clone()).unwrap_or_default())
 }
 
 /// Run a module: the whole `main` of a module binary.
@@ -516,6 +518,27 @@ mod tests {
         assert!(msg.contains("missing required arguments: name"), "{msg}");
         assert!(msg.contains("argument 'count'"), "{msg}");
         assert!(!r.to_string().contains("tok-9"), "{r}");
+    }
+
+    /// A server (or a proxy) that echoes the request: the no_log value comes back JSON-escaped,
+    /// form-encoded or in a Basic header inside the quoted body, and is hidden there too (#43).
+    #[test]
+    fn a_quoted_body_echoing_a_secret_in_any_encoding_is_masked() {
+        use base64::Engine;
+        let secret = "tok\"9/&x y";
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{secret}"));
+        let echo = format!(
+            "HTTP 400: {} | password=tok%229%2F%26x+y | Authorization: Basic {basic}",
+            serde_json::to_string(&json!({"token": secret})).unwrap()
+        );
+        let args = json!({"name": "a", "token": secret}).to_string();
+        let (r, code) = execute(&args, "m", &spec(), |_| Err(Failure::new(echo.clone())));
+        assert_eq!(code, 1);
+        let text = r.to_string();
+        for leaked in [r#"tok\"9/&x y"#, "tok%229%2F%26x+y", &basic[8..]] {
+            assert!(!text.contains(leaked), "{leaked} in {text}");
+        }
+        assert!(r["msg"].as_str().unwrap().starts_with("HTTP 400: "), "{r}");
     }
 
     #[test]

@@ -161,6 +161,59 @@ pub fn release(current: Option<&Lease>, me: &Holder, now: u64) -> Keep {
     }
 }
 
+/// What the run's lease keeper (`state=lease_keep`) does with the lease that is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// Still ours: write this renewal (the phase kept).
+    Write(Map<String, Value>),
+    /// This run released it (the end of the run): the keeper's work is done.
+    Released,
+    /// Another run holds it now, or nobody and not by our release: the run lost it.
+    Lost(Option<Lease>),
+}
+
+/// The keeper's decision on the lease's stored data (`None`: no secret).
+pub fn keep(data: Option<&Map<String, Value>>, me: &Holder, now: u64, ttl: u64) -> Kept {
+    let held = Lease::from_data(data);
+    match renew(held.as_ref(), me, "", now, ttl) {
+        Keep::Write(m) => Kept::Write(m),
+        Keep::Lost(None) | Keep::NotOurs(None) if released_by(data, me) => Kept::Released,
+        Keep::Lost(other) | Keep::NotOurs(other) => Kept::Lost(other),
+    }
+}
+
+fn released_by(data: Option<&Map<String, Value>>, me: &Holder) -> bool {
+    data.and_then(|d| d.get("last_holder"))
+        .and_then(|h| h.get("run_id"))
+        .and_then(Value::as_str)
+        == Some(me.run_id.as_str())
+}
+
+/// How often the keeper renews: a third of the TTL, so two renewals can fail before the lease expires
+/// (client-go's leader election likewise renews well inside its lease duration), at least every second.
+pub fn renew_every(ttl: u64) -> u64 {
+    (ttl / 3).max(1)
+}
+
+/// Break the lease of a run the user declares dead (`state=lease_release` with `lease_break`): freed when
+/// that run holds it (the secret keeps it as `last_holder` and who broke it), left alone otherwise — a
+/// run breaking the cluster's lease frees every other lease the dead run held (its placement lease).
+pub fn release_broken(current: Option<&Lease>, broken: &str, me: &Holder, now: u64) -> Keep {
+    match current {
+        Some(l) if l.holder.run_id == broken => {
+            let Keep::Write(mut m) = release(Some(l), &l.holder, now) else {
+                unreachable!("a lease is always its holder's to release")
+            };
+            m.insert(
+                "broken_by".into(),
+                serde_json::to_value(me).unwrap_or(Value::Null),
+            );
+            Keep::Write(m)
+        }
+        other => Keep::NotOurs(other.cloned()),
+    }
+}
+
 /// `1h 2m 5s`, `40s`.
 pub fn duration(secs: u64) -> String {
     let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
@@ -188,6 +241,18 @@ pub fn describe(l: &Lease, now: u64) -> String {
         l.holder.describe(),
         duration(now.saturating_sub(l.acquired_at)),
         duration(now.saturating_sub(l.renewed_at)),
+    )
+}
+
+/// What a run that lost its lease is told: who holds it now, and that it stops.
+pub fn lost(where_: &str, me: &Holder, other: Option<&Lease>, now: u64) -> String {
+    let who = other
+        .map(|l| format!("it is held by {}", describe(l, now)))
+        .unwrap_or_else(|| "nobody holds it".into());
+    format!(
+        "this run ({}) no longer holds the lease {where_}: {who}. It expired and was taken over, or was \
+         released; stopping before writing anything more",
+        me.describe()
     )
 }
 
@@ -321,6 +386,53 @@ mod tests {
             Keep::NotOurs(Some(other(2100)))
         );
         assert_eq!(release(None, &me(), 2050), Keep::NotOurs(None));
+    }
+
+    #[test]
+    fn the_keeper_renews_ours_stops_at_our_release_and_reports_a_loss() {
+        let mut mine = other(2100);
+        mine.holder = me();
+        let Kept::Write(d) = keep(Some(&mine.to_data()), &me(), 2050, 30) else {
+            panic!()
+        };
+        let l = Lease::from_data(Some(&d)).unwrap();
+        assert_eq!((l.expires_at, l.phase.as_str()), (2080, "vms"));
+        let Keep::Write(released) = release(Some(&mine), &me(), 2060) else {
+            panic!()
+        };
+        assert_eq!(keep(Some(&released), &me(), 2070, 30), Kept::Released);
+        assert_eq!(
+            keep(Some(&other(2100).to_data()), &me(), 2050, 30),
+            Kept::Lost(Some(other(2100)))
+        );
+        assert_eq!(keep(None, &me(), 2050, 30), Kept::Lost(None));
+        let theirs = release(Some(&other(2100)), &other(2100).holder, 2060);
+        let Keep::Write(theirs) = theirs else {
+            panic!()
+        };
+        assert_eq!(keep(Some(&theirs), &me(), 2070, 30), Kept::Lost(None));
+        assert_eq!(
+            (renew_every(1800), renew_every(3), renew_every(1)),
+            (600, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_broken_release_frees_only_the_dead_runs_lease() {
+        let Keep::Write(d) = release_broken(Some(&other(9000)), "run-a", &me(), 2000) else {
+            panic!()
+        };
+        assert_eq!(Lease::from_data(Some(&d)), None);
+        assert_eq!(d["last_holder"]["run_id"], json!("run-a"));
+        assert_eq!(d["broken_by"]["run_id"], json!("run-b"));
+        assert_eq!(
+            release_broken(Some(&other(9000)), "run-x", &me(), 2000),
+            Keep::NotOurs(Some(other(9000)))
+        );
+        assert_eq!(
+            release_broken(None, "run-a", &me(), 2000),
+            Keep::NotOurs(None)
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ enum Step {
     Refused(String),
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -63,11 +63,11 @@ pub(crate) fn run(
         w => Duration::from_secs(w as u64),
     };
     if o.state != "lease_acquire" || wait.is_zero() || m.check_mode {
-        return once(m, vault, kv, o)?.map_err(Failure::new);
+        return once(m, vault, kv, o, &o.state)?.map_err(Failure::new);
     }
     // Queue behind the holder: look again every few seconds until it lets go or `lease_wait` runs out.
     let waited = proxshift_http::wait_for(wait, Duration::from_secs(2), || {
-        Ok::<_, Failure>(match once(m, vault, kv, o)? {
+        Ok::<_, Failure>(match once(m, vault, kv, o, &o.state)? {
             Ok(out) => proxshift_http::Poll::Ready(out),
             Err(refusal) => proxshift_http::Poll::Pending(refusal),
         })
@@ -82,25 +82,26 @@ pub(crate) fn run(
     }
 }
 
-fn once(
+/// One look at the lease for `state` (`lease_keep` renews through `lease_renew`).
+pub(crate) fn once(
     m: &mut Module,
     vault: &Vault,
     kv: &mut KvVersions,
     o: &Options,
+    state: &str,
 ) -> Result<Attempt, Failure> {
     let mount = o.engine_mount_point.as_str();
     let path = o.path.as_deref().unwrap_or_default();
     let where_ = format!("{mount}/{}", vault_client::clean_path(path));
     if kv.get(vault, mount)? != KvVersion::V2 {
         return Err(Failure::new(format!(
-            "state={}: mount '{mount}' is KV v1, which has no check-and-set; a lease needs a KV v2 mount",
-            o.state
+            "state={state}: mount '{mount}' is KV v1, which has no check-and-set; a lease needs a KV v2 mount"
         )));
     }
     let me: Holder = o
         .holder
         .clone()
-        .ok_or_else(|| Failure::new(format!("state={} needs holder", o.state)))?;
+        .ok_or_else(|| Failure::new(format!("state={state} needs holder")))?;
     if me.run_id.trim().is_empty() {
         return Err("holder.run_id must not be empty".into());
     }
@@ -115,7 +116,7 @@ fn once(
         let read_version = current.as_ref().and_then(|s| s.version).unwrap_or(0);
         let held = Lease::from_data(current.as_ref().and_then(|s| s.data.as_ref()));
         let (data, msg, warning, previous) =
-            match decide(m, o, &where_, held.as_ref(), &me, ttl, read_version)? {
+            match decide(m, o, state, &where_, held.as_ref(), &me, ttl, read_version)? {
                 Step::Done(out) => return Ok(Ok(out)),
                 Step::Refused(why) => return Ok(Err(why)),
                 Step::Write {
@@ -169,9 +170,11 @@ fn once(
     unreachable!("the loop returns on its second attempt")
 }
 
+#[allow(clippy::too_many_arguments)]
 fn decide(
     m: &mut Module,
     o: &Options,
+    state: &str,
     where_: &str,
     held: Option<&Lease>,
     me: &Holder,
@@ -195,7 +198,7 @@ fn decide(
                 .with("previous", Value::Null),
         )
     };
-    Ok(match o.state.as_str() {
+    Ok(match state {
         "lease_acquire" => {
             match lease::acquire(held, me, phase, now, ttl, o.lease_break.as_deref()) {
                 Acquire::Take(l) => Step::Write {
@@ -237,16 +240,27 @@ fn decide(
                 previous: None,
             },
             Keep::Lost(other) | Keep::NotOurs(other) => {
-                let who = other
-                    .map(|l| format!("it is held by {}", lease::describe(&l, now)))
-                    .unwrap_or_else(|| "nobody holds it".into());
-                return Err(Failure::new(format!(
-                    "this run ({}) no longer holds the lease {where_}: {who}. It expired and was taken \
-                     over, or was released; stopping before writing anything more",
-                    me.describe()
-                )));
+                return Err(Failure::new(lease::lost(where_, me, other.as_ref(), now)));
             }
         },
+        _ if o.lease_break.is_some() => {
+            let broken = o.lease_break.as_deref().unwrap_or_default();
+            match lease::release_broken(held, broken, me, now) {
+                Keep::Write(data) => Step::Write {
+                    data,
+                    msg: format!("broke the lease {where_} of run {broken} (lease_break)"),
+                    warning: Some(format!(
+                        "broke the lease {where_} of {} (lease_break): that run is presumed dead",
+                        held.map(|l| lease::describe(l, now)).unwrap_or_default()
+                    )),
+                    previous: held.cloned(),
+                },
+                Keep::NotOurs(l) | Keep::Lost(l) => unchanged(
+                    format!("the lease {where_} is not held by run {broken}; left alone"),
+                    l.as_ref(),
+                ),
+            }
+        }
         _ => match lease::release(held, me, now) {
             Keep::Write(data) => Step::Write {
                 data,
@@ -269,4 +283,50 @@ fn decide(
             }
         },
     })
+}
+
+/// What one renewal by the run's keeper came to.
+#[derive(Debug)]
+pub(crate) enum KeepStep {
+    /// Renewed: the new expiry (Unix seconds).
+    Renewed(u64),
+    /// This run released the lease: the keeper's work is done.
+    Released,
+    /// The run lost the lease: why, in a sentence.
+    Lost(String),
+}
+
+/// One renewal by the run's keeper (`state=lease_keep`): read, [`lease::keep`], write by check-and-set on
+/// the version read; a conflict (the run's own phase renewal, or another run) is decided again once.
+pub(crate) fn keep_once(
+    vault: &Vault,
+    mount: &str,
+    path: &str,
+    me: &Holder,
+    ttl: u64,
+) -> Result<KeepStep, vault_client::Error> {
+    let where_ = format!("{mount}/{}", vault_client::clean_path(path));
+    let mut step = KeepStep::Lost(format!(
+        "the lease {where_} changed twice while it was renewed"
+    ));
+    for attempt in 1..=2 {
+        let current = vault.kv_read(KvVersion::V2, mount, path, None)?;
+        let version = current.as_ref().and_then(|s| s.version).unwrap_or(0);
+        let now = now();
+        step = match lease::keep(current.as_ref().and_then(|s| s.data.as_ref()), me, now, ttl) {
+            lease::Kept::Released => KeepStep::Released,
+            lease::Kept::Lost(other) => {
+                KeepStep::Lost(lease::lost(&where_, me, other.as_ref(), now))
+            }
+            lease::Kept::Write(data) => {
+                match vault.kv_write(KvVersion::V2, mount, path, &data, Some(version)) {
+                    Ok(_) => KeepStep::Renewed(now.saturating_add(ttl)),
+                    Err(e) if e.is_cas_mismatch() && attempt == 1 => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        break;
+    }
+    Ok(step)
 }

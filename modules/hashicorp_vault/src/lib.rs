@@ -7,6 +7,7 @@
 mod admin;
 pub mod kube_auth;
 pub mod lease;
+mod lease_keeper;
 mod lease_state;
 pub mod plan;
 
@@ -53,6 +54,7 @@ pub fn argument_spec() -> ArgSpec {
                 "lease_acquire",
                 "lease_renew",
                 "lease_release",
+                "lease_keep",
             ])
             .default("present"),
         Opt::str("engine_mount_point").default("secret"),
@@ -75,6 +77,8 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("lease_ttl").default(1800),
         Opt::str("lease_break"),
         Opt::int("lease_wait").default(0),
+        Opt::int("lease_watch_pid"),
+        Opt::path("lease_lost_file"),
     ])
     .with(connection_options())
     .required_if("state", "read", &["secrets"])
@@ -84,6 +88,7 @@ pub fn argument_spec() -> ArgSpec {
     .required_if("state", "lease_acquire", &["path", "holder"])
     .required_if("state", "lease_renew", &["path", "holder"])
     .required_if("state", "lease_release", &["path", "holder"])
+    .required_if("state", "lease_keep", &["path", "holder"])
     .required_if(
         "state",
         "kubernetes_auth",
@@ -128,8 +133,21 @@ pub(crate) struct Options {
     pub(crate) lease_ttl: i64,
     pub(crate) lease_break: Option<String>,
     pub(crate) lease_wait: i64,
+    pub(crate) lease_watch_pid: Option<i64>,
+    pub(crate) lease_lost_file: Option<String>,
     #[serde(flatten)]
     conn: ConnectionOptions,
+}
+
+/// The module binary's `main`: the module, or with `--lease-keeper` (options on stdin) the keeper that
+/// `state=lease_keep` starts ([`lease_keeper`]).
+pub fn main() -> ! {
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(lease_keeper::KEEPER_FLAG))
+    {
+        ansible_module::run_stdin("hashicorp_vault", argument_spec(), lease_keeper::serve)
+    }
+    ansible_module::run(argument_spec(), run)
 }
 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
@@ -158,7 +176,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     }
     let kv_state = matches!(
         o.state.as_str(),
-        "present" | "absent" | "lease_acquire" | "lease_renew" | "lease_release"
+        "present" | "absent" | "lease_acquire" | "lease_renew" | "lease_release" | "lease_keep"
     );
     if kv_state
         && o.path
@@ -192,6 +210,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         "lease_acquire" | "lease_renew" | "lease_release" => {
             lease_state::run(m, &vault, &mut kv, &o)
         }
+        "lease_keep" => lease_keeper::start(m, &vault, &mut kv, &o),
         _ => absent(m, &vault, &mut kv, &o),
     }
 }

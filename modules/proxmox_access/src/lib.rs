@@ -309,11 +309,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         return Err(Failure::new(early.join("; ")));
     }
     let conn: pve_client::ConnectionOptions = m.options()?;
-    let client = Client::connect(&conn)
+    let client = pve_client::connect_module(m, &conn)
         .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?;
-    if let Some(t) = client.session_ticket() {
-        m.add_secret(t);
-    }
     execute(m, &o, &client)
 }
 

@@ -375,11 +375,23 @@ fn cleanup_failed(ctx: &Ctx, node: &str, vmid: u32, owner: &str) -> String {
     if !ours {
         return String::new();
     }
-    if cfg.contains_key("lock") {
+    let cfg = if cfg.contains_key("lock") {
         // A task still runs; waiting then removing is the next run's job if this times out.
-        if let Err(e) = c.wait_unlocked(node, vmid, ctx.secs(ctx.timeouts.lock)) {
-            return format!(" (VM {vmid} is still locked; the next run will converge it: {e})");
+        match c.wait_unlocked(node, vmid, ctx.secs(ctx.timeouts.lock)) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                return format!(" (VM {vmid} is still locked; the next run will converge it: {e})")
+            }
         }
+    } else {
+        cfg
+    };
+    // A locked VM at this id need not be ours: Proxmox removed ours when its task failed, and another
+    // run may be creating its own VM at the freed id. Only a VM carrying our ownership tag is destroyed.
+    if !owned_config(&cfg, owner) {
+        return format!(
+            " (VM {vmid} now at that id does not carry the ownership tag '{owner}': another run's, left alone)"
+        );
     }
     match c.destroy_vm(node, vmid, true, true, ctx.secs(ctx.timeouts.delete)) {
         Ok(_) => format!(" (the half-created VM {vmid} was removed)"),

@@ -173,15 +173,8 @@ fn refuse_duplicates(parsed: &mut [Result<VmArgs, VmError>]) {
 
 /// The API client; its session ticket is masked in the module's output.
 fn connect(m: &mut Module, args: &Args) -> Result<Client, Failure> {
-    let client = Client::connect(&args.conn)
-        .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?;
-    if let Some(t) = client.session_ticket() {
-        m.add_secret(t);
-    }
-    if !args.conn.validate_certs {
-        m.warn("validate_certs is false: the Proxmox API certificate is not verified");
-    }
-    Ok(client)
+    pve_client::connect_module(m, &args.conn)
+        .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))
 }
 
 /// A clone source (vmid or name) with its `clone.storage`.

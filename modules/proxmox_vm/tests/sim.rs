@@ -1635,3 +1635,105 @@ fn a_containers_vmid_is_refused_and_the_container_left_alone() {
         "nothing addressed the container"
     );
 }
+
+/// #43 item 7: our create task fails and Proxmox removes its VM; another run's create takes the freed
+/// VMID at once (`lock: create`). The cleanup waits for that lock, then checks the ownership tag again:
+/// the other run's VM is left alone, not destroyed as a half-created VM of ours. Simulated time moves
+/// only when the test says so (tasks would take an hour), so the order is fixed.
+#[test]
+fn a_failed_create_leaves_another_runs_vm_at_the_freed_vmid_alone() {
+    let sim = sim();
+    let mut slow = sim.options();
+    slow.time_scale = 1_000.0;
+    sim.set_options(slow);
+    sim.inject(Fault::FailTasks {
+        kind: "qmcreate".into(),
+        vmid: Some(4100),
+        count: 1,
+        message: "unable to create VM 4100 - lvcreate failed".into(),
+    })
+    .unwrap();
+    let module = {
+        let sim_url = sim.url();
+        let mut args = sno();
+        args["timeouts"] = json!({"create": 600, "lock": 600, "delete": 1});
+        args["api_host"] = json!(sim_url);
+        args["api_token_id"] = json!("root@pam!pvesim");
+        args["api_token_secret"] = json!(TOKEN);
+        args["_ansible_check_mode"] = json!(false);
+        std::thread::spawn(move || {
+            TestModule::new("proxmox_vm", proxmox_vm::argument_spec(), proxmox_vm::run)
+                .hiding(TOKEN)
+                .run(&args)
+                .0
+        })
+    };
+    let eventually = |cond: &dyn Fn() -> bool| {
+        (0..3000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            cond()
+        })
+    };
+    assert!(eventually(&|| sim
+        .vm_config(4100)
+        .is_some_and(
+            |c| c.get("lock").map(String::as_str) == Some("create")
+        )));
+    // Our task fails (its VM removed) and, in the same instant, another run creates VM 4100.
+    sim.with_sim(|s| {
+        s.advance(std::time::Duration::from_secs(36_000));
+        s.tick();
+        assert!(!s.vms.contains_key(&4100), "the failed create's VM is gone");
+        let other = pvesim::auth::Principal {
+            userid: "root@pam".into(),
+            tokenid: Some("pvesim".into()),
+            via_ticket: false,
+        };
+        let keys = [
+            ("name", "other-0"),
+            ("memory", "512"),
+            ("tags", "ocp-other-owned"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        pvesim::ops::create::start(
+            s,
+            &other,
+            pvesim::ops::create::CreateVm {
+                node: "pve1".into(),
+                vmid: 4100,
+                keys,
+                pool: None,
+                start: false,
+                restore: false,
+            },
+        )
+        .unwrap();
+    });
+    let config_reads = || {
+        sim.requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path == "/nodes/pve1/qemu/4100/config")
+            .count()
+    };
+    // The cleanup has seen the locked VM: the other run's create ends.
+    let seen = config_reads();
+    assert!(eventually(&|| config_reads() > seen));
+    sim.advance(std::time::Duration::from_secs(36_000));
+    let r = module.join().unwrap();
+    let msg = failed(&r);
+    assert!(
+        msg.contains("lvcreate failed") && msg.contains("another run's, left alone"),
+        "{msg}"
+    );
+    let conf = sim
+        .vm_config(4100)
+        .expect("the other run's VM is still there");
+    assert_eq!(conf.get("name").map(String::as_str), Some("other-0"));
+    assert!(!conf.contains_key("lock"), "{conf:?}");
+    assert!(
+        !sim.writes().iter().any(|w| w.method == "DELETE"),
+        "nothing was destroyed"
+    );
+}

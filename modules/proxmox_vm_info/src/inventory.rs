@@ -102,7 +102,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         // community.proxmox refuses the same combination: the status needs the facts.
         return Err("qemu_extended_statuses needs want_facts (want_config) true".into());
     }
-    let client = Client::connect(&o.connection()).map_err(|e| Failure::new(e.to_string()))?;
+    let client =
+        pve_client::connect_module(m, &o.connection()).map_err(|e| Failure::new(e.to_string()))?;
     let sel = Selection {
         include_templates: o.include_templates,
         include_containers: true,

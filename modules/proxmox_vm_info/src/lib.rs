@@ -11,7 +11,7 @@ pub mod inventory;
 pub mod record;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
-use pve_client::{connection_options, Client, ConnectionOptions};
+use pve_client::{connection_options, ConnectionOptions};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -83,7 +83,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         qmp: false,
         snapshots: false,
     };
-    let client = Client::connect(&o.conn).map_err(|e| Failure::new(e.to_string()))?;
+    let client = pve_client::connect_module(m, &o.conn).map_err(|e| Failure::new(e.to_string()))?;
     let listing = gather::list(&client, &sel, want).map_err(|e| Failure::new(e.to_string()))?;
     for w in listing.warnings {
         m.warn(w);

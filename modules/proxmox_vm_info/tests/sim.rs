@@ -124,6 +124,13 @@ fn inventory_backend_hosts_groups_and_masked_errors() {
     assert_eq!(ct["proxmox_ipv4_addresses"], json!(["10.3.0.5"]));
     assert!(r["msg"].as_str().unwrap().contains("1 containers"), "{r}");
     assert!(r["hosts"].get("rhcos-template").is_none());
+    // Certificate checking off is said (the plugin shows the backend's warnings, #43 item 6).
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("certificate is not verified"),
+        "{r}"
+    );
 
     let wrong = "5e1e0c5a-7d2b-4c4e-9a51-00000000dead";
     let r = run(
@@ -133,4 +140,17 @@ fn inventory_backend_hosts_groups_and_masked_errors() {
     assert_eq!(r["failed"], json!(true), "{r}");
     assert!(!r.to_string().contains(wrong), "{r}");
     assert!(sim.writes().is_empty());
+}
+
+/// `validate_certs: false` is said in a warning (#43).
+#[test]
+fn validate_certs_false_warns() {
+    let sim = sim();
+    let r = module(&sim, json!({}));
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("certificate is not verified"),
+        "{r}"
+    );
 }

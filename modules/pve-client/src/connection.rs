@@ -110,7 +110,34 @@ fn split_host_port(host: &str) -> Result<(String, Option<u16>), Error> {
     }
 }
 
+/// What a module says when it does not check the Proxmox server's certificate (as the Vault and
+/// Kubernetes modules say it of theirs).
+pub const INSECURE_WARNING: &str = "validate_certs is false (or PROXMOX_VALIDATE_CERTS=false): the Proxmox API \
+     certificate is not verified, so anyone between this host and Proxmox can read the credentials and \
+     answer in its place";
+
+/// The module's client: connected, its session ticket masked in the module's output, and a warning when
+/// the server's certificate is not checked. Every Proxmox module connects through this.
+pub fn connect_module(
+    m: &mut ansible_module::Module,
+    conn: &ConnectionOptions,
+) -> Result<crate::Client, Error> {
+    let client = crate::Client::connect(conn)?;
+    if let Some(t) = client.session_ticket() {
+        m.add_secret(t);
+    }
+    if let Some(w) = conn.insecure_warning() {
+        m.warn(w);
+    }
+    Ok(client)
+}
+
 impl ConnectionOptions {
+    /// The warning for certificate checking turned off, if it is (pure).
+    pub fn insecure_warning(&self) -> Option<&'static str> {
+        (!self.validate_certs).then_some(INSECURE_WARNING)
+    }
+
     /// Options for a host with token auth and defaults elsewhere (tests, tools).
     pub fn new(api_host: impl Into<String>) -> Self {
         ConnectionOptions {

@@ -68,7 +68,9 @@ pub use api::{
     StorageFormats, StorageInfo, Volume,
 };
 pub use client::{Client, Params};
-pub use connection::{connection_options, Auth, ConnectionOptions};
+pub use connection::{
+    connect_module, connection_options, Auth, ConnectionOptions, INSECURE_WARNING,
+};
 pub use error::{from_response, Error, ErrorResponse, TaskError};
 pub use proxshift_http::Backoff;
 pub use task::{exitstatus_ok, TaskOutcome, Upid, LOG_TAIL_LINES};

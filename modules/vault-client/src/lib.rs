@@ -92,6 +92,18 @@ pub enum PathError {
     EmptySegment { path: String },
     #[error("Vault path {path:?} has a {segment:?} segment, which would address another path")]
     DotSegment { path: String, segment: String },
+    /// A URL reads `\` as `/` and drops tabs and line breaks (WHATWG URL parsing), so `a\..\b` or
+    /// `.<TAB>.` would become a dot segment after the check.
+    #[error(
+        "Vault path {path:?} has the character {character:?} (a backslash or a control character), which a \
+         URL would turn into another path"
+    )]
+    BadCharacter { path: String, character: char },
+    /// The request URL's path is not the path asked for (the last check, whatever the URL parser did).
+    #[error(
+        "Vault path {path:?} would be requested as {url_path:?}, another path; nothing was sent"
+    )]
+    Rewritten { path: String, url_path: String },
 }
 
 impl From<PathError> for Error {
@@ -103,6 +115,12 @@ impl From<PathError> for Error {
 /// Every segment of an API path must name something: not empty, not `.` or `..`. Pure; run on
 /// every request path, whatever built it.
 pub fn check_path(path: &str) -> Result<(), PathError> {
+    if let Some(character) = path.chars().find(|c| *c == '\\' || c.is_control()) {
+        return Err(PathError::BadCharacter {
+            path: path.to_string(),
+            character,
+        });
+    }
     for segment in path.split('/') {
         match segment {
             "" => {
@@ -256,6 +274,22 @@ pub fn clean_path(p: &str) -> String {
     p.trim_matches('/').to_string()
 }
 
+/// The request URL of `path` (written `escaped` in the URL) under `base`: refused unless the URL's path is
+/// exactly `base`'s followed by `escaped` — whatever the URL parser resolved or dropped.
+fn request_url(base: &Url, path: &str, escaped: &str) -> Result<Url, Error> {
+    let url = base
+        .join(escaped)
+        .map_err(|e| Error::Config(format!("{path:?}: cannot build the request URL: {e}")))?;
+    if url.path() != format!("{}{escaped}", base.path()) {
+        return Err(PathError::Rewritten {
+            path: path.to_string(),
+            url_path: url.path().to_string(),
+        }
+        .into());
+    }
+    Ok(url)
+}
+
 impl Vault {
     pub fn new(cfg: &Config) -> Result<Self, Error> {
         let url = cfg.url.trim();
@@ -318,10 +352,7 @@ impl Vault {
     ) -> Result<(u16, Value), Error> {
         let op = format!("{method} {path}");
         check_path(path)?;
-        let mut url = self
-            .base
-            .join(&escape_path(path))
-            .map_err(|e| Error::Config(format!("{op}: cannot build the request URL: {e}")))?;
+        let mut url = request_url(&self.base, path, &escape_path(path))?;
         if !query.is_empty() {
             url.query_pairs_mut()
                 .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
@@ -526,6 +557,62 @@ mod tests {
             assert_eq!(
                 check_path(path),
                 Err(PathError::EmptySegment { path: path.into() })
+            );
+        }
+    }
+
+    /// A backslash or a control character would be normalised into a separator, a dot segment or nothing.
+    #[test]
+    fn backslashes_and_control_characters_are_refused() {
+        for (path, character) in [
+            ("secret/data/clusters\\..\\..\\sys/policies/acl/root", '\\'),
+            ("secret/data/clusters/.\t./.\t./sys/policies/acl/root", '\t'),
+            ("secret/data/a\r\n/b", '\r'),
+            ("secret/data/a\u{7f}", '\u{7f}'),
+        ] {
+            assert_eq!(
+                check_path(path),
+                Err(PathError::BadCharacter {
+                    path: path.into(),
+                    character
+                }),
+                "{path:?}"
+            );
+        }
+        // Nothing is sent: the error is the path's, not a transport error.
+        let v = Vault::new(&Config::new("http://127.0.0.1:9")).unwrap();
+        for path in [
+            "secret/data/x/.\t./.\t./sys/policies/acl/root",
+            "secret/data/x\\..\\..\\sys",
+        ] {
+            let e = v.read(path).unwrap_err();
+            assert!(
+                matches!(e, Error::Path(PathError::BadCharacter { .. })),
+                "{e}"
+            );
+        }
+        // Unicode and percent signs are names, sent escaped: the URL path is the one asked for.
+        assert_eq!(check_path("secret/data/Zürich/50%25/%2e%2e"), Ok(()));
+    }
+
+    #[test]
+    fn the_url_path_must_be_the_path_asked_for() {
+        let v = Vault::new(&Config::new("http://127.0.0.1:9/vault")).unwrap();
+        // `%2e%2e` is a name, sent escaped (the URL parser would read it as `..` otherwise).
+        let path = "secret/data/%2e%2e/x";
+        let url = request_url(&v.base, path, &escape_path(path)).unwrap();
+        assert_eq!(url.path(), "/vault/v1/secret/data/%252e%252e/x");
+        // Whatever the parser resolves or drops is refused, whatever let it through.
+        for unescaped in [
+            "secret/data/%2e%2e/x",
+            "secret/data/a\\..\\b",
+            "secret/data/.\t./x",
+        ] {
+            let e = request_url(&v.base, unescaped, unescaped).unwrap_err();
+            assert!(
+                matches!(e, Error::Path(PathError::Rewritten { .. }))
+                    && e.to_string().contains("another path"),
+                "{unescaped:?}: {e}"
             );
         }
     }

@@ -331,12 +331,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     // Options first: a bad option should not cost a login.
     o.plan(m.check_mode)
         .map_err(|e| Failure::new(e.to_string()))?;
-    let client = pve_client::Client::connect(&conn)
+    let client = pve_client::connect_module(m, &conn)
         .map_err(|e| Failure::new(format!("cannot connect to Proxmox: {e}")))?
         .with_poll_interval(POLL);
-    if let Some(t) = client.session_ticket() {
-        m.add_secret(t);
-    }
     execute(m, &o, &client, Some(POLL))
 }
 

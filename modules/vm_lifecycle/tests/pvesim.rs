@@ -558,3 +558,28 @@ fn a_container_is_never_acted_on() {
     );
     assert!(sim.with_sim(|s| s.cts[&150].running));
 }
+
+/// Certificate checking off (`validate_certs: false`, or `PROXMOX_VALIDATE_CERTS=false`) is said, as the
+/// Vault and Kubernetes modules say it (#43).
+#[test]
+fn validate_certs_false_warns() {
+    let sim = start(seed("8G", &[(101, "a", "pve1", "")]), 1.0);
+    let (r, code) = module(
+        &sim,
+        json!({"state": "started", "tags": ["none-such"], "validate_certs": false}),
+    );
+    assert_eq!(code, 0, "{r}");
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("certificate is not verified"),
+        "{r}"
+    );
+    let (r, _) = module(&sim, json!({"state": "started", "tags": ["none-such"]}));
+    assert!(
+        !r["warnings"]
+            .to_string()
+            .contains("certificate is not verified"),
+        "{r}"
+    );
+}

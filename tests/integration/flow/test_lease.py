@@ -202,3 +202,98 @@ def test_only_recorded_credentials_boot(run_flow, site, tmp_path):
     assert rebuilt["phase"] == "installing" and rebuilt["iso_sha256"] != ""
     now = {vm["vmid"]: vm["config"]["vmgenid"] for vm in site.owned_vms(CLUSTER)}
     assert len(now) == 3 and not set(now.values()) & set(vmgenids.values()), "the old VMs were not all replaced"
+
+
+def eventually(cond) -> bool:
+    """Poll `cond` (bounded: five minutes); whether it came true."""
+    for _ in range(3000):
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_long_install_wait_keeps_the_lease_and_stops_once_it_is_lost(run_flow, site, tmp_path):
+    """#43: the install wait outlives the lease's TTL. A second run started after the expiry the last phase
+    renewal gave is still refused (the run's keeper renews it); once another run holds the lease, the waiting
+    run stops at its next look instead of carrying on."""
+    waiting, go = tmp_path / "waiting", tmp_path / "go"
+    # The installer's wait lasts until the test lets it go (bounded, so a failed test leaves no process).
+    hold = f"touch {waiting}; for i in $(seq 3000); do [ -f {go} ] && break; sleep 0.1; done"
+    env = {**calls_env(tmp_path), "PROXSHIFT_TEST_ON_WAIT": hold, "PROXSHIFT_TEST_INSTALL_FAIL": "bootstrap-complete"}
+    runs = {}
+
+    def first():
+        runs["a"] = run_flow("site.yaml", CLUSTER, with_installer=True, tags=f"{BUILD},install", env_more=env,
+                             extra={**NO_HUB, "proxshift_lease_ttl": 6, "install_wait_poll": 1})
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert eventually(waiting.exists), "the run never reached the install wait"
+        held = lease(site)
+        assert held["phase"] == "install", held
+        holder = held["holder"]["run_id"]
+        # Past the expiry the install phase's renewal gave, a second run comes: refused, the cluster is held.
+        assert eventually(lambda: time.time() > held["expires_at"] + 1)
+        second = run_flow("site.yaml", CLUSTER, tags="preflight", extra=NO_HUB)
+        assert second.rc != 0 and failed_tasks(second) == ["Lease — acquire"], second.output
+        assert f"held by run {holder} on host " in second.output and "in phase install" in second.output, \
+            second.output
+        assert lease(site)["holder"]["run_id"] == holder
+
+        # Another run holds the lease now (as after a Vault outage longer than the TTL): the wait ends by
+        # itself, the installer still waiting.
+        status, _ = site.bao.api("POST", f"secret/data/{LEASE}", {"data": {
+            **lease(site), "holder": {"run_id": "intruder", "host": "ctl9"}, "expires_at": int(time.time()) + 3600}})
+        assert status == 200
+        thread.join(timeout=600)
+        assert not thread.is_alive() and not go.exists()
+    finally:
+        go.touch()
+        thread.join()
+    a = runs["a"]
+    assert a.rc != 0 and failed_tasks(a) == [
+        "proxshift.openshift.install_wait : Fail with the installer's own words, redacted"], failed_tasks(a)
+    assert "bootstrap-complete did not succeed (stopped: this run (run " in a.output, a.output
+    assert "held by run intruder on host ctl9" in a.output, a.output
+    assert lease(site)["holder"]["run_id"] == "intruder", "the run released a lease it no longer held"
+
+
+def placement(site) -> str:
+    return "openshift/clusters/.placement/" + "".join(
+        c if c.isalnum() or c in ".-" else "_" for c in str(site.sim.host))
+
+
+def test_breaking_a_dead_run_frees_its_placement_lease_too(run_flow, site, tmp_path):
+    """#43: a run killed while it placed its VMs held the cluster's lease and the Proxmox placement lease. The
+    run that breaks it (-e proxshift_lease_break) frees both at once: its own VM phase does not wait out the
+    placement lease's TTL (nor would any other cluster's)."""
+    killed = start_killable(site, tmp_path, BUILD)
+    kill_when(killed, lambda: "holder" in (site.bao.kv_get(placement(site)) or {}))
+    dead = lease(site)["holder"]["run_id"]
+    assert site.bao.kv_get(placement(site))["holder"]["run_id"] == dead
+    broken = run_flow("site.yaml", CLUSTER, with_installer=True, tags=BUILD, env_more=calls_env(tmp_path),
+                      extra={**NO_HUB, "proxshift_lease_break": dead, "proxshift_placement_wait": 5})
+    assert broken.rc == 0, broken.output
+    assert f"broke the lease secret/{placement(site)} of run {dead} on host " in broken.output, broken.output
+    assert "Waiting up to" not in broken.output
+    freed = site.bao.kv_get(placement(site))
+    assert "holder" not in freed and freed["last_holder"]["run_id"] != dead, freed
+
+
+def test_a_waiting_placement_acquire_says_what_it_waits_for(run_flow, site, tmp_path):
+    """#43: another cluster's run is placing its VMs on this Proxmox: the run says whose lease it waits for,
+    how long, and until when, before its silent wait."""
+    site.bao.kv_put(placement(site), {
+        "holder": {"run_id": "placer", "host": "ctl7"}, "phase": "vms other-cluster",
+        "acquired_at": int(time.time()), "renewed_at": int(time.time()), "expires_at": int(time.time()) + 3600})
+    run = run_flow("site.yaml", CLUSTER, with_installer=True, tags=BUILD, env_more=calls_env(tmp_path),
+                   extra={**NO_HUB, "proxshift_placement_wait": 2})
+    assert run.rc != 0 and failed_tasks(run) == ["Placement lease — acquire"], failed_tasks(run)
+    said = " ".join(run.output.split())
+    assert (f"Waiting up to 2 s (proxshift_placement_wait) for the Proxmox placement lease "
+            f"openshift/clusters/.placement/") in said, said
+    assert "run placer on host ctl7 is placing VMs (vms other-cluster)" in said, said
+    assert "-e proxshift_lease_break=placer" in said
+    assert "waited 2s (lease_wait)" in said

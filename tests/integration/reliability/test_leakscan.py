@@ -2,18 +2,25 @@
 the auth inside a JSON pull secret, and must accept censored no_log output."""
 from __future__ import annotations
 
+import base64
 import json
 import re
+import urllib.parse
 from pathlib import Path
 
 import leakscan
-from testlib import KUBEADMIN_PASSWORD_CANARY, REPO
+from testlib import ADMIN_CLIENT_KEY_CANARY, KUBEADMIN_PASSWORD_CANARY, REPO
 
 PULL = json.dumps({"auths": {"registry.example.com": {"auth": "bGVha3NjYW46c2VjcmV0LTAwMDE="}}})
 
 
+SPECIAL = 'pw"canary/\u00e4&x y=1'
+
+
 class FakeModule:
     CANARY_PULL = PULL
+    SPECIAL_CANARY = SPECIAL
+    KEY_CANARY = ADMIN_CLIENT_KEY_CANARY
     TOKEN = "tok-canary-0f0f-aaaa"
     PLAIN = "not a secret at all"
 
@@ -35,6 +42,67 @@ def test_a_leak_is_found_with_its_origin_and_place():
     s = scanner()
     s.scan('ok: [localhost] => {"auth": "bGVha3NjYW46c2VjcmV0LTAwMDE="}', "ansible-playbook stdout", test="t")
     assert [(f.origin, f.where, f.test) for f in s.findings] == [("FakeModule.CANARY_PULL (inside)", "ansible-playbook stdout", "t")]
+
+
+def test_a_canary_is_found_in_every_encoding_it_can_leak_in():
+    """#43: raw, JSON-escaped (Python's \\u, escaped twice), URL-encoded (form and quote, either hex case), base64
+    at each alignment and alphabet, and a PEM key's lines (from its base64 form, split or escaped)."""
+    pem = base64.b64decode(ADMIN_CLIENT_KEY_CANARY).decode()
+    body_line = pem.splitlines()[1]
+    leaks = {
+        "JSON-escaped": json.dumps({"error": "bad", "echo": {"password": SPECIAL}}),
+        "JSON-escaped twice": json.dumps({"msg": json.dumps({"password": SPECIAL}, ensure_ascii=False)}),
+        "URL-encoded form": "POST body: " + urllib.parse.urlencode({"user": "a", "password": SPECIAL}),
+        "URL-encoded lower": "GET /x?p=" + urllib.parse.quote(SPECIAL, safe="").lower(),
+        "PEM line in JSON": json.dumps({"key": pem}),
+        "PEM line alone": f"... {body_line[:40]}\n{body_line[40:]} ... {body_line}",
+        "base64 key": f"client-key-data: {ADMIN_CLIENT_KEY_CANARY}",
+    }
+    for prefix in ("", "a", "ab"):
+        plain = f"{prefix}admin:{SPECIAL}:end".encode()
+        leaks[f"base64 +{len(prefix)}"] = "Authorization: Basic " + base64.b64encode(plain).decode()
+        leaks[f"urlsafe base64 +{len(prefix)}"] = "data=" + base64.urlsafe_b64encode(plain).decode()
+    for name, text in leaks.items():
+        s = scanner()
+        s.scan(text, "ansible-playbook stdout", test="t")
+        assert s.findings, f"{name} not found: {text}"
+        assert {f.canary for f in s.findings} <= {SPECIAL, ADMIN_CLIENT_KEY_CANARY}, (name, s.findings)
+
+
+def test_the_admin_kubeconfig_client_key_is_a_canary():
+    double = (REPO / "tests" / "fixtures" / "bin" / "openshift-install").read_text()
+    assert f"client-key-data: {ADMIN_CLIENT_KEY_CANARY}" in double
+    assert ADMIN_CLIENT_KEY_CANARY in leakscan.SCAN.canaries
+
+
+def test_retries_loop_items_and_async_polls_are_recorded_and_scanned(run_playbook, tmp_path):
+    """#43: AWX stores each retry, loop item and async poll; so does the recording callback, and the scan
+    reads them (a control: the value is shown on purpose here, and the scan of a copy finds it)."""
+    marker = "retry-item-poll-marker-0042"
+    run = run_playbook(f"""
+    - hosts: localhost
+      gather_facts: false
+      tasks:
+        - ansible.builtin.command: echo {marker}
+          register: r
+          until: r.attempts | default(0) > 1
+          retries: 2
+          delay: 0
+        - ansible.builtin.debug:
+            msg: "{{{{ item }}}}"
+          loop: ["{marker}"]
+        - ansible.builtin.command: echo {marker}
+          async: 30
+          poll: 1
+    """)
+    assert run.rc == 0, run.output
+    events = [json.loads(line) for line in sorted(tmp_path.glob("record-*.events.jsonl"))[0].read_text().splitlines()]
+    assert {"retry", "item_ok"} <= {e["status"] for e in events}, events
+    s = leakscan.LeakScan()
+    s.register(marker, "test marker")
+    for path in tmp_path.glob("record-*.events.jsonl"):
+        s.scan(path.read_text(), "recorded events", test="t")
+    assert s.findings
 
 
 def test_censored_no_log_output_passes():

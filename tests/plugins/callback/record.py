@@ -2,7 +2,9 @@
 """Test-only callback: append every task result as one JSON line to $PROXSHIFT_RECORD.
 
 The tests assert on what modules really returned (after the controller's own processing), without
-scraping the human-readable output.
+scraping the human-readable output. The other events AWX stores from its callback (each retry of an
+`until` loop, each loop item, each async poll) go as JSON lines to $PROXSHIFT_RECORD_EVENTS, which the
+leak scan reads.
 """
 import json
 import os
@@ -23,8 +25,8 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "record"
     CALLBACK_NEEDS_ENABLED = True
 
-    def _write(self, status, result):
-        path = os.environ.get("PROXSHIFT_RECORD")
+    def _write(self, status, result, env="PROXSHIFT_RECORD"):
+        path = os.environ.get(env)
         if not path:
             return
         task = result._task
@@ -49,3 +51,25 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_unreachable(self, result):
         self._write("unreachable", result)
+
+    # What AWX also stores (awx/main/callbacks: runner_retry, runner_item_on_*, runner_on_async_*).
+    def v2_runner_retry(self, result):
+        self._write("retry", result, "PROXSHIFT_RECORD_EVENTS")
+
+    def v2_runner_item_on_ok(self, result):
+        self._write("item_ok", result, "PROXSHIFT_RECORD_EVENTS")
+
+    def v2_runner_item_on_failed(self, result):
+        self._write("item_failed", result, "PROXSHIFT_RECORD_EVENTS")
+
+    def v2_runner_item_on_skipped(self, result):
+        self._write("item_skipped", result, "PROXSHIFT_RECORD_EVENTS")
+
+    def v2_runner_on_async_poll(self, result):
+        self._write("async_poll", result, "PROXSHIFT_RECORD_EVENTS")
+
+    def v2_runner_on_async_ok(self, result):
+        self._write("async_ok", result, "PROXSHIFT_RECORD_EVENTS")
+
+    def v2_runner_on_async_failed(self, result):
+        self._write("async_failed", result, "PROXSHIFT_RECORD_EVENTS")

@@ -7,9 +7,7 @@ fn main() {
         &[
             Entry {
                 name: "hashicorp_vault",
-                main: || {
-                    ansible_module::run(hashicorp_vault::argument_spec(), hashicorp_vault::run)
-                },
+                main: hashicorp_vault::main,
             },
             Entry {
                 name: "hashicorp_vault_info",

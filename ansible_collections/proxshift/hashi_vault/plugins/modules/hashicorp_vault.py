@@ -56,10 +56,19 @@ options:
         O(lease_phase); it fails when the lease is no longer O(holder)'s (it expired and another run took it
         over), so a run that lost its lease stops before writing more.
       - C(lease_release) frees O(holder)'s lease (the secret keeps C(last_holder) and C(released_at)); a lease
-        held by another run is left alone with a warning, a free one is no change.
-      - In check mode the lease states read and predict; a lease held by another run is a warning, not a failure.
+        held by another run is left alone with a warning, a free one is no change. With O(lease_break) it frees
+        the lease of that dead run instead (see O(lease_break)).
+      - C(lease_keep) keeps O(holder)'s lease renewed for as long as the run lives, whatever it waits for; it
+        renews the lease once (failing as C(lease_renew) when the run no longer holds it), then starts a keeper
+        process beside the run that renews it every third of O(lease_ttl). The keeper ends when the run's
+        process (O(lease_watch_pid)) is gone - a killed run's lease still expires -, when the run released the
+        lease, or when the run lost it (another run holds it, or it could not be renewed before it expired);
+        then it writes why to O(lease_lost_file), which the playbooks check at every phase and while they wait.
+        Needs the module to run on the controller (a local connection).
+      - In check mode the lease states read and predict; a lease held by another run is a warning, not a failure;
+        C(lease_keep) starts nothing.
     type: str
-    choices: [read, present, absent, policy, kubernetes_auth, lease_acquire, lease_renew, lease_release]
+    choices: [read, present, absent, policy, kubernetes_auth, lease_acquire, lease_renew, lease_release, lease_keep]
     default: present
   engine_mount_point:
     description: Mount path of the KV secrets engine (without C(/data/)).
@@ -218,6 +227,10 @@ options:
       - The run id of a lease holder you know is dead (its process killed, its machine gone) - C(lease_acquire)
         takes its lease over at once, with a warning, instead of waiting for it to expire (as
         C(terraform force-unlock LOCK_ID)). A lease held by any other run is still refused.
+      - With C(lease_release), frees the lease at O(path) when that dead run holds it (the secret keeps it as
+        C(last_holder) and this O(holder) as C(broken_by); RV(previous) is the dead run's lease), and leaves a lease
+        anyone else holds alone, no change and no warning - how a run that broke a cluster's lease frees every
+        other lease the dead run held (the playbooks - its Proxmox placement lease).
     type: str
   lease_wait:
     description:
@@ -225,6 +238,16 @@ options:
         failing at once; then it fails as without it, saying how long it waited. C(0) - no waiting. Not in check mode.
     type: int
     default: 0
+  lease_watch_pid:
+    description:
+      - The process whose life the C(lease_keep) keeper follows; by default the C(ansible-playbook) process the
+        module runs under (the run, not the worker it forked for the task).
+    type: int
+  lease_lost_file:
+    description:
+      - Where the C(lease_keep) keeper writes why the run lost its lease (removed when the keeper starts);
+        by default C(proxshift-lease-<run_id>.lost) in the temporary directory. Returned as RV(lost_file).
+    type: path
   url:
     description: Vault address, for example C(https://vault.example.com:8200). Falls back to C(VAULT_ADDR).
     type: str
@@ -416,6 +439,20 @@ EXAMPLES = r"""
     lease_phase: preflight
     lease_ttl: 1800
 
+- name: Keep the lease renewed while the run lives (through hour-long waits), a loss written to a file
+  proxshift.hashi_vault.hashicorp_vault:
+    url: https://vault.example.com:8200
+    state: lease_keep
+    path: openshift/clusters/cluster1/lease
+    holder: "{{ lease_holder }}"
+    lease_ttl: 1800
+  register: lease_keeper
+
+- name: Stop when the run lost its lease
+  ansible.builtin.fail:
+    msg: "{{ lookup('ansible.builtin.file', lease_keeper.lost_file) }}"
+  when: lease_keeper.lost_file is exists
+
 - name: Remove a cluster's secret for good
   proxshift.hashi_vault.hashicorp_vault:
     url: https://vault.example.com:8200
@@ -506,9 +543,25 @@ taken_over:
   returned: state=lease_acquire, state=lease_renew or state=lease_release
   type: bool
 previous:
-  description: The expired lease that was taken over (same fields as RV(lease)), else null.
+  description: The expired or broken lease that was taken over or freed (same fields as RV(lease)), else null.
   returned: state=lease_acquire, state=lease_renew or state=lease_release
   type: dict
+keeper_pid:
+  description: The process id of the keeper C(lease_keep) started.
+  returned: state=lease_keep, not in check mode
+  type: int
+watch_pid:
+  description: The process the keeper follows (the run).
+  returned: state=lease_keep, not in check mode
+  type: int
+renew_every:
+  description: Seconds between the keeper's renewals.
+  returned: state=lease_keep, not in check mode
+  type: int
+lost_file:
+  description: The file the keeper writes why the run lost its lease to; absent while the run holds it.
+  returned: state=lease_keep, not in check mode
+  type: str
 destroyed:
   description: Whether the absent state destroyed all versions and metadata (KV v2 with O(destroy=true)).
   returned: state=absent

@@ -70,7 +70,7 @@ options:
       - name: PROXMOX_TOKEN_SECRET
   validate_certs:
     description:
-      - Verify the API's TLS certificate.
+      - Verify the API's TLS certificate. When false the module warns that the certificate is not verified.
     type: bool
     default: true
     env:

@@ -97,7 +97,7 @@ options:
     type: str
   validate_certs:
     description:
-      - Verify the API's TLS certificate. Env C(PROXMOX_VALIDATE_CERTS).
+      - Verify the API's TLS certificate. Env C(PROXMOX_VALIDATE_CERTS). When false the module warns that the certificate is not verified.
     type: bool
     default: true
   ca_path:

@@ -190,7 +190,7 @@ options:
     type: str
   validate_certs:
     description:
-      - Verify the API's TLS certificate.
+      - Verify the API's TLS certificate. When false the module warns that the certificate is not verified.
       - Falls back to C(PROXMOX_VALIDATE_CERTS).
     type: bool
     default: true
