@@ -43,6 +43,9 @@ T = TypeVar("T")
 OAUTH_PASSWORD = "Canary-Pass-98765-zyxwv"
 # kube_client::testenv::CONTROLLER_MANAGER_USER
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+# stop_kubelet/start_kubelet read and rewrite one file: stand-ins call them from several threads at once (nodes
+# booting side by side), so each change is made whole under this lock.
+_KUBELETS_LOCK = threading.Lock()
 
 
 def wait_until(check: Callable[[], T], timeout: float, why: Callable[[], str], interval: float = 0.2) -> T:
@@ -168,19 +171,20 @@ class KubeApi:
         """The node's kubelet dies: its Lease is no longer renewed, so kube-controller-manager's
         node-lifecycle controller marks the node `Ready=Unknown` and taints it `unreachable` after
         `node_monitor_grace_seconds`."""
-        with open(Path(self.info["dir"]) / "stopped-kubelets", "a") as f:
+        with _KUBELETS_LOCK, open(Path(self.info["dir"]) / "stopped-kubelets", "a") as f:
             f.write(node + "\n")
 
     def start_kubelet(self, node: str) -> None:
         """A kubelet named `node` runs again: a new machine joined with the name of one whose kubelet died (a
         replaced worker). Its Lease is renewed again, so the node-lifecycle controller leaves it alone."""
         path = Path(self.info["dir"]) / "stopped-kubelets"
-        if not path.exists():
-            return
-        kept = [n for n in path.read_text().split() if n != node]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(n + "\n" for n in kept))
-        tmp.replace(path)  # the harness reads the file whole or the old one, never half of it
+        with _KUBELETS_LOCK:
+            if not path.exists():
+                return
+            kept = [n for n in path.read_text().split() if n != node]
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text("".join(n + "\n" for n in kept))
+            tmp.replace(path)  # the harness reads the file whole or the old one, never half of it
 
     def install_crds(self, folder: Path) -> None:
         """Create the CRDs of every `*.yaml` in `folder` (kept when they exist) and wait until each is

@@ -11,6 +11,10 @@
 //!   kubelet is unreachable, an evicted pod still `Terminating` `skip_wait_for_delete_timeout` seconds
 //!   after its grace period is not waited for (`left_terminating`), as Cluster API's drain does.
 //! - `absent`: `drained`, then delete the Node object.
+//! - `cordoned` / `uncordoned`: mark the nodes unschedulable or schedulable again (`oc adm cordon` /
+//!   `uncordon`), the first and last steps of OpenShift's graceful shutdown and restart.
+//! - `shutdown_check`: read only; whether the cluster may stay down `shutdown_max_days` days before the
+//!   kubelet CA expires ([`shutdown::judge`]), and which of the named nodes are not Ready now.
 //! - `remediation_plan`: read only; which of the named nodes are unhealthy and what to do with each
 //!   (reset, replace, or held back by `max_unhealthy`, etcd quorum, one control-plane node at a time),
 //!   MachineHealthCheck semantics ([`remediation::plan`]). `playbooks/remediate.yaml` acts on it.
@@ -19,6 +23,7 @@ pub mod csr;
 pub mod nodes;
 pub mod pods;
 pub mod remediation;
+pub mod shutdown;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,6 +44,9 @@ pub fn argument_spec() -> ArgSpec {
             "drained",
             "absent",
             "remediation_plan",
+            "cordoned",
+            "uncordoned",
+            "shutdown_check",
         ]),
         Opt::list("nodes", Type::Str).required(),
         Opt::dict("addresses").default(json!({})),
@@ -57,6 +65,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::dict("vm_uptimes").default(json!({})),
         Opt::dict("resets").default(json!({})),
         Opt::list("control_plane", Type::Str).default(json!([])),
+        Opt::int("shutdown_max_days").default(30),
     ])
     .with(cluster_opts())
     .required_one_of(&["kubeconfig", "api_url"])
@@ -82,6 +91,7 @@ struct Options {
     vm_uptimes: BTreeMap<String, Value>,
     resets: BTreeMap<String, Value>,
     control_plane: Vec<String>,
+    shutdown_max_days: i64,
     #[serde(flatten)]
     cluster: ClusterOptions,
 }
@@ -183,8 +193,11 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let mut r = Run::new(conn.client, m.check_mode, interval, exp);
     r.allow_control_plane = o.allow_control_plane;
     r.skip_wait_for_delete = skip_wait.as_secs();
-    if o.state == "remediation_plan" {
-        return remediation_plan(&r, &o);
+    match o.state.as_str() {
+        "remediation_plan" => return remediation_plan(&r, &o),
+        "shutdown_check" => return shutdown_check(m, &r, &o),
+        "cordoned" | "uncordoned" => return cordon(m, &r, &o),
+        _ => {}
     }
     let result = match o.state.as_str() {
         "approved" => r.approve_pass().map(|_| Vec::new()),
@@ -302,6 +315,81 @@ fn remediation_plan(r: &Run, o: &Options) -> Result<Outcome, Failure> {
         .with("pending", json!(p.pending))
         .with("starting", json!(p.starting))
         .with("short_circuit", json!(p.short_circuit)))
+}
+
+/// `shutdown_check`: the kubelet CA against `shutdown_max_days` ([`shutdown::judge`]) and the nodes'
+/// Ready condition now (a node not Ready before a shutdown is not made Ready by a restart). Reads only.
+fn shutdown_check(m: &mut Module, r: &Run, o: &Options) -> Result<Outcome, Failure> {
+    let days = u64::try_from(o.shutdown_max_days)
+        .map_err(|_| Failure::new("shutdown_max_days must be 0 or more (days)"))?;
+    let secret = r
+        .kubelet_signer()
+        .map_err(|e| failure(e, Vec::new(), Vec::new()))?;
+    let judged = shutdown::judge(secret.as_ref(), unix_now(), days);
+    let health = r
+        .health(&o.nodes, &[], unix_now())
+        .map_err(|e| failure(e, Vec::new(), Vec::new()))?;
+    let not_ready: Vec<String> = health
+        .iter()
+        .filter(|h| h.ready != remediation::Ready::True)
+        .map(|h| h.name.clone())
+        .collect();
+    if !not_ready.is_empty() {
+        m.warn(format!(
+            "not Ready before the shutdown: {}; a restart does not make them Ready",
+            not_ready.join(", ")
+        ));
+    }
+    let msg = match &judged.refusal {
+        Some(why) => format!("a shutdown of {days} days is refused: {why}"),
+        None => format!(
+            "the cluster may stay down {days} days: the kubelet CA expires at {} ({} days from now); restart it before then",
+            judged.not_after.as_deref().unwrap_or_default(),
+            judged.days_left.unwrap_or_default()
+        ),
+    };
+    let mut out = Outcome::new(false)
+        .msg(msg)
+        .with("not_ready", json!(not_ready))
+        .with("shutdown_max_days", json!(days));
+    if let Value::Object(facts) = judged.to_json() {
+        for (k, v) in facts {
+            out = out.with(&k, v);
+        }
+    }
+    Ok(out)
+}
+
+/// `cordoned` / `uncordoned`: every named node marked unschedulable or schedulable.
+fn cordon(m: &mut Module, r: &Run, o: &Options) -> Result<Outcome, Failure> {
+    let on = o.state == "cordoned";
+    let nodes = r
+        .set_schedulable_all(&o.nodes, on)
+        .map_err(|e| failure(e, Vec::new(), Vec::new()))?;
+    let changed: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n["changed"] == json!(true))
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    for n in &nodes {
+        let header = format!("Node {}", n["name"].as_str().unwrap_or_default());
+        m.add_diff(
+            json!({"unschedulable": n["cordoned_before"]}),
+            json!({"unschedulable": n["cordoned"]}),
+            &header,
+            &header,
+        );
+    }
+    let verb = if on { "cordoned" } else { "uncordoned" };
+    let would = if m.check_mode { "would be " } else { "" };
+    let msg = if changed.is_empty() {
+        format!("nothing to do: the nodes are {verb}")
+    } else {
+        format!("{} {would}{verb}", changed.join(", "))
+    };
+    Ok(Outcome::new(!changed.is_empty())
+        .msg(msg)
+        .with("nodes", Value::Array(nodes)))
 }
 
 /// Drain (and with `absent` delete) each node in turn; stop at the first that fails.
@@ -445,7 +533,7 @@ mod tests {
         json!({"state": "approved", "nodes": ["w1", "w2"], "addresses": {}, "approve_csrs": false,
             "bootstrap_username": csr::DEFAULT_BOOTSTRAP_USER, "bootstrap_groups": [],
             "timeout": 1, "drain_timeout": 1, "skip_wait_for_delete_timeout": 300, "poll_interval": 1, "allow_control_plane": false,
-            "unhealthy_timeout": 300, "node_startup_timeout": 600, "max_unhealthy": "40%", "vm_states": {}, "vm_uptimes": {}, "resets": {}, "control_plane": [],
+            "unhealthy_timeout": 300, "node_startup_timeout": 600, "max_unhealthy": "40%", "vm_states": {}, "vm_uptimes": {}, "resets": {}, "control_plane": [], "shutdown_max_days": 30,
             "kubeconfig": null, "context": null, "api_url": "https://x", "api_key": null,
             "ca_cert": null, "validate_certs": true})
     }

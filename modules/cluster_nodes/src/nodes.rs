@@ -8,7 +8,7 @@ use kube_client::objects::{conditions, known};
 use kube_client::{Client, KubeError, PatchType, Poll, Resource, WaitError};
 use serde_json::{json, Value};
 
-use crate::csr::{decide, held_back, newest_clients, Csr, Expected, Verdict};
+use crate::csr::{decide, held_back, newest_clients, Csr, Expected, Verdict, MAX_CLOCK_SKEW};
 use crate::pods::{classify, covering_budgets, key, node_unreachable, skip_wait, PodClass};
 
 /// What [`Run::evict_all`] did: the pods evicted, those left `Terminating` on an unreachable node,
@@ -224,8 +224,12 @@ impl Run {
                     .client
                     .get(&known::nodes(), None, n)
                     .map_err(kube(format!("reading Node {n}")))?;
+                let started = self.expected.started.get(n).copied();
                 let why = match &node {
                     None => Some(format!("{n}: not registered")),
+                    Some(obj) if stale_ready(obj, started) => Some(format!(
+                        "{n}: Ready=True last reported before its VM started (stale: its kubelet has not reported since)"
+                    )),
                     Some(obj) => conditions(obj)
                         .into_iter()
                         .find(|c| c.type_ == "Ready")
@@ -529,6 +533,29 @@ pub fn is_control_plane(node: &Value) -> bool {
         })
 }
 
+/// A `Ready=True` the kubelet reported before its VM (re)started (`lastHeartbeatTime` earlier than `started`
+/// less [`MAX_CLOCK_SKEW`]): what the API still holds from before a shutdown, until the node-lifecycle
+/// controller marks it `Unknown` once the Lease has not been renewed for its grace period (kubernetes
+/// `pkg/controller/nodelifecycle/node_lifecycle_controller.go`, `tryUpdateNodeHealth`). A booted kubelet
+/// reports its status at once (`pkg/kubelet/kubelet_node_status.go`, `syncNodeStatus`), so only a heartbeat
+/// since the start counts. Without a start time or a heartbeat there is nothing to tell: not stale.
+pub fn stale_ready(node: &Value, started: Option<i64>) -> bool {
+    let Some(started) = started else {
+        return false;
+    };
+    let ready = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
+    let Some(ready) = ready.filter(|c| c["status"] == "True") else {
+        return false;
+    };
+    ready["lastHeartbeatTime"]
+        .as_str()
+        .and_then(|t| crate::remediation::parse_time(t).ok())
+        .is_some_and(|beat| beat < started - MAX_CLOCK_SKEW)
+}
+
 fn ready_text(node: &Value) -> String {
     match conditions(node).into_iter().find(|c| c.type_ == "Ready") {
         None => "no Ready condition yet".into(),
@@ -543,6 +570,43 @@ fn ready_text(node: &Value) -> String {
             }
             s
         }
+    }
+}
+
+impl Run {
+    /// Cordon (`unschedulable`) or uncordon each named node, as `oc adm cordon`/`uncordon` do: a merge
+    /// patch of `spec.unschedulable`, sent only to the nodes not already so (none in check mode).
+    /// Per node: `{name, cordoned_before, cordoned, changed}`.
+    pub fn set_schedulable_all(
+        &self,
+        names: &[String],
+        cordon: bool,
+    ) -> Result<Vec<Value>, NodesError> {
+        let mut out = Vec::new();
+        for name in names {
+            let node = self
+                .client
+                .get(&known::nodes(), None, name)
+                .map_err(kube(format!("reading Node {name}")))?
+                .ok_or_else(|| NodesError::NoNode(name.clone()))?;
+            let before = node.pointer("/spec/unschedulable") == Some(&json!(true));
+            let change = before != cordon;
+            if change && !self.check {
+                self.set_unschedulable(name, cordon)?;
+            }
+            out.push(json!({"name": name, "cordoned_before": before, "cordoned": cordon, "changed": change}));
+        }
+        Ok(out)
+    }
+
+    /// The kubelet CA's Secret (`shutdown::SIGNER_SECRET`), `None` when it does not exist.
+    pub fn kubelet_signer(&self) -> Result<Option<Value>, NodesError> {
+        use crate::shutdown::{SIGNER_NAMESPACE, SIGNER_SECRET};
+        self.client
+            .get(&known::secrets(), Some(SIGNER_NAMESPACE), SIGNER_SECRET)
+            .map_err(kube(format!(
+                "reading Secret {SIGNER_NAMESPACE}/{SIGNER_SECRET}"
+            )))
     }
 }
 
@@ -589,5 +653,46 @@ impl Run {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(status: &str, beat: Option<&str>) -> Value {
+        let mut c = json!({"type": "Ready", "status": status, "lastTransitionTime": "2027-01-01T00:00:00Z"});
+        if let Some(b) = beat {
+            c["lastHeartbeatTime"] = json!(b);
+        }
+        json!({"metadata": {"name": "m0"}, "status": {"conditions": [c]}})
+    }
+
+    #[test]
+    fn a_ready_reported_before_the_vm_started_is_stale() {
+        let start = crate::remediation::parse_time("2027-01-10T00:00:00Z").unwrap();
+        assert!(stale_ready(
+            &node("True", Some("2027-01-01T00:00:00Z")),
+            Some(start)
+        ));
+        // Within the clock skew, or after the start: the booted kubelet's own report.
+        assert!(!stale_ready(
+            &node("True", Some("2027-01-09T23:59:55Z")),
+            Some(start)
+        ));
+        assert!(!stale_ready(
+            &node("True", Some("2027-01-10T00:01:00Z")),
+            Some(start)
+        ));
+        // Nothing to compare with, or not Ready anyway: not stale.
+        assert!(!stale_ready(&node("True", None), Some(start)));
+        assert!(!stale_ready(
+            &node("True", Some("2027-01-01T00:00:00Z")),
+            None
+        ));
+        assert!(!stale_ready(
+            &node("Unknown", Some("2027-01-01T00:00:00Z")),
+            Some(start)
+        ));
     }
 }

@@ -113,15 +113,31 @@ pub enum Cmd {
         #[command(flatten)]
         args: ClusterArgs,
     },
-    /// Start the cluster's VMs (rendezvous host first)
+    /// Start the cluster's VMs, control plane first; after `stop`, restart it as OpenShift documents it
+    /// (API, pending kubelet CSRs of its nodes approved, nodes uncordoned, ClusterOperators stable)
     Start {
         #[command(flatten)]
         args: ClusterArgs,
+        /// Restart the OpenShift way even without a shutdown note from `stop` (after a power loss)
+        #[arg(long)]
+        recover: bool,
     },
-    /// Stop the cluster's VMs
+    /// Shut the cluster down as OpenShift documents it (kubelet CA checked, nodes cordoned), workers first
     Stop {
         #[command(flatten)]
         args: ClusterArgs,
+        /// Days the cluster is to stay down: refused when the kubelet CA expires before [default: 30]
+        #[arg(long, value_name = "DAYS")]
+        max_days: Option<u32>,
+        /// Stop even when the kubelet CA would expire while the cluster is down
+        #[arg(long)]
+        ignore_certificate_expiry: bool,
+        /// Also drain the workers before the shutdown
+        #[arg(long)]
+        drain: bool,
+        /// Hard-stop a VM whose guest has not shut down in time
+        #[arg(long)]
+        hard: bool,
     },
     /// Show the cluster's VMs and install state
     Status {
@@ -259,8 +275,23 @@ impl Cmd {
                 *yes,
             ),
             Cmd::Manifests { args } => call(Action::Manifests, args, false),
-            Cmd::Start { args } => call(Action::Start, args, false),
-            Cmd::Stop { args } => call(Action::Stop, args, false),
+            Cmd::Start { args, recover } => call(Action::Start { recover: *recover }, args, false),
+            Cmd::Stop {
+                args,
+                max_days,
+                ignore_certificate_expiry,
+                drain,
+                hard,
+            } => call(
+                Action::Stop {
+                    max_days: *max_days,
+                    ignore_certificate_expiry: *ignore_certificate_expiry,
+                    drain: *drain,
+                    hard: *hard,
+                },
+                args,
+                false,
+            ),
             Cmd::Status { args } => call(Action::Status, args, false),
             Cmd::Deprovision { args, vault, yes } => {
                 call(Action::Deprovision { vault: *vault }, args, *yes)

@@ -34,8 +34,17 @@ pub enum Action {
     },
     /// `site.yaml --tags preflight,secrets,manifests`.
     Manifests,
-    Start,
-    Stop,
+    /// `start.yaml`; `recover` restarts the OpenShift way without a shutdown note.
+    Start {
+        recover: bool,
+    },
+    /// `stop.yaml`: the planned days down, the kubelet CA check's override, drain, hard stop.
+    Stop {
+        max_days: Option<u32>,
+        ignore_certificate_expiry: bool,
+        drain: bool,
+        hard: bool,
+    },
     Status,
     /// `deprovision.yaml`; `vault` also removes the cluster's Vault entry.
     Deprovision {
@@ -84,8 +93,8 @@ impl Action {
         match self {
             Action::Provision { .. } => "provision",
             Action::Manifests => "manifests",
-            Action::Start => "start",
-            Action::Stop => "stop",
+            Action::Start { .. } => "start",
+            Action::Stop { .. } => "stop",
             Action::Status => "status",
             Action::Deprovision { .. } => "deprovision",
             Action::Scale { .. } => "scale",
@@ -200,8 +209,32 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
             p.tags = strings(&["acm"]);
             p.phases = p.tags.clone();
         }
-        Action::Start => single(&mut p, "start.yaml", "start"),
-        Action::Stop => single(&mut p, "stop.yaml", "stop"),
+        Action::Start { recover } => {
+            single(&mut p, "start.yaml", "start");
+            if *recover {
+                p.extra_vars.push(("start_recover".into(), "true".into()));
+            }
+        }
+        Action::Stop {
+            max_days,
+            ignore_certificate_expiry,
+            drain,
+            hard,
+        } => {
+            single(&mut p, "stop.yaml", "stop");
+            if let Some(d) = max_days {
+                p.extra_vars.push(("stop_max_days".into(), d.to_string()));
+            }
+            for (on, var) in [
+                (*ignore_certificate_expiry, "proxshift_stop_force"),
+                (*drain, "stop_drain"),
+                (*hard, "force"),
+            ] {
+                if on {
+                    p.extra_vars.push((var.into(), "true".into()));
+                }
+            }
+        }
         Action::Status => single(&mut p, "status.yaml", "status"),
         Action::Scale { remove, replace } => {
             single(&mut p, "scale.yaml", "scale");
@@ -401,12 +434,20 @@ mod tests {
                 ),
             ),
             (
-                Action::Start,
+                Action::Start { recover: false },
                 format!("{base}/start.yaml -e cluster_name=lab-sno"),
             ),
             (
-                Action::Stop,
+                Action::Start { recover: true },
+                format!("{base}/start.yaml -e cluster_name=lab-sno -e start_recover=true"),
+            ),
+            (
+                Action::Stop { max_days: None, ignore_certificate_expiry: false, drain: false, hard: false },
                 format!("{base}/stop.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Stop { max_days: Some(14), ignore_certificate_expiry: true, drain: true, hard: true },
+                format!("{base}/stop.yaml -e cluster_name=lab-sno -e stop_max_days=14 -e proxshift_stop_force=true -e stop_drain=true -e force=true"),
             ),
             (
                 Action::Status,
@@ -552,20 +593,28 @@ mod tests {
         )
         .unwrap();
         assert!(p.destructive.as_deref().unwrap().contains("--force"));
-        assert!(plan(&Action::Stop, Some("x"))
-            .unwrap()
-            .destructive
-            .is_none());
+        assert!(plan(
+            &Action::Stop {
+                max_days: None,
+                ignore_certificate_expiry: false,
+                drain: false,
+                hard: false
+            },
+            Some("x")
+        )
+        .unwrap()
+        .destructive
+        .is_none());
     }
 
     #[test]
     fn usage_errors() {
-        let e = plan(&Action::Start, None).unwrap_err();
+        let e = plan(&Action::Start { recover: false }, None).unwrap_err();
         assert_eq!(e.code, crate::exit::USAGE);
         assert!(e.message.contains("start needs a cluster name"));
-        let e = plan(&Action::Start, Some("a b")).unwrap_err();
+        let e = plan(&Action::Start { recover: false }, Some("a b")).unwrap_err();
         assert!(e.message.contains("' '"), "{}", e.message);
-        let e = plan(&Action::Start, Some("x=y")).unwrap_err();
+        let e = plan(&Action::Start { recover: false }, Some("x=y")).unwrap_err();
         assert_eq!(e.code, crate::exit::USAGE);
         let e = plan(
             &Action::Provision {
@@ -606,7 +655,20 @@ mod tests {
         assert_eq!(collections_env("/srv/proxshift", Some("/mine")), None);
         let mut o = opts();
         o.env = vec![e];
-        let cmd = playbook_command(&plan(&Action::Stop, Some("c")).unwrap(), &o).shell();
+        let cmd = playbook_command(
+            &plan(
+                &Action::Stop {
+                    max_days: None,
+                    ignore_certificate_expiry: false,
+                    drain: false,
+                    hard: false,
+                },
+                Some("c"),
+            )
+            .unwrap(),
+            &o,
+        )
+        .shell();
         assert!(
             cmd.starts_with("ANSIBLE_COLLECTIONS_PATH='/srv/proxshift/build/collections:~/.ansible/collections:/usr/share/ansible/collections:/srv/proxshift' ansible-playbook -i inventory/ playbooks/stop.yaml"),
             "{cmd}"

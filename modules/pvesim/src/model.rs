@@ -264,6 +264,9 @@ pub struct VmSeed {
     pub ignore_shutdown: bool,
     #[serde(default)]
     pub ha: bool,
+    /// Snapshot sections by name (`ops::snapshot`), kept in a dump.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub snapshots: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// An LXC container as `/etc/pve/lxc/<vmid>.conf` holds it (pve-container `PVE::LXC::Config`).
@@ -475,6 +478,9 @@ pub struct Vm {
     pub ha: bool,
     /// Config file lock (flock) held until this instant by a running task or a fault.
     pub flock_until: Option<Instant>,
+    /// The config's `[snapname]` sections: the config as it was, plus `snaptime`, `description`,
+    /// `vmstate` (`ops::snapshot`).
+    pub snapshots: BTreeMap<String, BTreeMap<String, String>>,
     pub pid: u32,
 }
 

@@ -86,6 +86,11 @@ pub enum Action {
     Template {
         vmid: u32,
     },
+    /// `qmsnapshot`, `qmdelsnapshot`, `qmrollback` (`ops::snapshot`).
+    Snapshot {
+        vmid: u32,
+        op: crate::ops::snapshot::SnapshotOp,
+    },
     Upload(crate::ops::upload::NewFile),
     /// `imgdel`: a storage volume freed.
     DeleteVolume(crate::ops::volume::FreeVolume),
@@ -238,6 +243,9 @@ pub fn base_duration(kind: &str) -> f64 {
         "qmsuspend" => 3.0,
         "qmresume" => 0.5,
         "qmtemplate" => 1.0,
+        "qmsnapshot" => 2.0,
+        "qmdelsnapshot" => 1.0,
+        "qmrollback" => 2.0,
         "imgcopy" => 1.0,
         "imgdel" => 0.5,
         "hastart" | "hastop" => 0.5,

@@ -19,6 +19,7 @@ fn concrete_path(template: &str) -> String {
         .replace("{userid}", "ansible@pve")
         .replace("{tokenid}", "ci")
         .replace("{roleid}", "ProxShiftProvisioner")
+        .replace("{snapname}", "snap1")
 }
 
 fn path_vars(template: &str) -> Vec<String> {
@@ -317,6 +318,36 @@ fn every_method_accepts_a_valid_request() {
         ),
         ("POST", "/nodes/pve1/qemu/500/agent/ping".into(), vec![]),
         ("GET", "/nodes/pve1/qemu/500/snapshot".into(), vec![]),
+        (
+            "POST",
+            "/nodes/pve1/qemu/500/snapshot".into(),
+            vec![
+                ("snapname", "conf1"),
+                ("description", "c"),
+                ("vmstate", "0"),
+            ],
+        ),
+        ("GET", "/nodes/pve1/qemu/500/snapshot/conf1".into(), vec![]),
+        (
+            "GET",
+            "/nodes/pve1/qemu/500/snapshot/conf1/config".into(),
+            vec![],
+        ),
+        (
+            "PUT",
+            "/nodes/pve1/qemu/500/snapshot/conf1/config".into(),
+            vec![("description", "d")],
+        ),
+        (
+            "POST",
+            "/nodes/pve1/qemu/500/snapshot/conf1/rollback".into(),
+            vec![("start", "1")],
+        ),
+        (
+            "DELETE",
+            "/nodes/pve1/qemu/500/snapshot/conf1".into(),
+            vec![("force", "1")],
+        ),
         ("GET", "/nodes/pve1/lxc".into(), vec![]),
         (
             "POST",

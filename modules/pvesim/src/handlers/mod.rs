@@ -69,6 +69,18 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
         }
         ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => agent::agent_ping(ctx),
         ("GET", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_list(ctx),
+        ("POST", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_create(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}") => qemu::snapshot_index(ctx),
+        ("DELETE", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}") => qemu::snapshot_delete(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config") => {
+            qemu::snapshot_config(ctx)
+        }
+        ("PUT", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config") => {
+            qemu::snapshot_config_update(ctx)
+        }
+        ("POST", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback") => {
+            qemu::snapshot_rollback(ctx)
+        }
         ("GET", "/nodes/{node}/lxc") => lxc::list(ctx),
         ("POST", "/nodes/{node}/lxc") => lxc::create(ctx),
         ("GET", "/nodes/{node}/lxc/{vmid}/config") => lxc::config_get(ctx),

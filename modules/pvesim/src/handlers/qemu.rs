@@ -250,15 +250,66 @@ pub fn status_current(ctx: &mut Ctx) -> ReplyResult<Value> {
 }
 
 /// `GET /snapshot` (qemu-server `PVE/API2/Qemu.pm`, `snapshot_list`): one entry per
-/// snapshot, then `current`. pvesim takes no snapshots, so only `current` is listed.
+/// snapshot, then `current`.
 pub fn snapshot_list(ctx: &mut Ctx) -> ReplyResult<Value> {
     let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
-    Ok(json!([{
-        "name": "current",
-        "digest": ctx.sim.digest(vm),
-        "running": if vm.running() { 1 } else { 0 },
-        "description": "You are here!",
-    }]))
+    Ok(ops::snapshot::list(ctx.sim, vm))
+}
+
+fn snapshot_op(ctx: &mut Ctx, op: ops::snapshot::SnapshotOp) -> ReplyResult<Value> {
+    let who = ctx.who.clone();
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    Ok(json!(ops::snapshot::start(ctx.sim, &who, node, vmid, op)?))
+}
+
+/// `POST /snapshot`: the `qmsnapshot` worker's UPID.
+pub fn snapshot_create(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let op = ops::snapshot::SnapshotOp::Create {
+        name: ctx.str("snapname"),
+        vmstate: ctx.flag("vmstate"),
+        description: ctx.opt("description"),
+    };
+    snapshot_op(ctx, op)
+}
+
+/// `GET /snapshot/{snapname}` (`snapshot_cmd_idx`): the two sub-commands, for any name.
+pub fn snapshot_index(_ctx: &mut Ctx) -> ReplyResult<Value> {
+    Ok(json!([{"cmd": "rollback"}, {"cmd": "config"}]))
+}
+
+/// `DELETE /snapshot/{snapname}`: the `qmdelsnapshot` worker's UPID.
+pub fn snapshot_delete(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let op = ops::snapshot::SnapshotOp::Delete {
+        name: ctx.str("snapname"),
+    };
+    snapshot_op(ctx, op)
+}
+
+/// `POST /snapshot/{snapname}/rollback`: the `qmrollback` worker's UPID.
+pub fn snapshot_rollback(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let op = ops::snapshot::SnapshotOp::Rollback {
+        name: ctx.str("snapname"),
+        start: ctx.flag("start"),
+    };
+    snapshot_op(ctx, op)
+}
+
+/// `GET /snapshot/{snapname}/config`.
+pub fn snapshot_config(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
+    ops::snapshot::config(vm, &ctx.str("snapname"))
+}
+
+/// `PUT /snapshot/{snapname}/config`: `null`.
+pub fn snapshot_config_update(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let (node, vmid, name, d) = (
+        ctx.node(),
+        ctx.vmid(),
+        ctx.str("snapname"),
+        ctx.opt("description"),
+    );
+    ops::snapshot::set_description(ctx.sim, &node, vmid, &name, d)?;
+    Ok(Value::Null)
 }
 
 /// `POST /nodes/{node}/qemu`.

@@ -14,6 +14,7 @@ pub mod hibernate;
 pub mod hotplug;
 pub mod power;
 pub mod resize;
+pub mod snapshot;
 pub mod storage;
 pub mod template;
 pub mod upload;
@@ -253,6 +254,7 @@ pub fn placeholder_vm(
         ignore_shutdown: false,
         ha: false,
         flock_until: None,
+        snapshots: BTreeMap::new(),
         pid: 0,
     }
 }

@@ -96,6 +96,7 @@ impl Sim {
             | Action::Pause { vmid, .. }
             | Action::Resume { vmid }
             | Action::Template { vmid }
+            | Action::Snapshot { vmid, .. }
             | Action::Ha { vmid, .. } => Some(*vmid),
             Action::Clone { newid, .. } => Some(*newid),
             Action::None

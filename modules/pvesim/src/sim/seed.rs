@@ -381,6 +381,7 @@ impl Sim {
                 ignore_shutdown: v.ignore_shutdown,
                 ha: v.ha,
                 flock_until: None,
+                snapshots: v.snapshots,
                 pid: 0,
             },
         );
@@ -539,6 +540,7 @@ impl Sim {
                 agent_delay: v.agent_delay,
                 ignore_shutdown: v.ignore_shutdown,
                 ha: v.ha,
+                snapshots: v.snapshots.clone(),
             })
             .collect();
         let cts = self

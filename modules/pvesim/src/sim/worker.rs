@@ -183,6 +183,7 @@ impl Sim {
                 ops::destroy::finish(self, vmid, unreferenced, log)
             }
             Action::Template { vmid } => ops::template::finish(self, vmid),
+            Action::Snapshot { vmid, op } => ops::snapshot::finish(self, vmid, &op, log),
             Action::Upload(upload) => ops::upload::finish(self, upload, log),
             Action::DeleteVolume(v) => ops::volume::finish(self, v, log),
             Action::Start { vmid } => ops::power::start_vm(self, vmid, log),

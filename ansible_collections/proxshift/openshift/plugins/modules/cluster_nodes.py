@@ -44,6 +44,15 @@ description:
     left as it is (no change).
   - Control-plane nodes (label C(node-role.kubernetes.io/master) or C(node-role.kubernetes.io/control-plane))
     are refused for O(state=drained) and O(state=absent) unless O(allow_control_plane=true).
+  - O(state=cordoned) and O(state=uncordoned) mark the nodes unschedulable or schedulable again (C(spec.unschedulable),
+    as C(oc adm cordon) and C(oc adm uncordon) do), control-plane nodes included - the first step of OpenShift's
+    graceful shutdown and the last of its restart. A node already so is left alone.
+  - O(state=shutdown_check) changes nothing - it reads when the kubelet CA expires (the
+    C(auth.openshift.io/certificate-not-after) annotation of the Secret C(kube-apiserver-to-kubelet-signer) in
+    C(openshift-kube-apiserver-operator), as OpenShift's "Shutting down the cluster" procedure does) and says whether
+    the cluster may stay down O(shutdown_max_days) days (RV(fits)); a cluster restarted after that date cannot recover
+    its kubelets' certificates. A missing Secret or annotation counts as not fitting. It also names the nodes not
+    Ready now (RV(not_ready)). The task does not fail on a refusal - the caller decides (see RV(refusal)).
 version_added: 0.1.0
 author:
   - ProxShift developers (@proxshift)
@@ -62,9 +71,11 @@ options:
         within O(node_startup_timeout) of its VM's start (O(vm_uptimes)) or its Node's creation, it is returned in
         RV(starting), neither remediated nor counted as unhealthy (Cluster API's C(nodeStartupTimeout)). A Node that
         reports C(Ready) is judged by that condition.
+      - V(cordoned) and V(uncordoned) mark the nodes unschedulable or schedulable; V(shutdown_check) changes nothing and
+        says whether the cluster may be shut down for O(shutdown_max_days) days.
     type: str
     required: true
-    choices: [approved, ready, drained, absent, remediation_plan]
+    choices: [approved, ready, drained, absent, remediation_plan, cordoned, uncordoned, shutdown_check]
   nodes:
     description:
       - The node names (as the Node objects and the kubelets' CSRs name them, usually the host's FQDN).
@@ -137,6 +148,8 @@ options:
       - Each node's VM uptime in seconds (C(uptime) of proxshift.proxmox.vm_lifecycle), by node name; every key
         one of O(nodes).
       - With O(state=approved) and O(state=ready) - CSRs created before the VM started are stale (not approved).
+      - With O(state=ready) - a C(Ready=True) whose C(lastHeartbeatTime) is from before the VM started is stale (what
+        the API still holds from before a shutdown) and is waited past until the booted kubelet reports again.
       - With O(state=remediation_plan) - a host without a Node is judged only O(node_startup_timeout) after its VM
         started.
     type: dict
@@ -156,6 +169,11 @@ options:
     type: list
     elements: str
     default: []
+  shutdown_max_days:
+    description:
+      - O(state=shutdown_check) - the days the cluster is to stay down; the kubelet CA must still be valid after them.
+    type: int
+    default: 30
   kubeconfig:
     description:
       - The cluster's kubeconfig, as a path or as the kubeconfig text itself (for example from the cluster's record).
@@ -209,7 +227,9 @@ attributes:
     description: Reads only; returns what would be approved, cordoned, evicted and deleted. O(state=ready) looks once.
   diff_mode:
     support: full
-    description: With O(state=drained) and O(state=absent), per node whether it exists, is cordoned and which pods it runs.
+    description:
+      - With O(state=drained) and O(state=absent), per node whether it exists, is cordoned and which pods it runs.
+      - With O(state=cordoned) and O(state=uncordoned), per node whether it is unschedulable.
 notes:
   - Unlike C(oc adm drain), pods without a controller and pods with C(emptyDir) volumes are evicted too (their data
     is lost); DaemonSet pods stay.
@@ -227,6 +247,25 @@ EXAMPLES = r"""
     addresses:
       worker-3.lab.example.com: [192.0.2.13]
     timeout: 1800
+
+- name: Refuse a shutdown the kubelet CA would not outlive
+  proxshift.openshift.cluster_nodes:
+    kubeconfig: "{{ cluster_record.kubeconfig }}"
+    state: shutdown_check
+    nodes: [master-0.lab.example.com, worker-0.lab.example.com]
+    shutdown_max_days: 14
+  register: shutdown
+
+- name: Stop unless it fits
+  ansible.builtin.assert:
+    that: shutdown.fits
+    fail_msg: "{{ shutdown.refusal }}"
+
+- name: Mark every node unschedulable before the shutdown
+  proxshift.openshift.cluster_nodes:
+    kubeconfig: "{{ cluster_record.kubeconfig }}"
+    state: cordoned
+    nodes: [master-0.lab.example.com, worker-0.lab.example.com]
 
 - name: Drain a worker and delete its Node
   proxshift.openshift.cluster_nodes:
@@ -261,9 +300,32 @@ nodes:
     - With O(state=drained) and O(state=absent) - C(name), C(cordon) (this task cordons it), C(evict) (pods to
       evict), C(evicted), C(left_terminating) (evicted pods on an unreachable node no longer waited for), C(kept) (DaemonSet
       and mirror pods), C(deleted); C(absent) when the node did not exist.
-  returned: state is ready, drained or absent
+    - With O(state=cordoned) and O(state=uncordoned) - C(name), C(cordoned_before), C(cordoned), C(changed).
+  returned: state is ready, drained, absent, cordoned or uncordoned
   type: list
   elements: dict
+fits:
+  description: O(state=shutdown_check) - whether the kubelet CA outlives a shutdown of O(shutdown_max_days) days.
+  returned: state is shutdown_check
+  type: bool
+refusal:
+  description: O(state=shutdown_check) - why the shutdown does not fit (null when it does).
+  returned: state is shutdown_check
+  type: str
+kubelet_signer_not_after:
+  description: O(state=shutdown_check) - the kubelet CA's C(auth.openshift.io/certificate-not-after) (null without it).
+  returned: state is shutdown_check
+  type: str
+  sample: "2027-08-05T14:37:50Z"
+days_left:
+  description: O(state=shutdown_check) - whole days until the kubelet CA expires (null when unknown).
+  returned: state is shutdown_check
+  type: int
+not_ready:
+  description: O(state=shutdown_check) - the named nodes that are not Ready now.
+  returned: state is shutdown_check
+  type: list
+  elements: str
 reset:
   description: O(state=remediation_plan) - the nodes whose VM to reset now.
   returned: state is remediation_plan
