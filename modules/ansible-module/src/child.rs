@@ -107,25 +107,41 @@ mod tests {
         assert_eq!(names, kept);
     }
 
-    /// The installer's async launch (role install_wait) cannot call this crate: its shell script applies
-    /// the same allow-list. Both are run over the same names and must keep exactly the same ones.
+    /// The installer's async launch (role install_wait) and the commands the playbooks run themselves
+    /// (`proxshift_child_script`: the preflight's resolver, `oc adm node-image`) cannot call this crate:
+    /// their shell script applies the same allow-list. Each is run over the same names and must keep
+    /// exactly the ones this list keeps.
     #[test]
-    fn the_install_wait_script_keeps_what_this_list_keeps() {
-        let vars = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ansible_collections/proxshift/openshift/roles/install_wait/vars/main.yml"
-        );
+    fn the_playbooks_scripts_keep_what_this_list_keeps() {
+        let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        for (file, key, exec) in [
+            (
+                "ansible_collections/proxshift/openshift/roles/install_wait/vars/main.yml",
+                "install_wait_child_script: |",
+                "exec \"$@\" >/dev/null 2>&1",
+            ),
+            (
+                "playbooks/vars/connections.yml",
+                "proxshift_child_script: |",
+                "exec \"$@\"",
+            ),
+        ] {
+            script_keeps_what_this_list_keeps(&format!("{repo}/{file}"), key, exec);
+        }
+    }
+
+    fn script_keeps_what_this_list_keeps(vars: &str, key: &str, exec: &str) {
         let text = std::fs::read_to_string(vars).unwrap();
         let script: String = text
             .lines()
-            .skip_while(|l| !l.starts_with("install_wait_child_script: |"))
+            .skip_while(|l| !l.starts_with(key))
             .skip(1)
             .take_while(|l| l.starts_with("  ") || l.is_empty())
             .map(|l| format!("{}\n", l.strip_prefix("  ").unwrap_or(l)))
             .collect();
-        // Run the list, not the installer: the script's last line runs "$@" with output discarded.
-        let script = script.replace("exec \"$@\" >/dev/null 2>&1", "env");
-        assert!(script.contains("env\n"), "{script}");
+        // Run the list, not the command: the script's last line runs "$@".
+        assert!(script.ends_with(&format!("{exec}\n")), "{vars}: {script}");
+        let script = script.replace(exec, "env");
         let names = [
             ALLOWED,
             &[
@@ -140,6 +156,11 @@ mod tests {
                 "PROXMOX_TOKEN_SECRET",
                 "K8S_AUTH_API_KEY",
                 "KUBECONFIG",
+                // What AWX injects and a deny-list let through (#43).
+                "ANSIBLE_HASHI_VAULT_SECRET_ID",
+                "ANSIBLE_HASHI_VAULT_ROLE_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_ACCESS_KEY_ID",
             ],
             &[
                 "OPENSHIFT_INSTALL_PULL_SECRET",

@@ -65,13 +65,17 @@ def test_preflight_lists_every_problem_at_once(run_flow, site):
 RESOLVER = REPO / "tests" / "fixtures" / "resolver" / "getent"
 
 
-def preflight_with_dns(run_flow, tmp_path, cluster: str, hosts: str, tags: str = "preflight", **extra):
+def preflight_with_dns(run_flow, tmp_path, cluster: str, hosts: str, tags: str = "preflight", env=None, **extra):
     """The preflight with its DNS check answered from `hosts` (the resolver double reads it as getent would)."""
     hosts_file = tmp_path / "hosts"
     hosts_file.write_text(hosts)
     return run_flow("site.yaml", cluster, tags=tags,
                     extra={"preflight_check_dns": True, "preflight_dns_command": [str(RESOLVER), "ahosts", "--"], **extra},
-                    env_more={"PROXSHIFT_TEST_HOSTS": str(hosts_file)})
+                    env_more={"PROXSHIFT_TEST_HOSTS": str(hosts_file), **(env or {})})
+
+
+EXAMPLE_DNS_COMPACT = ("10.30.0.5 api.lab-compact.lab.example.com api-int.lab-compact.lab.example.com\n"
+                       "10.30.0.6 console-openshift-console.apps.lab-compact.lab.example.com\n")
 
 
 def test_preflight_dns_checks_api_int_too(run_flow, site, tmp_path):
@@ -84,6 +88,21 @@ def test_preflight_dns_checks_api_int_too(run_flow, site, tmp_path):
     hosts += "10.30.0.5 api-int.lab-compact.lab.example.com\n"
     run = preflight_with_dns(run_flow, tmp_path, "lab-compact", hosts)
     assert run.rc == 0, run.output
+
+
+def test_the_resolver_runs_with_the_allow_listed_environment_only(run_flow, site, tmp_path):
+    """A command the playbooks start themselves gets the modules' allow-list, not a deny-list: what AWX injects for
+    community.hashi_vault (ANSIBLE_HASHI_VAULT_*), cloud keys and any other variable of the run never reach it."""
+    dump = tmp_path / "env-names"
+    credentials = {"ANSIBLE_HASHI_VAULT_SECRET_ID": "s", "ANSIBLE_HASHI_VAULT_ROLE_ID": "r",
+                   "AWS_SECRET_ACCESS_KEY": "a", "AWS_ACCESS_KEY_ID": "k", "SOME_OTHER_SETTING": "x"}
+    run = preflight_with_dns(run_flow, tmp_path, "lab-compact", EXAMPLE_DNS_COMPACT,
+                             env={"PROXSHIFT_TEST_ENV_DUMP": str(dump), **credentials})
+    assert run.rc == 0, run.output
+    names = set(dump.read_text().split())
+    assert "PATH" in names and "PROXSHIFT_TEST_HOSTS" in names, names
+    assert not names & set(credentials), names & set(credentials)
+    assert not {n for n in names if n.startswith(("VAULT_", "PROXMOX_", "K8S_AUTH_", "ANSIBLE_"))}, names
 
 
 def test_preflight_dns_wants_every_address_of_a_dual_stack_vip(run_flow, site, tmp_path):
