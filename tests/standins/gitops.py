@@ -5,6 +5,9 @@ Deployment (Available), each Application's sync and health status with its resou
 """
 from __future__ import annotations
 
+import base64
+import json
+
 from kube_fixtures import KubeApi, condition
 from standins.controller import FakeController
 from standins.olm import crd
@@ -104,7 +107,13 @@ class FakeGitOps(FakeController):
         - GitOpsCluster: from its Placement's decisions only (stolostron/multicloud-integrations
           pkg/controller/gitopscluster/gitopscluster_controller.go, `GetManagedClustersByPlacement`,
           `addManagedClustersToArgo`): an Argo CD cluster secret `<cluster>-application-manager-cluster-secret` per
-          decided cluster, then `phase: successful`. No decision yet: no status.
+          decided cluster, then `phase: successful`. No decision yet: no status. Reconciled continuously (the
+          controller watches PlacementDecisions): a cluster decided later gets its secret too.
+        - ApplicationSet with a `clusterDecisionResource` generator: one Application per cluster the labelled
+          PlacementDecisions list, its template rendered with the cluster's `name` and `server` (from its Argo CD
+          cluster secret) in place of `{{name}}` and `{{server}}` (argoproj/argo-cd
+          `applicationset/generators/duck_type.go` `GenerateParams`, `applicationset/utils/utils.go` `RenderTemplateParams`
+          with fasttemplate), written to the ApplicationSet's namespace, and rewritten when the template changes.
         """
         api, ns = self.hub_api, self.hub_ns
         ocm = "/apis/cluster.open-cluster-management.io"
@@ -128,7 +137,7 @@ class FakeGitOps(FakeController):
         for g in api.ok("GET", gc)["items"]:
             placement = g["spec"]["placementRef"]["name"]
             decision = api.get(f"{ocm}/v1beta1/namespaces/{ns}/placementdecisions/{placement}-decision-1")
-            if decision is None or g.get("status"):
+            if decision is None:
                 continue
             for c in [d["clusterName"] for d in decision.get("status", {}).get("decisions") or []]:
                 if api.get(f"/api/v1/namespaces/{ns}/secrets/{c}-application-manager-cluster-secret") is None:
@@ -138,6 +147,33 @@ class FakeGitOps(FakeController):
                             "argocd.argoproj.io/secret-type": "cluster", "apps.open-cluster-management.io/acm-cluster": "true",
                             "apps.open-cluster-management.io/cluster-name": c}},
                         "stringData": {"name": c, "server": f"https://{c}-control-plane:6443"}})
-            api.patch_status(f"{gc}/{g['metadata']['name']}", {
-                "phase": "successful", "message": "Added managed clusters to argo",
-                "lastUpdateTime": "2026-01-01T00:00:00Z"})
+            if (g.get("status") or {}).get("phase") != "successful":
+                api.patch_status(f"{gc}/{g['metadata']['name']}", {
+                    "phase": "successful", "message": "Added managed clusters to argo",
+                    "lastUpdateTime": "2026-01-01T00:00:00Z"})
+        self._application_sets()
+
+    def _application_sets(self):
+        api, ns = self.hub_api, self.hub_ns
+        ocm = "/apis/cluster.open-cluster-management.io"
+        for aset in api.ok("GET", f"{APPS}/{ns}/applicationsets")["items"]:
+            gen = (aset["spec"].get("generators") or [{}])[0].get("clusterDecisionResource")
+            if not gen:
+                continue
+            placement = gen["labelSelector"]["matchLabels"]["cluster.open-cluster-management.io/placement"]
+            decision = api.get(f"{ocm}/v1beta1/namespaces/{ns}/placementdecisions/{placement}-decision-1") or {}
+            for c in [d["clusterName"] for d in (decision.get("status") or {}).get("decisions") or []]:
+                secret = api.get(f"/api/v1/namespaces/{ns}/secrets/{c}-application-manager-cluster-secret")
+                if secret is None:
+                    continue
+                server = base64.b64decode(secret["data"]["server"]).decode()
+                text = json.dumps(aset["spec"]["template"]).replace("{{name}}", c).replace("{{server}}", server)
+                app = json.loads(text)
+                name = app["metadata"]["name"]
+                have = api.get(f"{APPS}/{ns}/applications/{name}")
+                if have is None:
+                    api.ok("POST", f"{APPS}/{ns}/applications", {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                                                                 "metadata": {"name": name, "namespace": ns},
+                                                                 "spec": app["spec"]})
+                elif have["spec"] != app["spec"]:
+                    api.ok("PUT", f"{APPS}/{ns}/applications/{name}", {**have, "spec": app["spec"]})

@@ -18,7 +18,7 @@ import pytest
 
 from standins.gitops import FakeGitOps
 from standins.olm import FakeOlm
-from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
+from kube_fixtures import KubeApi, condition, kube_api, unique, wait_until  # noqa: F401 (fixtures)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.gitops"
@@ -187,9 +187,43 @@ def test_a_cluster_in_another_set_than_the_acm_import_fails_before_the_hub_is_to
     other = unique("other-set")
     pb = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_url": "", "gitops_hub_clusterset": other})
     with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        # Check mode predicts it: the cluster is on the hub, in another set.
+        check = run_playbook(pb, check=True)
         run = run_playbook(pb)
-    assert run.rc != 0
-    msg = run.task(f"{ROLE} : Check that the cluster is in the set the hub's Argo CD gets")["msg"]
-    assert msg.startswith(f"ManagedCluster {n['cluster']} is in the ManagedClusterSet '{n['set']}'") and \
-        f"not in gitops_hub_clusterset '{other}'" in msg, msg
+    for r in (check, run):
+        assert r.rc != 0, r.output
+        msg = r.task(f"{ROLE} : Check that the cluster is in the set the hub's Argo CD gets")["msg"]
+        assert msg.startswith(f"ManagedCluster {n['cluster']} is in the ManagedClusterSet '{n['set']}'") and \
+            f"not in gitops_hub_clusterset '{other}'" in msg, msg
     assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{other}-gitops") is None
+
+
+def test_two_clusters_on_one_hub_each_keep_their_own_path(run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
+    """Two clusters of one set on one hub: c1 (clusters/c1) registered, then c2 (clusters/c2, registered later, its
+    hub part alone: its cluster is not installed here). The set's one ApplicationSet templates the path per decided
+    cluster, so the hub's Argo CD deploys clusters/c1 to c1 and clusters/c2 to c2 — before, c2's run rewrote the
+    ApplicationSet's path to clusters/c2 and, with prune, synced c1 to it. The GitOps addon reconciles continuously:
+    c2, decided after the GitOpsCluster succeeded for c1, gets its cluster secret too."""
+    kubeconfig, n, role_vars = setup
+    c1, c2 = n["cluster"], unique("c")
+    kube_api.ok("POST", f"{OCM}/v1/managedclusters", {
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": c2, "labels": {"cluster.open-cluster-management.io/clusterset": n["set"]}},
+        "spec": {"hubAcceptsClient": True}})
+    first = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_path": f"clusters/{c1}"})
+    second = play(kubeconfig.parent / "c2-not-installed-here", openbao,
+                  **{**role_vars, "gitops_cluster": c2, "gitops_repo_path": f"clusters/{c2}"})
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        for pb in (first, second):
+            run = run_playbook(pb)
+            assert run.rc == 0, run.output
+        appset = kube_api.get(f"{APPS}/{n['hub_ns']}/applicationsets/{n['set']}-gitops")
+        assert appset["spec"]["template"]["spec"]["source"]["path"] == "clusters/{{name}}", appset["spec"]
+
+        def paths() -> dict:
+            return {c: (kube_api.get(f"{APPS}/{n['hub_ns']}/applications/{c}-root") or {}).get("spec", {})
+                    .get("source", {}).get("path") for c in (c1, c2)}
+        want = {c1: f"clusters/{c1}", c2: f"clusters/{c2}"}
+        wait_until(lambda: paths() == want, 30, lambda: f"the hub's Applications' paths: {paths()}, not {want}")
+        for c in (c1, c2):
+            assert kube_api.get(f"/api/v1/namespaces/{n['hub_ns']}/secrets/{c}-application-manager-cluster-secret")
