@@ -42,7 +42,8 @@ description:
     pods are evicted with a grace period of 1 second (C(deleteOptions.gracePeriodSeconds)), not their own, and such
     a pod is no longer waited for once O(skip_wait_for_delete_timeout) seconds have passed since its
     C(deletionTimestamp) (the end of that grace period), as Cluster API's Machine controller and the OpenShift
-    Machine API's drain controller drain unreachable nodes; it is returned in C(left_terminating) and the pod garbage collector removes it once the Node is deleted.
+    Machine API's drain controller drain unreachable nodes; it is returned in C(left_terminating) and the pod
+    garbage collector removes it once the Node is deleted.
   - O(state=absent) drains each node as above, then deletes its Node object. A node that does not exist is
     left as it is (no change).
   - Control-plane nodes (label C(node-role.kubernetes.io/master) or C(node-role.kubernetes.io/control-plane))
