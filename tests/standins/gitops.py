@@ -32,12 +32,19 @@ class FakeGitOps(FakeController):
       `autoSync`: "Skipping auto-sync: failed previous sync attempt" for the same revision; the retry
       with backoff is `controller/sync.go` / `operationState.retryCount`). `healthy=False`: the retried
       sync leaves the Deployment Degraded.
+    - `private=True`: the repository needs credentials. An Application whose namespace holds no repository Secret
+      (label `argocd.argoproj.io/secret-type: repository`) with its `repoURL` as `url` is not synced: sync status
+      `Unknown` and a `ComparisonError` condition "authentication required" (argoproj/argo-cd `controller/state.go`
+      `CompareAppState`: "Failed to load target state", `ApplicationConditionComparisonError`; the repo-server finds
+      credentials only among its own namespace's repository Secrets, `util/db/repository_secrets.go`). The same for
+      the cluster's Argo CD in `ns` and the hub's in `hub_ns`.
     """
 
     def __init__(self, api: KubeApi, ns: str, hub_ns: str, op_ns: str, healthy: bool = True,
-                 hub_api: KubeApi | None = None):
+                 hub_api: KubeApi | None = None, private: bool = False):
         """`hub_api`: the ACM hub when it is another API server than the cluster's `api`."""
         self.api, self.ns, self.hub_ns, self.op_ns, self.healthy = api, ns, hub_ns, op_ns, healthy
+        self.private = private
         self.hub_api = hub_api or api
         super().__init__()
 
@@ -61,31 +68,47 @@ class FakeGitOps(FakeController):
                     "containers": [{"name": "argocd-server", "image": "quay.io/argoproj/argocd:v3.0.0"}]}}}})
             api.patch_status(dep, {"conditions": [condition("Available", "True", "Deployment has minimum availability.")]})
         for app in api.ok("GET", f"{APPS}/{ns}/applications")["items"]:
-            self._sync(app)
+            self._sync(api, app)
         self._hub()
 
-    def _sync(self, app: dict):
+    def _readable(self, api: KubeApi, app: dict) -> bool:
+        if not self.private:
+            return True
+        ns, url = app["metadata"]["namespace"], app["spec"]["source"]["repoURL"]
+        secrets = api.ok("GET", f"/api/v1/namespaces/{ns}/secrets?labelSelector=argocd.argoproj.io/secret-type%3Drepository")
+        return any(base64.b64decode((s.get("data") or {}).get("url", "")).decode() == url for s in secrets["items"])
+
+    def _sync(self, api: KubeApi, app: dict):
         op = app.get("status", {}).get("operationState")
         retry = app["spec"].get("syncPolicy", {}).get("retry")
+        if not self._readable(api, app):
+            if (app.get("status") or {}).get("sync", {}).get("status") != "Unknown":
+                api.ok("PATCH", f"{APPS}/{app['metadata']['namespace']}/applications/{app['metadata']['name']}", {"status": {
+                    "sync": {"status": "Unknown"}, "health": {"status": "Healthy"},
+                    "conditions": [{"type": "ComparisonError", "lastTransitionTime": "2026-01-01T00:00:00Z", "message": (
+                        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown "
+                        f"desc = failed to list refs: authentication required: {app['spec']['source']['repoURL']}")}]}},
+                    content_type="application/merge-patch+json")
+            return
         if op is None:
-            self._status(app, "OutOfSync", "Missing", {"phase": "Failed", "message": SYNC_FAILED, "retryCount": 0})
+            self._status(api, app, "OutOfSync", "Missing", {"phase": "Failed", "message": SYNC_FAILED, "retryCount": 0})
         elif op["phase"] == "Failed" and op.get("retryCount") == 0 and retry:
             if self.healthy:
-                self._status(app, "Synced", "Healthy", {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
+                self._status(api, app, "Synced", "Healthy", {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
                                                         "retryCount": 1})
             else:
-                self._status(app, "OutOfSync", "Degraded", {"phase": "Failed", "message": "one or more objects failed to apply",
+                self._status(api, app, "OutOfSync", "Degraded", {"phase": "Failed", "message": "one or more objects failed to apply",
                                                             "retryCount": 1})
 
-    def _status(self, app: dict, sync: str, health: str, op: dict):
+    def _status(self, api: KubeApi, app: dict, sync: str, health: str, op: dict):
         ok = health == "Healthy"
         res = [{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "team-a", "name": "web",
                 "status": sync, "health": {"status": health} if ok or health == "Missing" else
                 {"status": health, "message": "Deployment \"web\" exceeded its progress deadline"}}]
-        self.api.ok("PATCH", f"{APPS}/{self.ns}/applications/{app['metadata']['name']}", {"status": {
+        api.ok("PATCH", f"{APPS}/{app['metadata']['namespace']}/applications/{app['metadata']['name']}", {"status": {
             "sync": {"status": sync, "revision": "4f2c1e0",
                      "comparedTo": {"source": app["spec"]["source"], "destination": app["spec"]["destination"]}},
-            "health": {"status": health}, "resources": res,
+            "health": {"status": health}, "resources": res, "conditions": None,
             "operationState": {"startedAt": "2026-01-01T00:00:00Z", "operation": {"sync": {"revision": "4f2c1e0"}}, **op}}},
             content_type="application/merge-patch+json")
 
@@ -114,6 +137,7 @@ class FakeGitOps(FakeController):
           cluster secret) in place of `{{name}}` and `{{server}}` (argoproj/argo-cd
           `applicationset/generators/duck_type.go` `GenerateParams`, `applicationset/utils/utils.go` `RenderTemplateParams`
           with fasttemplate), written to the ApplicationSet's namespace, and rewritten when the template changes.
+        - The hub's Argo CD syncs those Applications as the cluster's syncs its own (`_sync`).
         """
         api, ns = self.hub_api, self.hub_ns
         ocm = "/apis/cluster.open-cluster-management.io"
@@ -152,6 +176,8 @@ class FakeGitOps(FakeController):
                     "phase": "successful", "message": "Added managed clusters to argo",
                     "lastUpdateTime": "2026-01-01T00:00:00Z"})
         self._application_sets()
+        for app in api.ok("GET", f"{APPS}/{ns}/applications")["items"]:
+            self._sync(api, app)
 
     def _application_sets(self):
         api, ns = self.hub_api, self.hub_ns
