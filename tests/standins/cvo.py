@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -21,6 +22,14 @@ from kube_fixtures import KubeApi, condition
 
 CV = "/apis/config.openshift.io/v1/clusterversions"
 CO = "/apis/config.openshift.io/v1/clusteroperators"
+
+
+POOLS_UPDATING = "One or more machine config pools are updating, please see `oc get mcp` for further details"
+
+
+def now(offset: int = 0) -> str:
+    """A condition's lastTransitionTime `offset` seconds from now."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset))
 
 
 def image(version: str) -> str:
@@ -131,14 +140,35 @@ class FakeCVO(threading.Thread):
     says `Failing=True` (`ClusterOperatorDegraded`, "Cluster operator %s is degraded") with Progressing's
     "Unable to apply %s: wait has exceeded 40 minutes for these operators: %s" — what `pkg/cvo/status.go`
     (`convertErrorToProgressing`, `setDesiredReleaseAcceptedCondition`) and `lib/resourcebuilder` report once the
-    sync worker gave up waiting: the CVO itself waited out the grace before Failing turns True."""
+    sync worker gave up waiting: the CVO itself waited out the grace before Failing turns True — the operator has
+    been `Degraded=True` for more than 40 minutes (its `lastTransitionTime`), past `oc adm upgrade status`'s
+    `degradedErrorThreshold` (openshift/oc `pkg/cli/admin/upgrade/status/controlplane.go`, `coInsights`).
+    `flap` maps versions to a ClusterOperator that is briefly `Available=False` mid-update, as operators are while
+    their operands roll: the CVO reports `Failing=True` (`ClusterOperatorNotAvailable`, "Cluster operator %s is not
+    available") with Progressing's "Unable to apply %s: ..." (`pkg/cvo/status.go`, an `UpdateEffectFail` error is
+    not converted to progressing), for `FLAP_LOOKS` looks of the module, then the operator is back and the sync
+    worker's retry (`pkg/cvo/sync_worker.go`) clears Failing and the update goes on.
+    Every update is accepted the CVO's way: `ReleaseAccepted=Unknown` (`RetrievePayload`) while the payload is
+    retrieved, then `True` (`PayloadLoaded`, "Payload loaded version=%q image=%q") — `pkg/cvo/status.go`
+    `setDesiredReleaseAcceptedCondition`.
+    With `pools_roll`, once an update completes the machine config pools roll it onto the nodes for `POOL_LOOKS`
+    looks: the `machine-config` ClusterOperator (created if missing) says `Upgradeable=False` (`PoolUpdating`, "One
+    or more machine config pools are updating, please see `oc get mcp` for further details", openshift/
+    machine-config-operator `pkg/operator/status.go` `syncUpgradeableStatus`) and the ClusterVersion too
+    (`pkg/cvo/upgradeable.go`, `clusterOperatorsUpgradeable`: "Cluster operator %s should not be upgraded between
+    minor versions: %s"), which refuses a minor-version update meanwhile; the ClusterVersion's clears a look after
+    the operator's (the CVO's upgradeable checks are throttled)."""
+
+    FLAP_LOOKS = 3
+    POOL_LOOKS = 3
 
     def __init__(self, api: KubeApi, offers: dict[str, list[dict]], *, module_user: str, token: str,
                  conditional: dict[str, list[dict]] | None = None, reject: dict[str, str] | None = None,
-                 degrade: dict[str, str] | None = None):
+                 degrade: dict[str, str] | None = None, flap: dict[str, str] | None = None, pools_roll: bool = False):
         super().__init__(daemon=True)
         self.api, self.offers, self.token = api, offers, token
         self.conditional, self.reject, self.degrade = conditional or {}, reject or {}, degrade or {}
+        self.flap, self.pools_roll = flap or {}, pools_roll
         self.audit = Audit(api, module_user)
         self.stop = threading.Event()
         self.channel: str | None = None
@@ -211,18 +241,73 @@ class FakeCVO(threading.Thread):
         self.after_next_look()
         partial = {"state": "Partial", "version": want, "image": image(want), "verified": True,
                    "startedTime": "2026-01-02T00:00:00Z", "completionTime": None}
+        loading = {**condition("ReleaseAccepted", "Unknown", f'Retrieving payload version="{want}" image="{image(want)}"'),
+                   "reason": "RetrievePayload", "lastTransitionTime": now()}
         replace_status(self.api, {"desired": {"version": want, "image": image(want)}, "history": [partial] + old,
-                                  "conditions": conditions(progressing=f"Working towards {want}")}, self.token)
+                                  "conditions": conditions(progressing=f"Working towards {want}") + [loading]}, self.token)
+        self.after_next_look()
+        accepted = {**condition("ReleaseAccepted", "True", f'Payload loaded version="{want}" image="{image(want)}"'),
+                    "reason": "PayloadLoaded", "lastTransitionTime": now()}
+        working = conditions(progressing=f"Working towards {want}") + [accepted]
+        replace_status(self.api, {"conditions": working}, self.token)
         if want in self.degrade:
-            self.degraded(want, cv["status"]["conditions"])
+            self.degraded(want, working)
             return
-        for name in operators:
+        for i, name in enumerate(operators):
             self.after_next_look()
             self.status(f"{CO}/{name}", {"versions": [{"name": "operator", "version": want}]})
+            if i == 0 and want in self.flap:
+                self.flapped(want, self.flap[want], working)
         self.after_next_look()
         done = {**partial, "state": "Completed", "completionTime": "2026-01-02T01:00:00Z"}
+        settled = conditions(message=f"Cluster version is {want}") + [accepted]
+        if self.pools_roll:
+            self.pools_rolling(True)
+            settled = settled + [self.not_upgradeable()]
         self.status(f"{CV}/version", {"history": [done] + old, "availableUpdates": self.offered(channel, want, graph_only=True),
-                                      "conditions": conditions(message=f"Cluster version is {want}")})
+                                      "conditions": settled})
+        if self.pools_roll:
+            for _ in range(self.POOL_LOOKS):
+                self.after_next_look()
+            # The operator first; the CVO's Upgradeable follows a look later (its checks are throttled).
+            self.pools_rolling(False)
+            self.after_next_look()
+            self.status(f"{CV}/version", {"conditions": [c for c in settled if c["type"] != "Upgradeable"]})
+
+    def flapped(self, want: str, name: str, working: list[dict]) -> None:
+        """`name` is briefly Available=False: Failing=True for FLAP_LOOKS looks, then cleared by the retry."""
+        at = now()
+        gone = {**condition("Available", "False", f"{name} operand pods are rolling out"), "reason": "Rollout",
+                "lastTransitionTime": at}
+        self.status(f"{CO}/{name}", {"conditions": [gone, condition("Progressing", "True"), condition("Degraded", "False")]})
+        failing = {**condition("Failing", "True", f"Cluster operator {name} is not available"),
+                   "reason": "ClusterOperatorNotAvailable", "lastTransitionTime": at}
+        progressing = {**condition("Progressing", "True", f"Unable to apply {want}: the cluster operator {name} is not "
+                                                          "available"), "reason": "ClusterOperatorNotAvailable"}
+        keep = [c for c in working if c["type"] not in ("Failing", "Progressing")]
+        replace_status(self.api, {"conditions": keep + [failing, progressing]}, self.token)
+        for _ in range(self.FLAP_LOOKS):
+            self.after_next_look()
+        back = {**condition("Available", "True"), "lastTransitionTime": now()}
+        self.status(f"{CO}/{name}", {"conditions": [back, condition("Progressing", "False"), condition("Degraded", "False")]})
+        replace_status(self.api, {"conditions": working}, self.token)
+
+    def pools_rolling(self, rolling: bool) -> None:
+        """The machine-config ClusterOperator's Upgradeable: False (PoolUpdating) while the pools roll."""
+        path = f"{CO}/machine-config"
+        if self.api.get(path) is None:
+            self._ok("POST", CO, {"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+                                  "metadata": {"name": "machine-config"}, "spec": {}})
+        upgradeable = ({**condition("Upgradeable", "False", POOLS_UPDATING), "reason": "PoolUpdating"} if rolling
+                       else {**condition("Upgradeable", "True"), "reason": "AsExpected"})
+        self.status(path, {"conditions": [condition("Available", "True"), condition("Degraded", "False"),
+                                          condition("Progressing", "True" if rolling else "False"), upgradeable]})
+
+    @staticmethod
+    def not_upgradeable() -> dict:
+        return {**condition("Upgradeable", "False", "Cluster operator machine-config should not be upgraded between "
+                                                    f"minor versions: {POOLS_UPDATING}"),
+                "reason": "PoolUpdating", "lastTransitionTime": now()}
 
     def degraded(self, want: str, before: list[dict]) -> None:
         """The update to `want` stalls on `self.degrade[want]`: Degraded operator, then Failing=True (after one
@@ -231,10 +316,11 @@ class FakeCVO(threading.Thread):
         self.after_next_look()
         self.status(f"{CO}/{name}", {"conditions": [
             {**condition("Degraded", "True", "NodeInstallerDegraded: 1 nodes are failing on revision 12"),
-             "reason": "NodeInstaller_InstallerPodFailed"},
+             "reason": "NodeInstaller_InstallerPodFailed", "lastTransitionTime": now(-41 * 60)},
             condition("Available", "True"), condition("Progressing", "True")]})
         self.after_next_look()
-        failing = {**condition("Failing", "True", f"Cluster operator {name} is degraded"), "reason": "ClusterOperatorDegraded"}
+        failing = {**condition("Failing", "True", f"Cluster operator {name} is degraded"), "reason": "ClusterOperatorDegraded",
+                   "lastTransitionTime": now()}
         progressing = {**condition("Progressing", "True", f"Unable to apply {want}: wait has exceeded 40 minutes for these "
                                                           f"operators: {name}"), "reason": "ClusterOperatorDegraded"}
         keep = [c for c in before if c["type"] not in ("Failing", "Progressing")]

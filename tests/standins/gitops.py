@@ -5,6 +5,9 @@ Deployment (Available), each Application's sync and health status with its resou
 """
 from __future__ import annotations
 
+import base64
+import json
+
 from kube_fixtures import KubeApi, condition
 from standins.controller import FakeController
 from standins.olm import crd
@@ -29,12 +32,19 @@ class FakeGitOps(FakeController):
       `autoSync`: "Skipping auto-sync: failed previous sync attempt" for the same revision; the retry
       with backoff is `controller/sync.go` / `operationState.retryCount`). `healthy=False`: the retried
       sync leaves the Deployment Degraded.
+    - `private=True`: the repository needs credentials. An Application whose namespace holds no repository Secret
+      (label `argocd.argoproj.io/secret-type: repository`) with its `repoURL` as `url` is not synced: sync status
+      `Unknown` and a `ComparisonError` condition "authentication required" (argoproj/argo-cd `controller/state.go`
+      `CompareAppState`: "Failed to load target state", `ApplicationConditionComparisonError`; the repo-server finds
+      credentials only among its own namespace's repository Secrets, `util/db/repository_secrets.go`). The same for
+      the cluster's Argo CD in `ns` and the hub's in `hub_ns`.
     """
 
     def __init__(self, api: KubeApi, ns: str, hub_ns: str, op_ns: str, healthy: bool = True,
-                 hub_api: KubeApi | None = None):
+                 hub_api: KubeApi | None = None, private: bool = False):
         """`hub_api`: the ACM hub when it is another API server than the cluster's `api`."""
         self.api, self.ns, self.hub_ns, self.op_ns, self.healthy = api, ns, hub_ns, op_ns, healthy
+        self.private = private
         self.hub_api = hub_api or api
         super().__init__()
 
@@ -58,31 +68,47 @@ class FakeGitOps(FakeController):
                     "containers": [{"name": "argocd-server", "image": "quay.io/argoproj/argocd:v3.0.0"}]}}}})
             api.patch_status(dep, {"conditions": [condition("Available", "True", "Deployment has minimum availability.")]})
         for app in api.ok("GET", f"{APPS}/{ns}/applications")["items"]:
-            self._sync(app)
+            self._sync(api, app)
         self._hub()
 
-    def _sync(self, app: dict):
+    def _readable(self, api: KubeApi, app: dict) -> bool:
+        if not self.private:
+            return True
+        ns, url = app["metadata"]["namespace"], app["spec"]["source"]["repoURL"]
+        secrets = api.ok("GET", f"/api/v1/namespaces/{ns}/secrets?labelSelector=argocd.argoproj.io/secret-type%3Drepository")
+        return any(base64.b64decode((s.get("data") or {}).get("url", "")).decode() == url for s in secrets["items"])
+
+    def _sync(self, api: KubeApi, app: dict):
         op = app.get("status", {}).get("operationState")
         retry = app["spec"].get("syncPolicy", {}).get("retry")
+        if not self._readable(api, app):
+            if (app.get("status") or {}).get("sync", {}).get("status") != "Unknown":
+                api.ok("PATCH", f"{APPS}/{app['metadata']['namespace']}/applications/{app['metadata']['name']}", {"status": {
+                    "sync": {"status": "Unknown"}, "health": {"status": "Healthy"},
+                    "conditions": [{"type": "ComparisonError", "lastTransitionTime": "2026-01-01T00:00:00Z", "message": (
+                        "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown "
+                        f"desc = failed to list refs: authentication required: {app['spec']['source']['repoURL']}")}]}},
+                    content_type="application/merge-patch+json")
+            return
         if op is None:
-            self._status(app, "OutOfSync", "Missing", {"phase": "Failed", "message": SYNC_FAILED, "retryCount": 0})
+            self._status(api, app, "OutOfSync", "Missing", {"phase": "Failed", "message": SYNC_FAILED, "retryCount": 0})
         elif op["phase"] == "Failed" and op.get("retryCount") == 0 and retry:
             if self.healthy:
-                self._status(app, "Synced", "Healthy", {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
+                self._status(api, app, "Synced", "Healthy", {"phase": "Succeeded", "message": "successfully synced (all tasks run)",
                                                         "retryCount": 1})
             else:
-                self._status(app, "OutOfSync", "Degraded", {"phase": "Failed", "message": "one or more objects failed to apply",
+                self._status(api, app, "OutOfSync", "Degraded", {"phase": "Failed", "message": "one or more objects failed to apply",
                                                             "retryCount": 1})
 
-    def _status(self, app: dict, sync: str, health: str, op: dict):
+    def _status(self, api: KubeApi, app: dict, sync: str, health: str, op: dict):
         ok = health == "Healthy"
         res = [{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "team-a", "name": "web",
                 "status": sync, "health": {"status": health} if ok or health == "Missing" else
                 {"status": health, "message": "Deployment \"web\" exceeded its progress deadline"}}]
-        self.api.ok("PATCH", f"{APPS}/{self.ns}/applications/{app['metadata']['name']}", {"status": {
+        api.ok("PATCH", f"{APPS}/{app['metadata']['namespace']}/applications/{app['metadata']['name']}", {"status": {
             "sync": {"status": sync, "revision": "4f2c1e0",
                      "comparedTo": {"source": app["spec"]["source"], "destination": app["spec"]["destination"]}},
-            "health": {"status": health}, "resources": res,
+            "health": {"status": health}, "resources": res, "conditions": None,
             "operationState": {"startedAt": "2026-01-01T00:00:00Z", "operation": {"sync": {"revision": "4f2c1e0"}}, **op}}},
             content_type="application/merge-patch+json")
 
@@ -104,7 +130,14 @@ class FakeGitOps(FakeController):
         - GitOpsCluster: from its Placement's decisions only (stolostron/multicloud-integrations
           pkg/controller/gitopscluster/gitopscluster_controller.go, `GetManagedClustersByPlacement`,
           `addManagedClustersToArgo`): an Argo CD cluster secret `<cluster>-application-manager-cluster-secret` per
-          decided cluster, then `phase: successful`. No decision yet: no status.
+          decided cluster, then `phase: successful`. No decision yet: no status. Reconciled continuously (the
+          controller watches PlacementDecisions): a cluster decided later gets its secret too.
+        - ApplicationSet with a `clusterDecisionResource` generator: one Application per cluster the labelled
+          PlacementDecisions list, its template rendered with the cluster's `name` and `server` (from its Argo CD
+          cluster secret) in place of `{{name}}` and `{{server}}` (argoproj/argo-cd
+          `applicationset/generators/duck_type.go` `GenerateParams`, `applicationset/utils/utils.go` `RenderTemplateParams`
+          with fasttemplate), written to the ApplicationSet's namespace, and rewritten when the template changes.
+        - The hub's Argo CD syncs those Applications as the cluster's syncs its own (`_sync`).
         """
         api, ns = self.hub_api, self.hub_ns
         ocm = "/apis/cluster.open-cluster-management.io"
@@ -128,7 +161,7 @@ class FakeGitOps(FakeController):
         for g in api.ok("GET", gc)["items"]:
             placement = g["spec"]["placementRef"]["name"]
             decision = api.get(f"{ocm}/v1beta1/namespaces/{ns}/placementdecisions/{placement}-decision-1")
-            if decision is None or g.get("status"):
+            if decision is None:
                 continue
             for c in [d["clusterName"] for d in decision.get("status", {}).get("decisions") or []]:
                 if api.get(f"/api/v1/namespaces/{ns}/secrets/{c}-application-manager-cluster-secret") is None:
@@ -138,6 +171,35 @@ class FakeGitOps(FakeController):
                             "argocd.argoproj.io/secret-type": "cluster", "apps.open-cluster-management.io/acm-cluster": "true",
                             "apps.open-cluster-management.io/cluster-name": c}},
                         "stringData": {"name": c, "server": f"https://{c}-control-plane:6443"}})
-            api.patch_status(f"{gc}/{g['metadata']['name']}", {
-                "phase": "successful", "message": "Added managed clusters to argo",
-                "lastUpdateTime": "2026-01-01T00:00:00Z"})
+            if (g.get("status") or {}).get("phase") != "successful":
+                api.patch_status(f"{gc}/{g['metadata']['name']}", {
+                    "phase": "successful", "message": "Added managed clusters to argo",
+                    "lastUpdateTime": "2026-01-01T00:00:00Z"})
+        self._application_sets()
+        for app in api.ok("GET", f"{APPS}/{ns}/applications")["items"]:
+            self._sync(api, app)
+
+    def _application_sets(self):
+        api, ns = self.hub_api, self.hub_ns
+        ocm = "/apis/cluster.open-cluster-management.io"
+        for aset in api.ok("GET", f"{APPS}/{ns}/applicationsets")["items"]:
+            gen = (aset["spec"].get("generators") or [{}])[0].get("clusterDecisionResource")
+            if not gen:
+                continue
+            placement = gen["labelSelector"]["matchLabels"]["cluster.open-cluster-management.io/placement"]
+            decision = api.get(f"{ocm}/v1beta1/namespaces/{ns}/placementdecisions/{placement}-decision-1") or {}
+            for c in [d["clusterName"] for d in (decision.get("status") or {}).get("decisions") or []]:
+                secret = api.get(f"/api/v1/namespaces/{ns}/secrets/{c}-application-manager-cluster-secret")
+                if secret is None:
+                    continue
+                server = base64.b64decode(secret["data"]["server"]).decode()
+                text = json.dumps(aset["spec"]["template"]).replace("{{name}}", c).replace("{{server}}", server)
+                app = json.loads(text)
+                name = app["metadata"]["name"]
+                have = api.get(f"{APPS}/{ns}/applications/{name}")
+                if have is None:
+                    api.ok("POST", f"{APPS}/{ns}/applications", {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                                                                 "metadata": {"name": name, "namespace": ns},
+                                                                 "spec": app["spec"]})
+                elif have["spec"] != app["spec"]:
+                    api.ok("PUT", f"{APPS}/{ns}/applications/{name}", {**have, "spec": app["spec"]})

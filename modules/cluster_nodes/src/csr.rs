@@ -12,7 +12,7 @@
 //! [`Verdict::Refused`]: someone other than that node asks for its identity, and the caller stops.
 //! Anything else is [`Verdict::Unexpected`]: reported, never touched.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
 use std::net::IpAddr;
 
@@ -197,30 +197,85 @@ pub fn newest_clients<'a>(
     out
 }
 
-/// Why an otherwise approvable CSR is held back: made before its node's VM started (less
-/// [`MAX_CLOCK_SKEW`]; the machine-approver's "CSR creation time not in range" of
-/// `authorizeNodeClientCSR`), or a client CSR that is not its node's newest ([`newest_clients`]).
-pub fn held_back(
-    csr: &Csr,
-    node: &str,
-    kind: Kind,
-    newest: &BTreeMap<String, (String, i64)>,
-    started: &BTreeMap<String, i64>,
-) -> Option<String> {
-    if let Some(start) = started.get(node) {
-        match csr.created {
-            Some(t) if t >= start - MAX_CLOCK_SKEW => {}
-            Some(t) => {
-                return Some(format!(
-                    "created {}s before the VM of node {node} started: stale, left alone",
-                    start - t
-                ))
+/// What holds back an otherwise approvable CSR, gathered from one look at all the CSRs and Nodes.
+#[derive(Debug, Clone, Default)]
+pub struct Holds {
+    /// Per node, its newest approvable client CSR ([`newest_clients`]).
+    pub newest: BTreeMap<String, (String, i64)>,
+    /// Per node, a client CSR of it already approved, made since its VM started (any, without a start).
+    pub approved_client: BTreeMap<String, String>,
+    /// The expected nodes that already have a Node object (they joined).
+    pub existing: BTreeSet<String>,
+    /// Node name → Unix time its VM started ([`Expected::started`]).
+    pub started: BTreeMap<String, i64>,
+}
+
+impl Holds {
+    /// From the judged CSRs (pending and decided), the Nodes that exist, and the VMs' starts.
+    pub fn new<'a>(
+        judged: impl IntoIterator<Item = (&'a Csr, &'a Verdict)> + Clone,
+        existing: BTreeSet<String>,
+        started: &BTreeMap<String, i64>,
+    ) -> Holds {
+        let mut h = Holds {
+            newest: newest_clients(judged.clone()),
+            approved_client: BTreeMap::new(),
+            existing,
+            started: started.clone(),
+        };
+        for (csr, v) in judged {
+            if let Verdict::Approve {
+                node,
+                kind: Kind::Client,
+            } = v
+            {
+                if csr.decided.as_deref() == Some("Approved") && h.stale(csr, node).is_none() {
+                    h.approved_client.insert(node.clone(), csr.name.clone());
+                }
             }
-            None => return Some("no creationTimestamp to compare with the VM's start".into()),
+        }
+        h
+    }
+
+    /// Made before `node`'s VM started (less [`MAX_CLOCK_SKEW`]; the machine-approver's "CSR creation
+    /// time not in range" of `authorizeNodeClientCSR`).
+    fn stale(&self, csr: &Csr, node: &str) -> Option<String> {
+        let start = self.started.get(node)?;
+        match csr.created {
+            Some(t) if t >= start - MAX_CLOCK_SKEW => None,
+            Some(t) => Some(format!(
+                "created {}s before the VM of node {node} started: stale, left alone",
+                start - t
+            )),
+            None => Some("no creationTimestamp to compare with the VM's start".into()),
         }
     }
-    match newest.get(node) {
-        Some((name, _)) if kind == Kind::Client && *name != csr.name => Some(format!(
+}
+
+/// Why an otherwise approvable pending CSR is held back: stale (made before its node's VM started), or
+/// a client CSR for a node that already has a Node object (openshift/cluster-machine-approver
+/// `authorizeNodeClientCSR`: "node ... already exists", the bootstrap identity only ever joins a new
+/// node), or for a node that already has an approved client CSR, or that is not its node's newest
+/// ([`newest_clients`]): one client certificate per node.
+pub fn held_back(csr: &Csr, node: &str, kind: Kind, holds: &Holds) -> Option<String> {
+    if let Some(why) = holds.stale(csr, node) {
+        return Some(why);
+    }
+    if kind != Kind::Client {
+        return None;
+    }
+    if holds.existing.contains(node) {
+        return Some(format!(
+            "node {node} already exists: a bootstrap client CSR is approved only for a node that has not joined"
+        ));
+    }
+    if let Some(done) = holds.approved_client.get(node).filter(|n| **n != csr.name) {
+        return Some(format!(
+            "node {node} already has an approved client CSR ({done}): only one is approved per node"
+        ));
+    }
+    match holds.newest.get(node) {
+        Some((name, _)) if *name != csr.name => Some(format!(
             "not the newest client CSR of node {node} ({name} is): only one is approved per node"
         )),
         _ => None,
@@ -516,10 +571,14 @@ mod tests {
                 (c, v)
             })
             .collect();
-        let newest = newest_clients(verdicts.iter().map(|(c, v)| (c, v)));
-        assert_eq!(newest[NODE], ("csr-new".to_string(), 1050));
         let started = BTreeMap::from([(NODE.to_string(), 990)]);
-        let held = |i: usize| held_back(&verdicts[i].0, NODE, Kind::Client, &newest, &started);
+        let holds = Holds::new(
+            verdicts.iter().map(|(c, v)| (c, v)),
+            BTreeSet::new(),
+            &started,
+        );
+        assert_eq!(holds.newest[NODE], ("csr-new".to_string(), 1050));
+        let held = |i: usize| held_back(&verdicts[i].0, NODE, Kind::Client, &holds);
         assert!(
             held(0).unwrap().contains("not the newest client CSR"),
             "{:?}",
@@ -533,25 +592,93 @@ mod tests {
         );
         // Within the machine-approver's clock skew: fresh.
         let skewed = at("csr-skew", 990 - MAX_CLOCK_SKEW);
-        let only = BTreeMap::from([(NODE.to_string(), ("csr-skew".to_string(), 980))]);
-        assert_eq!(
-            held_back(&skewed, NODE, Kind::Client, &only, &started),
-            None
-        );
+        let only = Holds {
+            newest: BTreeMap::from([(NODE.to_string(), ("csr-skew".to_string(), 980))]),
+            ..holds.clone()
+        };
+        assert_eq!(held_back(&skewed, NODE, Kind::Client, &only), None);
         // A serving CSR is not subject to the one-per-node rule, only to freshness.
         let serving = Csr {
             created: Some(1000),
             ..serving_csr(vec![dns(NODE)])
         };
-        assert_eq!(
-            held_back(&serving, NODE, Kind::Serving, &newest, &started),
-            None
-        );
+        assert_eq!(held_back(&serving, NODE, Kind::Serving, &holds), None);
         let serving = Csr {
             created: Some(100),
             ..serving_csr(vec![dns(NODE)])
         };
-        assert!(held_back(&serving, NODE, Kind::Serving, &newest, &started).is_some());
+        assert!(held_back(&serving, NODE, Kind::Serving, &holds).is_some());
+    }
+
+    #[test]
+    fn a_client_csr_for_a_node_that_exists_is_not_approved() {
+        let groups = bootstrapper_groups();
+        let csr = Csr {
+            created: Some(1000),
+            ..client_csr(
+                &format!("system:node:{NODE}"),
+                DEFAULT_BOOTSTRAP_USER,
+                &groups,
+            )
+        };
+        let v = decide(&csr, &expected());
+        let started = BTreeMap::from([(NODE.to_string(), 990)]);
+        let joined = Holds::new([(&csr, &v)], BTreeSet::from([NODE.to_string()]), &started);
+        assert!(held_back(&csr, NODE, Kind::Client, &joined)
+            .unwrap()
+            .contains("already exists"));
+        // Its serving CSR is still approved (the kubelet of the joined node asks for it).
+        let serving = Csr {
+            created: Some(1000),
+            ..serving_csr(vec![dns(NODE)])
+        };
+        assert_eq!(held_back(&serving, NODE, Kind::Serving, &joined), None);
+        let new = Holds::new([(&csr, &v)], BTreeSet::new(), &started);
+        assert_eq!(held_back(&csr, NODE, Kind::Client, &new), None);
+    }
+
+    #[test]
+    fn one_client_csr_per_node_counts_those_already_approved() {
+        let groups = bootstrapper_groups();
+        let cn = format!("system:node:{NODE}");
+        let at = |name: &str, t: i64, decided: Option<&str>| Csr {
+            name: name.into(),
+            created: Some(t),
+            decided: decided.map(str::to_string),
+            ..client_csr(&cn, DEFAULT_BOOTSTRAP_USER, &groups)
+        };
+        let exp = expected();
+        let started = BTreeMap::from([(NODE.to_string(), 990)]);
+        // Approved at 1000; a newer one pending at 1050 (the Node not created yet): not a second certificate.
+        let judge = |csrs: Vec<Csr>| -> (Vec<(Csr, Verdict)>, Holds) {
+            let judged: Vec<(Csr, Verdict)> = csrs
+                .into_iter()
+                .map(|c| {
+                    let v = decide(&c, &exp);
+                    (c, v)
+                })
+                .collect();
+            let holds = Holds::new(
+                judged.iter().map(|(c, v)| (c, v)),
+                BTreeSet::new(),
+                &started,
+            );
+            (judged, holds)
+        };
+        let (judged, holds) = judge(vec![
+            at("csr-1", 1000, Some("Approved")),
+            at("csr-2", 1050, None),
+        ]);
+        assert!(held_back(&judged[1].0, NODE, Kind::Client, &holds)
+            .unwrap()
+            .contains("already has an approved client CSR (csr-1)"));
+        // One approved before the VM started (the machine it replaces) does not count; one denied neither.
+        let (judged, holds) = judge(vec![
+            at("csr-0", 500, Some("Approved")),
+            at("csr-1", 1000, Some("Denied")),
+            at("csr-2", 1050, None),
+        ]);
+        assert_eq!(held_back(&judged[2].0, NODE, Kind::Client, &holds), None);
     }
 
     #[test]

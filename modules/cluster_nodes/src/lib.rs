@@ -55,7 +55,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::list("bootstrap_groups", Type::Str).default(json!([csr::DEFAULT_BOOTSTRAP_GROUP])),
         Opt::int("timeout").default(600),
         Opt::int("drain_timeout").default(300),
-        Opt::int("skip_wait_for_delete_timeout").default(300),
+        Opt::int("skip_wait_for_delete_timeout").default(1),
         Opt::int("poll_interval").default(5),
         Opt::bool("allow_control_plane").default(false),
         Opt::int("unhealthy_timeout").default(300),

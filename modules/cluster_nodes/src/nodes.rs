@@ -1,15 +1,18 @@
 //! The I/O half: CSR approval, waiting for Ready, cordon, eviction, Node deletion — all through
 //! `kube_client` (its retries, waiting and discovery).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kube_client::objects::{conditions, known};
 use kube_client::{Client, KubeError, PatchType, Poll, Resource, WaitError};
 use serde_json::{json, Value};
 
-use crate::csr::{decide, held_back, newest_clients, Csr, Expected, Verdict, MAX_CLOCK_SKEW};
+use crate::csr::{decide, held_back, Csr, Expected, Holds, Verdict, MAX_CLOCK_SKEW};
 use crate::pods::{classify, covering_budgets, key, node_unreachable, skip_wait, PodClass};
+
+/// The grace period of a pod evicted from an unreachable node (Cluster API and OpenShift Machine API drain).
+const UNREACHABLE_GRACE: i64 = 1;
 
 /// What [`Run::evict_all`] did: the pods evicted, those left `Terminating` on an unreachable node,
 /// and on failure what is left and why.
@@ -92,7 +95,7 @@ impl Run {
             interval,
             expected,
             allow_control_plane: false,
-            skip_wait_for_delete: 300,
+            skip_wait_for_delete: 1,
             approved: Vec::new(),
             unexpected: BTreeMap::new(),
             skipped: BTreeMap::new(),
@@ -118,23 +121,25 @@ impl Run {
                 (csr, v)
             })
             .collect();
-        let newest = newest_clients(judged.iter().map(|(c, v)| (c, v)));
+        let holds = Holds::new(
+            judged.iter().map(|(c, v)| (c, v)),
+            self.existing_nodes()?,
+            &self.expected.started,
+        );
         for (csr, verdict) in judged {
             if csr.decided.is_some() {
                 continue;
             }
             match verdict {
-                Verdict::Approve { node, kind } => {
-                    match held_back(&csr, &node, kind, &newest, &self.expected.started) {
-                        None => todo.push((csr.name, node, kind)),
-                        Some(reason) => {
-                            self.skipped.insert(
+                Verdict::Approve { node, kind } => match held_back(&csr, &node, kind, &holds) {
+                    None => todo.push((csr.name, node, kind)),
+                    Some(reason) => {
+                        self.skipped.insert(
                                 csr.name.clone(),
                                 json!({"name": csr.name, "node": node, "kind": kind.as_str(), "reason": reason}),
                             );
-                        }
                     }
-                }
+                },
                 Verdict::Refused { node, reason } => refused.push(format!(
                     "CSR {} ({}, for node {node}): {reason}",
                     csr.name, csr.signer
@@ -162,6 +167,20 @@ impl Run {
                 .push(json!({"name": name, "node": node, "kind": kind.as_str()}));
         }
         Ok(n)
+    }
+
+    /// The expected nodes that have a Node object (joined already).
+    fn existing_nodes(&self) -> Result<BTreeSet<String>, NodesError> {
+        let all = self
+            .client
+            .list(&known::nodes(), None, None)
+            .map_err(kube("listing Nodes"))?;
+        Ok(all
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .filter(|n| self.expected.nodes.contains_key(*n))
+            .map(str::to_string)
+            .collect())
     }
 
     /// Add the `Approved` condition through the `approval` subresource (certificates.k8s.io/v1), as
@@ -359,7 +378,11 @@ impl Run {
     /// kubelet is unreachable is no longer waited for once `skip_wait_for_delete` seconds have passed
     /// since its `deletionTimestamp` (the end of its grace period): no kubelet will ever confirm it
     /// (k8s.io/kubectl `pkg/drain/filters.go` `shouldSkipPod`, set for unreachable nodes by Cluster
-    /// API's Machine controller `drainNode`).
+    /// API's Machine controller `drainNode`). On an unreachable node the pods are evicted with a grace
+    /// period of 1 s (`deleteOptions.gracePeriodSeconds`), as that `drainNode` and the OpenShift Machine
+    /// API's drain controller (openshift/machine-api-operator `pkg/controller/drain/drain_controller.go`)
+    /// do: the `deletionTimestamp` is then a second away, not a pod's own grace period (an hour, for
+    /// some), so a dead node's pods cannot outlast the drain.
     fn evict_all(&mut self, node: &str, pods: Vec<Value>, timeout: Duration) -> Evicted {
         let mut out = Evicted {
             evicted: Vec::new(),
@@ -379,10 +402,14 @@ impl Run {
             pods.into_iter().map(|p| (p, None, false)).collect();
         let interval = self.interval;
         let res = kube_client::wait_for(timeout, interval, || {
+            let unreachable = self.unreachable(node)?;
             for (pod, why, requested) in left.iter_mut().filter(|(_, _, r)| !*r) {
                 let (ns, name) = ns_name(pod);
-                let body = json!({"apiVersion": version, "kind": kind,
+                let mut body = json!({"apiVersion": version, "kind": kind,
                     "metadata": {"name": name, "namespace": ns}});
+                if unreachable {
+                    body["deleteOptions"] = json!({"gracePeriodSeconds": UNREACHABLE_GRACE});
+                }
                 match self.client.create_subresource(
                     &known::pods(),
                     Some(&ns),
@@ -402,7 +429,6 @@ impl Run {
                     Err(e) => return Err(e),
                 }
             }
-            let unreachable = self.unreachable(node)?;
             let now = unix_now();
             let mut still = Vec::new();
             for (pod, why, requested) in left.drain(..) {

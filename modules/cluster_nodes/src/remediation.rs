@@ -8,8 +8,15 @@
 //! - `max_unhealthy` (a count or a percentage of the nodes, rounded down as CAPI's
 //!   `GetScaledValueFromIntOrPercent` does) short-circuits: more unhealthy nodes than that and nothing
 //!   is remediated (a network or control-plane outage is not fixed by resetting machines).
-//! - First remediation of a node is a VM reset; a node still unhealthy `unhealthy_timeout` after its
-//!   reset is replaced (workers only: a control-plane node is never replaced automatically).
+//! - First remediation of a node is a VM reset; a node still unhealthy `node_startup_timeout` after its
+//!   reset (the time a rebooted host gets to come back, as CAPI gives a new machine `NodeStartupTimeout`)
+//!   is replaced (workers only: a control-plane node is never replaced automatically).
+//! - Only a reset of the current episode counts: one made after the node's current `Ready` transition, or
+//!   one whose reboot made that transition (it came within `node_startup_timeout` of the reset). An older
+//!   reset belongs to an earlier failure the node recovered from (CAPI's MachineHealthCheck judges a
+//!   machine by its current conditions only: `machinehealthcheck_targets.go` `needsRemediation` reads
+//!   each condition's `lastTransitionTime`, and a healthy machine's remediation is forgotten), so a fresh
+//!   failure starts again with a reset.
 //! - At most one control-plane node per run, and only when the control-plane nodes left healthy keep
 //!   etcd's quorum (a majority of the control-plane nodes) while it is reset.
 //! - A host still joining is not judged: without a Node (or a Node without a `Ready` condition yet)
@@ -55,7 +62,8 @@ pub struct NodeHealth {
     pub ready_for: Option<u64>,
     /// The VM's power state from Proxmox: `Some(false)` when stopped or paused.
     pub vm_running: Option<bool>,
-    /// Seconds since this node's VM was reset by an earlier remediation run (the record), if it was.
+    /// Seconds since this node's VM was last reset by a remediation run (the record), if it was; whether
+    /// that reset belongs to the current episode is `reset_of_episode`'s judgement.
     pub reset_ago: Option<u64>,
     /// Seconds since the Node object was created, when it exists.
     pub node_age: Option<u64>,
@@ -177,8 +185,20 @@ fn starting(n: &NodeHealth, startup: u64) -> bool {
         && n.node_age.or(n.vm_uptime).is_some_and(|s| s < startup)
 }
 
-/// The timeouts of a plan: `unhealthy` for a node's `Ready` condition (and after a reset),
-/// `startup` for a host to join.
+/// Seconds since the reset of `n`'s current episode, if its VM was reset during it: the reset came after
+/// the node's current `Ready` transition, or that transition came within `startup` seconds after the
+/// reset (the reboot the reset caused: `False` to `Unknown` while the kubelet is down, `Unknown` to
+/// `False` when it is back). Without a transition time (no Node) the reset is taken as current.
+fn reset_of_episode(n: &NodeHealth, startup: u64) -> Option<u64> {
+    let ago = n.reset_ago?;
+    match n.ready_for {
+        Some(since) if ago > since && ago - since > startup => None,
+        _ => Some(ago),
+    }
+}
+
+/// The timeouts of a plan: `unhealthy` for a node's `Ready` condition, `startup` for a host to join
+/// (and for a reset host to come back).
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     pub unhealthy: u64,
@@ -224,10 +244,12 @@ pub fn plan(nodes: &[NodeHealth], t: Timeouts, max: MaxUnhealthy) -> Plan {
             action: None,
             held: None,
         };
-        let action = match n.reset_ago {
+        let action = match reset_of_episode(n, t.startup) {
             None => Ok(Action::Reset),
-            Some(ago) if ago < timeout => Err(format!(
-                "its VM was reset {ago}s ago; waiting unhealthy_timeout ({timeout}s) before replacing it"
+            Some(ago) if ago < t.startup => Err(format!(
+                "its VM was reset {ago}s ago; waiting node_startup_timeout ({}s) for it to come back before \
+                 judging it again",
+                t.startup
             )),
             Some(_) if n.control_plane => Err(
                 "still unhealthy after a VM reset; a control-plane node is never replaced automatically: \
@@ -259,40 +281,7 @@ pub fn plan(nodes: &[NodeHealth], t: Timeouts, max: MaxUnhealthy) -> Plan {
     out
 }
 
-#[derive(Debug, Error, PartialEq, Eq)]
-#[error("not a Kubernetes timestamp (YYYY-MM-DDTHH:MM:SSZ): {0:?}")]
-pub struct TimeError(pub String);
-
-/// Seconds since the Unix epoch of a `metav1.Time` (RFC 3339 in UTC, as the API server writes it).
-pub fn parse_time(s: &str) -> Result<i64, TimeError> {
-    let bad = || TimeError(s.to_string());
-    let b = s.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| s[r].parse::<i64>().map_err(|_| bad());
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return Err(bad());
-    }
-    // Days from 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok(days * 86_400 + h * 3600 + mi * 60 + se)
-}
+pub use kube_client::objects::{parse_time, TimeError};
 
 /// The nodes as `name → seconds since` from the record's `remediations` (`name → epoch of the reset`).
 pub fn resets_ago(record: &BTreeMap<String, i64>, now: i64) -> BTreeMap<String, u64> {
@@ -391,6 +380,64 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("reset 120s ago"));
+    }
+
+    #[test]
+    fn a_reset_node_gets_node_startup_timeout_to_come_back() {
+        let mut c = cluster();
+        c[3].ready = Ready::Unknown;
+        c[3].ready_for = Some(900);
+        // Past unhealthy_timeout (300 s) but within node_startup_timeout (600 s) of its reset: not judged yet.
+        c[3].reset_ago = Some(400);
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
+        assert_eq!(p.actions().count(), 0);
+        assert!(by_name(&p, "w0")
+            .held
+            .as_deref()
+            .unwrap()
+            .contains("reset 400s ago; waiting node_startup_timeout (600s)"));
+        c[3].reset_ago = Some(601);
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
+        assert_eq!(p.actions().collect::<Vec<_>>(), [("w0", Action::Replace)]);
+    }
+
+    #[test]
+    fn a_reset_of_an_earlier_episode_does_not_count() {
+        let mut c = cluster();
+        // w0 and m0 were reset two days ago, recovered, and failed again 400 s ago.
+        for i in [0, 3] {
+            c[i].ready = Ready::False;
+            c[i].ready_for = Some(400);
+            c[i].reset_ago = Some(2 * 86_400);
+        }
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
+        assert_eq!(
+            p.actions().collect::<Vec<_>>(),
+            [("m0", Action::Reset), ("w0", Action::Reset)],
+            "a fresh failure starts with a reset: no worker destroyed, no control-plane node held forever"
+        );
+    }
+
+    #[test]
+    fn the_reboot_of_a_reset_stays_in_its_episode() {
+        let mut c = cluster();
+        // Reset 700 s ago; its reboot turned Ready from Unknown to False 50 s after the reset.
+        c[3].ready = Ready::False;
+        c[3].ready_for = Some(650);
+        c[3].reset_ago = Some(700);
+        // Reset 200 s ago, Ready=Unknown since before it.
+        c[4].ready = Ready::Unknown;
+        c[4].ready_for = Some(1000);
+        c[4].reset_ago = Some(200);
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
+        assert_eq!(p.actions().collect::<Vec<_>>(), [("w0", Action::Replace)]);
+        assert!(by_name(&p, "w1").held.is_some());
+        // The node went NotReady again long after its reset came back (more than node_startup_timeout): a
+        // new episode.
+        c[3].reset_ago = Some(2000);
+        c[3].ready_for = Some(301);
+        let p = plan(&c, T, MaxUnhealthy::Count(2));
+        assert_eq!(p.actions().collect::<Vec<_>>(), [("w0", Action::Reset)]);
     }
 
     #[test]

@@ -16,8 +16,13 @@
 //!   naming its risks, unless every risk is accepted by name (`accept_risks`; openshift/oc
 //!   `pkg/cli/admin/upgrade/upgrade.go`: "--allow-not-recommended", the risks of `ConditionalUpdate`);
 //! - while an update runs, `ReleaseAccepted=False` (the CVO could not retrieve or verify the payload,
-//!   cluster-version-operator `pkg/cvo/sync_worker.go` / `pkg/cvo/status.go`) or `Failing=True` still
-//!   there a poll later ends the wait at once, with the operator's message ([`stuck`]);
+//!   cluster-version-operator `pkg/cvo/sync_worker.go` / `pkg/cvo/status.go`) still there a poll later
+//!   ends the wait at once, with the operator's message; `Failing=True` does only once it is not
+//!   transient — the CVO stopped progressing, or it lasted [`FAILING_GRACE`], or an operator is past
+//!   `oc adm upgrade status`'s thresholds ([`stuck`]); a younger one is reported, and the CVO retries;
+//! - between the hops of `upgrade_path: auto`, the machine config pools roll the new release onto the
+//!   nodes and the CVO says `Upgradeable=False` (`PoolUpdating`) meanwhile: the next hop waits for them
+//!   ([`pools_rolling`]);
 //! - the fields are openshift/api `config/v1/types_cluster_version.go` (`ClusterVersionStatus`,
 //!   `UpdateHistory`, `Update`, `Release`).
 
@@ -368,23 +373,85 @@ pub fn next_hop(cv: &Value, req: &Request, current: &Version) -> Option<Release>
         .map(|(_, r)| r)
 }
 
-/// Why an update under way cannot go on, from one look at the ClusterVersion: the operator did not
-/// accept the release (`ReleaseAccepted=False`) or reports `Failing=True`; the operator's words.
-pub fn stuck(cv: &Value) -> Option<String> {
+/// How long the ClusterVersion may say `Failing=True` while the cluster-version operator still applies
+/// the update (`Progressing=True`) before the update counts as stuck: `oc adm upgrade status`'s error
+/// threshold for an unavailable ClusterOperator (openshift/oc `pkg/cli/admin/upgrade/status/controlplane.go`,
+/// `unavailableErrorThreshold`). The CVO retries a failed sync by itself (`pkg/cvo/sync_worker.go`), so a
+/// `Failing=True` from an operator briefly `Available=False` mid-update clears on its own.
+pub const FAILING_GRACE: i64 = 20 * 60;
+/// `oc adm upgrade status`'s error thresholds for a ClusterOperator (`coInsights`): `Available=False` for
+/// 20 minutes, `Degraded=True` for 40 minutes.
+pub const UNAVAILABLE_ERROR: i64 = 20 * 60;
+pub const DEGRADED_ERROR: i64 = 40 * 60;
+
+/// Why an update under way cannot go on, from one look at the ClusterVersion and the ClusterOperators at
+/// `now` (Unix seconds): the operator did not accept the release (`ReleaseAccepted=False`), or it reports
+/// `Failing=True` and either no longer progresses (`Progressing` not `True`), or has been failing for
+/// [`FAILING_GRACE`], or a ClusterOperator has been `Available=False`/`Degraded=True` past `oc adm upgrade
+/// status`'s error thresholds. A younger `Failing=True` while the CVO progresses is transient: reported in
+/// the progress ([`progress`]), not the end of the wait. The operator's words.
+pub fn stuck(cv: &Value, ops: &[Value], now: i64) -> Option<String> {
     if let Some(c) = condition(cv, "ReleaseAccepted").filter(|c| c.status == "False") {
         return Some(format!(
             "the cluster-version operator did not accept the release (ReleaseAccepted=False, {})",
             why(&c)
         ));
     }
-    condition(cv, "Failing")
-        .filter(|c| c.status == "True")
-        .map(|c| {
-            format!(
-                "the update is failing (ClusterVersion Failing=True, {})",
-                why(&c)
-            )
-        })
+    let failing = condition(cv, "Failing").filter(|c| c.status == "True")?;
+    let lasted = |obj: &Value, t: &str| {
+        kube_client::objects::condition_since(obj, t).map_or(0, |since| now - since)
+    };
+    let settled = !is(cv, "Progressing", "True")
+        || lasted(cv, "Failing") >= FAILING_GRACE
+        || !operators_past_thresholds(ops, now).is_empty();
+    settled.then(|| {
+        format!(
+            "the update is failing (ClusterVersion Failing=True, {})",
+            why(&failing)
+        )
+    })
+}
+
+/// ClusterOperators `Available=False` or `Degraded=True` for longer than `oc adm upgrade status`'s error
+/// thresholds ([`UNAVAILABLE_ERROR`], [`DEGRADED_ERROR`]) at `now`.
+pub fn operators_past_thresholds(ops: &[Value], now: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    for o in ops {
+        for (t, bad, limit) in [
+            ("Available", "False", UNAVAILABLE_ERROR),
+            ("Degraded", "True", DEGRADED_ERROR),
+        ] {
+            let since = kube_client::objects::condition_since(o, t);
+            if is(o, t, bad) && since.is_some_and(|s| now - s >= limit) {
+                let name = text(o, "/metadata/name").unwrap_or("?");
+                out.push(format!("ClusterOperator {name} {t}={bad}"));
+            }
+        }
+    }
+    out
+}
+
+/// The machine config pools still rolling after an update: the `machine-config` ClusterOperator says
+/// `Upgradeable=False` with reason `PoolUpdating` (openshift/machine-config-operator `pkg/operator/status.go`,
+/// `syncUpgradeableStatus`), which the CVO turns into `Upgradeable=False` on the ClusterVersion (same reason,
+/// some time later: its upgradeable checks are throttled, `pkg/cvo/upgradeable.go`) and so refuses a
+/// minor-version update until the pools are done. `upgrade_path: auto` waits for both between hops.
+pub fn pools_rolling(cv: &Value, ops: &[Value]) -> Option<String> {
+    let updating = |obj: &Value| {
+        condition(obj, "Upgradeable")
+            .filter(|c| c.status == "False" && c.reason.as_deref() == Some("PoolUpdating"))
+    };
+    if let Some(c) = ops
+        .iter()
+        .find(|o| text(o, "/metadata/name") == Some("machine-config"))
+        .and_then(updating)
+    {
+        return Some(format!(
+            "ClusterOperator machine-config Upgradeable=False ({})",
+            why(&c)
+        ));
+    }
+    updating(cv).map(|c| format!("ClusterVersion Upgradeable=False ({})", why(&c)))
 }
 
 /// Offered versions, newest first (as oc sorts them).
@@ -848,25 +915,106 @@ mod tests {
         assert_eq!(next_hop(&none, &req("4.19"), &at), None);
     }
 
+    /// A condition that turned to `status` at `at` (Unix seconds).
+    fn cond_at(t: &str, s: &str, at: i64) -> Value {
+        let mut c = cond(t, s);
+        c["lastTransitionTime"] = json!(kube_client::oauth::rfc3339(at as u64));
+        c
+    }
+
+    const NOW: i64 = 1_800_000_000;
+
     #[test]
-    fn a_rejected_release_or_failing_update_is_stuck() {
+    fn a_rejected_release_or_lasting_failure_is_stuck() {
         let mut c = cv("4.19.7", "stable-4.19", &[]);
-        assert_eq!(stuck(&c), None);
+        let ops = healthy("4.19.7");
+        assert_eq!(stuck(&c, &ops, NOW), None);
         set_cond(
             &mut c,
             json!({"type": "ReleaseAccepted", "status": "False", "reason": "RetrievePayload",
                    "message": "Retrieving payload failed version=\"4.19.9\": signature verification failed"}),
         );
-        let s = stuck(&c).unwrap();
+        let s = stuck(&c, &ops, NOW).unwrap();
         assert!(
             s.contains("ReleaseAccepted=False, RetrievePayload: Retrieving payload failed"),
             "{s}"
         );
         set_cond(&mut c, cond("ReleaseAccepted", "True"));
-        set_cond(&mut c, cond("Failing", "True"));
-        assert!(stuck(&c)
+        // Failing while the CVO no longer progresses: stuck at once.
+        set_cond(&mut c, cond_at("Failing", "True", NOW - 5));
+        assert!(stuck(&c, &ops, NOW)
             .unwrap()
             .contains("Failing=True, R: Failing is True"));
+        // Failing for FAILING_GRACE while progressing: stuck.
+        set_cond(&mut c, cond("Progressing", "True"));
+        set_cond(&mut c, cond_at("Failing", "True", NOW - FAILING_GRACE));
+        assert!(stuck(&c, &ops, NOW).is_some());
+    }
+
+    #[test]
+    fn a_transient_failure_while_progressing_is_not_stuck() {
+        let mut c = cv("4.19.7", "stable-4.19", &[]);
+        set_cond(&mut c, cond("Progressing", "True"));
+        // An operator briefly Available=False mid-update: the CVO says Failing=True, and retries.
+        set_cond(&mut c, cond_at("Failing", "True", NOW - 60));
+        let mut ops = healthy("4.19.7");
+        set_cond(&mut ops[0], cond_at("Available", "False", NOW - 90));
+        assert_eq!(stuck(&c, &ops, NOW), None);
+        // The same operator unavailable past oc adm upgrade status's error threshold: stuck.
+        set_cond(
+            &mut ops[0],
+            cond_at("Available", "False", NOW - UNAVAILABLE_ERROR),
+        );
+        assert!(stuck(&c, &ops, NOW).is_some());
+        // Degraded=True: stuck after 40 minutes, not before.
+        let mut ops = healthy("4.19.7");
+        set_cond(
+            &mut ops[1],
+            cond_at("Degraded", "True", NOW - DEGRADED_ERROR + 1),
+        );
+        assert_eq!(stuck(&c, &ops, NOW), None);
+        set_cond(
+            &mut ops[1],
+            cond_at("Degraded", "True", NOW - DEGRADED_ERROR),
+        );
+        assert_eq!(
+            operators_past_thresholds(&ops, NOW).len(),
+            1,
+            "{:?}",
+            operators_past_thresholds(&ops, NOW)
+        );
+        assert!(stuck(&c, &ops, NOW).is_some());
+    }
+
+    #[test]
+    fn rolling_pools_are_seen_on_the_machine_config_operator() {
+        let mut ops = healthy("4.19.7");
+        let mut c = cv("4.19.7", "stable-4.19", &[]);
+        assert_eq!(pools_rolling(&c, &ops), None);
+        let mut mco = op("machine-config", "4.19.7", "False", "True");
+        set_cond(
+            &mut mco,
+            json!({"type": "Upgradeable", "status": "False", "reason": "PoolUpdating",
+                   "message": "One or more machine config pools are updating, please see `oc get mcp` for further details"}),
+        );
+        ops.push(mco.clone());
+        assert!(pools_rolling(&c, &ops).unwrap().contains(
+            "Upgradeable=False (PoolUpdating: One or more machine config pools are updating"
+        ));
+        // Another reason (an admin gate, a degraded pool) is not pools rolling: the refusal stands.
+        set_cond(
+            ops.last_mut().unwrap(),
+            json!({"type": "Upgradeable", "status": "False", "reason": "DegradedPool", "message": "x"}),
+        );
+        assert_eq!(pools_rolling(&c, &ops), None);
+        // The CVO's view lags the operator's: its Upgradeable=False PoolUpdating still counts.
+        set_cond(
+            &mut c,
+            json!({"type": "Upgradeable", "status": "False", "reason": "PoolUpdating", "message": "y"}),
+        );
+        assert!(pools_rolling(&c, &ops)
+            .unwrap()
+            .starts_with("ClusterVersion"));
     }
 
     #[test]

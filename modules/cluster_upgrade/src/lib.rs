@@ -7,7 +7,9 @@
 //! updates), then `spec.desiredUpdate` as `oc adm upgrade --to` does (openshift/oc
 //! `pkg/cli/admin/upgrade/upgrade.go`, `patchDesiredUpdate`: a merge patch), and waits for the history
 //! to complete at the target, reporting the operators updated so far; a release the operator does not
-//! accept (`ReleaseAccepted=False`) or `Failing=True` still there a poll later ends the wait. A target
+//! accept (`ReleaseAccepted=False`) still there a poll later ends the wait, and so does a `Failing=True`
+//! that is not transient ([`decide::stuck`]). Between the hops of `upgrade_path: auto` it waits for the
+//! machine config pools ([`decide::pools_rolling`]). A target
 //! only in `conditionalUpdates` is refused naming its risks unless `accept_risks` names them all.
 //! Connection, retries and the waiting are kube-client's.
 
@@ -107,6 +109,14 @@ impl Run<'_> {
             })
     }
 
+    /// One look at `ClusterVersion version` while waiting (none: an empty object).
+    fn look(&self) -> Result<Value, KubeError> {
+        Ok(self
+            .client
+            .get(&known::cluster_versions(), None, "version")?
+            .unwrap_or_default())
+    }
+
     fn operators(&self) -> Result<Vec<Value>, KubeError> {
         self.client.list(&known::cluster_operators(), None, None)
     }
@@ -135,10 +145,7 @@ impl Run<'_> {
             self.interval,
             || {
                 polls += 1;
-                let cv = self
-                    .client
-                    .get(&known::cluster_versions(), None, "version")?
-                    .unwrap_or_default();
+                let cv = self.look()?;
                 Ok::<_, KubeError>(match decide::resolve(&cv, &self.req, &current, &wish) {
                     Ok(t) => Poll::Ready(Ok(t)),
                     Err(r) if polls >= limit => Poll::Ready(self.hop(&cv, &current).ok_or(r)),
@@ -184,17 +191,16 @@ impl Run<'_> {
             Duration::from_secs(self.o.timeout as u64),
             self.interval,
             || {
-                let cv = self
-                    .client
-                    .get(&known::cluster_versions(), None, "version")?
-                    .unwrap_or_default();
+                let cv = self.look()?;
                 let ops = self.operators()?;
                 let p = decide::progress(&cv, &ops, target);
                 let j = p.to_json();
                 if seen.last() != Some(&j) {
                     seen.push(j);
                 }
-                let stuck = (!p.done).then(|| decide::stuck(&cv)).flatten();
+                let stuck = (!p.done)
+                    .then(|| decide::stuck(&cv, &ops, unix_now()))
+                    .flatten();
                 if let Some(s) = stuck.as_ref().filter(|s| before.as_ref() == Some(*s)) {
                     return Ok::<_, KubeError>(Poll::Ready(Err(s.clone())));
                 }
@@ -221,12 +227,46 @@ impl Run<'_> {
         }
     }
 
+    /// After a hop of `upgrade_path: auto`: wait while the machine config pools roll it onto the nodes
+    /// (the CVO refuses the next minor hop meanwhile, `Upgradeable=False` `PoolUpdating`).
+    fn wait_pools(&self) -> Result<(), Failure> {
+        let waited = kube_client::wait_for(
+            Duration::from_secs(self.o.timeout as u64),
+            self.interval,
+            || {
+                let cv = self.look()?;
+                Ok::<_, KubeError>(match decide::pools_rolling(&cv, &self.operators()?) {
+                    Some(why) => Poll::Pending(format!("the machine config pools: {why}")),
+                    None => Poll::Ready(()),
+                })
+            },
+        );
+        match waited {
+            Ok(()) => Ok(()),
+            Err(WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
+                "timed out after {}s waiting between the hops of upgrade_path auto for {pending}",
+                waited.as_secs()
+            ))),
+            Err(WaitError::Failed(e)) => Err(kube_fail(
+                "reading the ClusterVersion and ClusterOperators",
+                e,
+            )),
+        }
+    }
+
     /// The last word: the ClusterVersion says the cluster is at `target`.
     fn final_check(&self, target: &str) -> Result<(), Failure> {
         let cv = self.cluster_version()?;
         decide::completed_at(&cv, target)
             .map_err(|e| Failure::new(format!("the update to {target} did not complete: {e}")))
     }
+}
+
+/// Seconds since the Unix epoch, for judging how long a condition has held.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn refused(r: &Refusal, req: &Request) -> Failure {
@@ -258,6 +298,9 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     let mut hops: Vec<String> = Vec::new();
     let mut first_from: Option<String> = None;
     loop {
+        if !hops.is_empty() {
+            r.wait_pools().map_err(|f| f.changed(true))?;
+        }
         let cv = r.cluster_version()?;
         let ops = r
             .operators()

@@ -144,6 +144,52 @@ pub fn conditions(obj: &Value) -> Vec<Condition> {
         .unwrap_or_default()
 }
 
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("not a Kubernetes timestamp (YYYY-MM-DDTHH:MM:SSZ): {0:?}")]
+pub struct TimeError(pub String);
+
+/// Seconds since the Unix epoch of a `metav1.Time` (RFC 3339 in UTC, as the API server writes it).
+pub fn parse_time(s: &str) -> Result<i64, TimeError> {
+    let bad = || TimeError(s.to_string());
+    let b = s.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return Err(bad());
+    }
+    let num = |r: std::ops::Range<usize>| s[r].parse::<i64>().map_err(|_| bad());
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return Err(bad());
+    }
+    // Days from 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok(days * 86_400 + h * 3600 + mi * 60 + se)
+}
+
+/// When the object's condition `type_` last changed (`lastTransitionTime`, Unix seconds), if it has one.
+pub fn condition_since(obj: &Value, type_: &str) -> Option<i64> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?
+        .get("lastTransitionTime")
+        .and_then(Value::as_str)
+        .and_then(|t| parse_time(t).ok())
+}
+
 fn str_at(v: &Value, k: &str) -> Option<String> {
     v.get(k).and_then(Value::as_str).map(str::to_string)
 }

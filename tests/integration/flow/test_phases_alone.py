@@ -215,7 +215,7 @@ def test_check_diff_on_a_never_installed_cluster_predicts_every_phase_and_writes
                        ("post_install : Say why the post-install configuration is not applied", "apply the StorageClasses lab-nfs"),
                        ("external_secrets : Say why the External Secrets Operator is not configured",
                         "would install the External Secrets Operator for Red Hat OpenShift through OLM"),
-                       ("gitops : Say why GitOps is not bootstrapped", "apply the root Application openshift-gitops/root"),
+                       ("gitops : Say why GitOps is not bootstrapped", "so no root Application on the cluster"),
                        ("gitops : Say where the cluster stands on the hub", "the hub has no ManagedCluster lab-gitops yet")]:
         msg = run.task(f"proxshift.openshift.{task}")["msg"]
         assert msg.startswith("Check mode") and says in msg, (task, msg)
@@ -307,9 +307,10 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
     """site.yaml's post, external_secrets and gitops phases with the settings of inventory/gitops.yml (only Vault's
     address is the test's OpenBao) on the installed lab-sno, which has neither operator yet: `--check --diff` first
     exits 0 and writes nothing to the cluster or the hub (their audit logs), predicting the operators' kinds and
-    namespaces; then the real run: Red Hat's ESO (the real controller syncs an ExternalSecret), the root
-    Application synced after one failed attempt (Argo CD's retry), the hub's ApplicationSet and this cluster in
-    its Placement's decisions and Argo CD's cluster secrets."""
+    namespaces; then the real run: Red Hat's ESO (the real controller syncs an ExternalSecret), the hub's
+    ApplicationSet and this cluster in its Placement's decisions and Argo CD's cluster secrets, and the hub's
+    Application of the cluster (the hub's Argo CD owns the path: no root Application on the cluster) synced from the
+    private repository with the hub's own repository Secret after one failed attempt (Argo CD's retry)."""
     lab = yaml.safe_load((REPO / "inventory" / "gitops.yml").read_text())
     lab = lab["all"]["children"]["clusters"]["children"]["lab-gitops"]["vars"]
     extra = {"external_secrets": {**lab["external_secrets"], "vault_url": site.bao.addr,
@@ -325,7 +326,8 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
                   extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, **extra, "external_secrets_operator_interval": 1,
                          "gitops_operator_interval": 1, "gitops_app_interval": 1},
                   env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
-    gitops = FakeGitOps(spoke_api, "openshift-gitops", "openshift-gitops", "openshift-gitops-operator", hub_api=kube_api)
+    gitops = FakeGitOps(spoke_api, "openshift-gitops", "openshift-gitops", "openshift-gitops-operator", hub_api=kube_api,
+                        private=True)
     with FakeOlm(spoke_api, "external-secrets-operator", module_user="admin"), \
             FakeOlm(spoke_api, "openshift-gitops-operator", module_user="admin"), \
             FakeEsoOperator(spoke_api, "external-secrets-operator", "external-secrets"), gitops:
@@ -370,7 +372,9 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
             why = event_message(spoke_api, "gitops-app", "db", "denied by spec.condition")
             assert 'using cluster store "vault" is not allowed from namespace "gitops-app"' in why, why
             assert spoke_api.get("/api/v1/namespaces/gitops-app/secrets/db") is None
-    app = spoke_api.get("/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applications/root")
+    # The hub's ApplicationSet deploys the path, so the hub's Argo CD owns it: no root Application on the cluster.
+    assert spoke_api.get("/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applications/root") is None
+    app = kube_api.get(f"/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applications/{PROVISIONED}-root")
     assert app["status"]["operationState"]["retryCount"] == 1 and app["status"]["sync"]["status"] == "Synced"
     assert app["spec"]["source"]["repoURL"] == lab["gitops"]["repo_url"]
     appset = kube_api.get("/apis/argoproj.io/v1alpha1/namespaces/openshift-gitops/applicationsets/default-gitops")

@@ -9,10 +9,14 @@ NotReady a moment before each run; JOINING's kubelet has not registered its Node
 
 One run each: check mode (the plan, no write) under max_unhealthy 0 (SICK alone counts: FLAKY is within the
 timeout, JOINING within node_startup_timeout; nothing is remediated), SICK left alone while a scale.yaml run works
-on it, a reset of SICK, then — still unhealthy long after its reset — its replacement: drained without waiting
-for the dead kubelet (its pod left Terminating), its Node deleted, only its owned VM deleted, a new VM with the
-same MAC from the node ISO, which joins through the kubelet-join stand-in (client CSR, approved by the role; Node
-NotReady; serving CSR, approved; Ready). The run ends with SICK Ready, and a rerun finds nothing to do."""
+on it, a reset of SICK; a reset of an earlier episode (before SICK's current Ready transition) that does not
+count: a fresh failure is reset again, not replaced; then — still unhealthy node_startup_timeout after a reset of
+this episode — its replacement: drained without waiting for the dead kubelet (its pod left Terminating), its Node
+deleted, only its owned VM deleted, a new VM with the same MAC from the node ISO, whose join fails (the record
+keeps SICK in `replacing`, not in `removed_nodes`: remediate.yaml resumes it once no scale.yaml run works on it,
+and so does a plain scale.yaml run); the resumed replacement joins through the kubelet-join stand-in (client CSR,
+approved by the role; Node NotReady; serving CSR, approved; Ready). The run ends with SICK Ready, and a rerun finds
+nothing to do."""
 from __future__ import annotations
 
 import json
@@ -133,31 +137,66 @@ def test_a_dead_worker_is_reset_then_replaced_end_to_end(run_flow, site, kube_ap
         assert site.sim.writes_since(seq) == [f"POST /nodes/{site.sim.vm_by_name(SICK)[1]}/qemu/{sick_vmid}/status/reset"]
         assert SICK in site.record(CLUSTER)["remediation_resets"]
 
-        # Its kubelet stays dead: still unhealthy long after the reset, SICK is replaced. The new VM's kubelet is
-        # the kubelet-join stand-in, started by the oc double's monitor hook.
+        # A reset two days ago, before SICK's current Ready transition, is of an earlier failure it recovered from:
+        # the fresh failure is reset again, not replaced (check mode).
         record = site.record(CLUSTER)
-        record["remediation_resets"] = {SICK: int(time.time()) - 2 * DAY}
-        site.bao.kv_put(f"openshift/clusters/{CLUSTER}", record)
-        info = tmp_path / "api.json"
-        info.write_text(json.dumps(kube_api.info))
-        hook = f"{shlex.quote(sys.executable)} {REPO}/tests/standins/kubelet_join.py {info} {SICK} \"$1\""
+        site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {**record, "remediation_resets": {SICK: int(time.time()) - 2 * DAY}})
+        flaky_just_now(kube_api)
+        stale = run_flow("remediate.yaml", CLUSTER, check=True, extra=TIMEOUT)
+        assert stale.rc == 0, stale.output
+        plan = stale.task("Decide what to remediate")
+        assert plan["reset"] == [SICK] and plan["replace"] == [], plan
+
+        # Its kubelet stays dead: Ready=Unknown for three days, reset two days ago (this episode, long past
+        # node_startup_timeout), SICK is replaced. The first join fails (no kubelet comes: the monitor fails).
+        three_days = datetime.fromtimestamp(time.time() - 3 * DAY, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        kube_api.patch_status(f"/api/v1/nodes/{SICK}",
+                              {"conditions": [{**condition("Ready", "Unknown"), "lastTransitionTime": three_days}]})
+        site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {**record, "remediation_resets": {SICK: int(time.time()) - 2 * DAY}})
         flaky_just_now(kube_api)
         seq = site.sim.last_seq()
         with PodTermination(kube_api, [SICK]):
-            replaced = run_flow("remediate.yaml", CLUSTER, with_installer=True, env_more={"PROXSHIFT_TEST_ON_MONITOR": hook},
-                                extra={**TIMEOUT, "scale_poll_interval": 1, "scale_skip_wait_for_delete_timeout": 1,
-                                       "scale_join_timeout": 300})
-        assert replaced.rc == 0, replaced.output
-        plan = replaced.task("Decide what to remediate")
+            failed = run_flow("remediate.yaml", CLUSTER, with_installer=True,
+                              env_more={"PROXSHIFT_TEST_NODE_IMAGE_FAIL": "monitor"},
+                              extra={**TIMEOUT, "scale_poll_interval": 1, "scale_skip_wait_for_delete_timeout": 1,
+                                     "scale_join_timeout": 5})
+        assert failed.rc != 0, failed.output
+        plan = failed.task("Decide what to remediate")
         assert plan["replace"] == [SICK] and plan["reset"] == [] and not plan.get("short_circuit"), plan
         # Drained without waiting for the dead kubelet: the evicted pod was left Terminating, the Node deleted.
-        [drained] = replaced.task("Drain and delete the Nodes")["nodes"]
+        [drained] = failed.task("Drain and delete the Nodes")["nodes"]
         assert drained["evict"] == [pod] and drained["left_terminating"] == [pod] and drained["deleted"] is True, drained
         writes = site.sim.writes_since(seq)
         deletes = [i for i, w in enumerate(writes) if w.startswith("DELETE")]
         assert deletes and all(f"/qemu/{sick_vmid}" in writes[i] for i in deletes), writes
         creates = [i for i, w in enumerate(writes) if w.startswith("POST") and w.endswith("/qemu")]
         assert creates and creates[-1] > deletes[-1], f"a new VM is created after the old one is deleted: {writes}"
+        # Not removed for good: the replacement is still to be done.
+        record = site.record(CLUSTER)
+        assert record.get("replacing") == [SICK] and SICK not in record.get("removed_nodes", []), record
+
+        # Once no scale.yaml run works on it (its `scaling` older than scale_join_timeout), remediate.yaml resumes
+        # the replacement (check mode: the plan).
+        site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {**record, "scaling": {"nodes": [SICK], "since": int(time.time()) - 2 * DAY}})
+        flaky_just_now(kube_api)
+        resume = run_flow("remediate.yaml", CLUSTER, check=True, with_installer=True, extra=TIMEOUT)
+        assert resume.rc == 0, resume.output
+        assert SICK not in [u["name"] for u in resume.task("Decide what to remediate")["unhealthy"]]
+        assert f"Resuming the replacement of {SICK}" in resume.task("Show the replacements resumed")["msg"]
+
+        # A plain scale.yaml run resumes it too: its failed VM deleted, a fresh one joins. The new VM's kubelet is
+        # the kubelet-join stand-in, started by the oc double's monitor hook.
+        failed_vmid = site.sim.vm_by_name(SICK)[0]
+        info = tmp_path / "api.json"
+        info.write_text(json.dumps(kube_api.info))
+        hook = f"{shlex.quote(sys.executable)} {REPO}/tests/standins/kubelet_join.py {info} {SICK} \"$1\""
+        seq = site.sim.last_seq()
+        replaced = run_flow("scale.yaml", CLUSTER, with_installer=True, env_more={"PROXSHIFT_TEST_ON_MONITOR": hook},
+                            extra={"scale_poll_interval": 1, "scale_join_timeout": 300})
+        assert replaced.rc == 0, replaced.output
+        writes = site.sim.writes_since(seq)
+        deletes = [i for i, w in enumerate(writes) if w.startswith("DELETE")]
+        assert deletes and all(f"/qemu/{failed_vmid}" in writes[i] for i in deletes), writes
         vmid, _, config = site.sim.vm_by_name(SICK)
         assert "BC:24:11:40:00:22" in config["net0"].upper(), config
         assert any(f"{CLUSTER}-node-" in v for v in config.values()), config
@@ -170,6 +209,7 @@ def test_a_dead_worker_is_reset_then_replaced_end_to_end(run_flow, site, kube_ap
         assert "node.kubernetes.io/unreachable" not in [t["key"] for t in node["spec"].get("taints") or []], node
         record = site.record(CLUSTER)
         assert SICK in record["added_nodes"] and SICK not in record.get("removed_nodes", [])
+        assert SICK not in record.get("replacing", [])
         assert SICK not in record.get("remediation_resets", {})
 
         # The replaced node is Ready: the rerun finds nothing to do and touches nothing.

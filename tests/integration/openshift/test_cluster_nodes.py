@@ -197,16 +197,18 @@ def test_drain_respects_the_budget_then_removes_the_node(run_playbook, kube_api)
 
 def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
     """A worker whose kubelet died: the real node-lifecycle controller marks it Ready=Unknown and taints it
-    unreachable; its Running pod (grace period 30 s), once evicted, stays Terminating for ever since no kubelet
-    confirms it. The drain stops waiting for it past its grace period plus skip_wait_for_delete_timeout (Cluster
-    API's drain of unreachable nodes) and the Node is deleted — before, the drain timed out, uncordoned the node
-    and never deleted it. The node is cordoned before its pods are listed."""
+    unreachable; its Running pod (grace period an hour, longer than the drain may take), once evicted, stays
+    Terminating for ever since no kubelet confirms it. It is evicted with a grace period of 1 s (Cluster API's and
+    the OpenShift Machine API's drain of unreachable nodes), the drain stops waiting for it past that plus
+    skip_wait_for_delete_timeout (default 1 s) and the Node is deleted — before, the drain waited out the pod's own
+    grace period and timed out, uncordoned the node and never deleted it. The node is cordoned before its pods are
+    listed."""
     node = unique("worker-dead")
     kube_api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
     kube_api.patch_status(f"/api/v1/nodes/{node}", {"conditions": [condition("Ready", "True")]})
     ns = namespace_with_default_account(kube_api, "dead")
     kube_api.ok("POST", f"/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0"},
-                "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
+                "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 3600,
                          "containers": [{"name": "c", "image": "registry.example/app"}]}})
     kube_api.patch_status(f"/api/v1/namespaces/{ns}/pods/web-0", {"phase": "Running", "conditions": [condition("Ready", "True")]})
     kube_api.stop_kubelet(node)
@@ -221,8 +223,10 @@ def test_a_dead_worker_is_drained_and_removed(run_playbook, kube_api):
     wait_until(unreachable, 120, lambda: f"node-lifecycle did not mark {node} unreachable: {lifecycle()}", interval=1)
     before = len(kube_api.audit_events())
     run = run_playbook(play(task("remove", {**conn(kube_api), "state": "absent", "nodes": [node], "drain_timeout": 180,
-                                            "poll_interval": 2, "skip_wait_for_delete_timeout": 1})))
+                                            "poll_interval": 2})))
     assert run.rc == 0, run.output
+    pod = kube_api.get(f"/api/v1/namespaces/{ns}/pods/web-0")
+    assert pod is None or pod["metadata"]["deletionGracePeriodSeconds"] == 1, pod
     [report] = run.task("remove")["nodes"]
     assert report["evict"] == [f"{ns}/web-0"] and report["left_terminating"] == [f"{ns}/web-0"], report
     assert report["deleted"] is True

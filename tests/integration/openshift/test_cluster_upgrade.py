@@ -215,7 +215,8 @@ def test_a_rejected_payload_fails_fast(run_module, cluster, cvo):
 
 def test_a_failing_update_stops_one_poll_after_it_is_seen(run_module, cluster, cvo):
     """An operator degrades during the update and the ClusterVersion turns Failing=True (the CVO has already
-    waited out its own grace before saying so): the module stops, naming the operator, and returns the progress
+    waited out its own grace before saying so: the operator has been Degraded=True for over 40 minutes, past
+    `oc adm upgrade status`'s error threshold): the module stops, naming the operator, and returns the progress
     it saw; the update it asked for stays asked (nothing is rolled back)."""
     fake = cvo({"stable-4.18": releases("4.18.9")}, degrade={"4.18.9": "kube-apiserver"})
     out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", timeout=3600))
@@ -254,3 +255,28 @@ def test_upgrade_path_auto_steps_through_the_channels_updates(run_module, cluste
     assert out["msg"] == "upgraded 4.18.5 -> 4.18.9 -> 4.19.3 (upgrade_path auto)", out
     assert [u["version"] for u in fake.updates] == ["4.18.9", "4.19.3"]
     assert spec(cluster)["channel"] == "stable-4.19"
+
+
+def test_a_transient_failure_mid_update_is_waited_out(run_module, cluster, cvo):
+    """An operator is briefly Available=False mid-update and the CVO says Failing=True for a few looks, then its
+    retry clears it: the update goes on and completes (judged as `oc adm upgrade status` does, by how long and
+    whether the CVO still progresses), the failure it saw kept in the progress. ReleaseAccepted goes from
+    Unknown (retrieving the payload) to True on the way."""
+    fake = cvo({"stable-4.18": releases("4.18.9")}, flap={"4.18.9": "kube-apiserver"})
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", timeout=3600))
+    assert rc == 0 and out["changed"] is True and out["version"] == "4.18.9", out
+    failing = [p["failing"] for p in out["progress"] if p["failing"]]
+    assert failing and "ClusterOperatorNotAvailable: Cluster operator kube-apiserver is not available" in failing[0], out
+    assert [u["version"] for u in fake.updates] == ["4.18.9"]
+
+
+def test_upgrade_path_auto_waits_for_the_pools_between_hops(run_module, cluster, cvo):
+    """After the hop to 4.18.9 the machine config pools roll it onto the nodes: the machine-config operator, then
+    the ClusterVersion, say Upgradeable=False (PoolUpdating), which refuses the minor hop to 4.19. The module waits
+    for them, then goes on."""
+    fake = cvo({"stable-4.18": {"4.18.5": releases("4.18.9")},
+                "stable-4.19": {"4.18.5": releases("4.18.9"), "4.18.9": releases("4.19.3")}}, pools_roll=True)
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.19", upgrade_path="auto", refresh_polls=3))
+    assert rc == 0, out
+    assert out["hops"] == ["4.18.9"] and out["version"] == "4.19.3", out
+    assert [u["version"] for u in fake.updates] == ["4.18.9", "4.19.3"]

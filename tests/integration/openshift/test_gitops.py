@@ -18,7 +18,7 @@ import pytest
 
 from standins.gitops import FakeGitOps
 from standins.olm import FakeOlm
-from kube_fixtures import KubeApi, condition, kube_api, unique  # noqa: F401 (fixtures)
+from kube_fixtures import KubeApi, condition, kube_api, unique, wait_until  # noqa: F401 (fixtures)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.gitops"
@@ -69,10 +69,8 @@ def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api:
         assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{n['set']}-gitops") is None
         # The GitOps namespace comes with the operator, which check mode does not install: predicted.
         installed_by = "OpenShift GitOps (operator openshift-gitops-operator)"
-        for what in ("repository credentials", "root Application"):
-            r = next(r["result"] for r in run.results if r["task"].startswith(f"{ROLE} : Apply the {what}"))
-            assert r["results"][0]["note"] == \
-                f"would create (namespace {n['ns']} not there yet: created by {installed_by})", r
+        r = next(r["result"] for r in run.results if r["task"].startswith(f"{ROLE} : Apply the repository credentials"))
+        assert r["results"][0]["note"] == f"would create (namespace {n['ns']} not there yet: created by {installed_by})", r
         time.sleep(0.5)
         writes = [e for e in kube_api.audit_events()[since:] if e["user"]["username"] == "kc-admin"
                   and e["verb"] in ("create", "update", "patch", "delete") and "dryRun=All" not in e["requestURI"]]
@@ -80,7 +78,10 @@ def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api:
 
         run = run_playbook(pb, diff=True)
         assert run.rc == 0, run.output
-        app = kube_api.get(f"{APPS}/{n['ns']}/applications/root")
+        # One owner per cluster path: the hub's ApplicationSet deploys it, so the cluster's Argo CD gets no root
+        # Application; the hub's Application for this cluster is the one waited for.
+        assert kube_api.get(f"{APPS}/{n['ns']}/applications/root") is None
+        app = kube_api.get(f"{APPS}/{n['hub_ns']}/applications/{n['cluster']}-root")
         assert app["spec"]["source"] == {"repoURL": "https://git.example.com/platform/clusters.git",
                                          "path": "clusters/c1", "targetRevision": "main"}
         assert app["spec"]["syncPolicy"] == {
@@ -89,8 +90,10 @@ def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api:
             "syncOptions": ["CreateNamespace=true", "SkipDryRunOnMissingResource=true", "ServerSideApply=true"]}
         # Synced after one failed attempt, by Argo CD's retry.
         assert app["status"]["operationState"]["retryCount"] == 1 and app["status"]["sync"]["status"] == "Synced"
-        secret = kube_api.get(f"/api/v1/namespaces/{n['ns']}/secrets/root-repository")
-        assert secret["metadata"]["labels"] == {"argocd.argoproj.io/secret-type": "repository"}
+        for where in (f"{n['ns']}/secrets/root-repository", f"{n['hub_ns']}/secrets/{n['set']}-gitops-repository"):
+            secret = kube_api.get(f"/api/v1/namespaces/{where}")
+            assert secret["metadata"]["labels"] == {"argocd.argoproj.io/secret-type": "repository"}, where
+            assert base64.b64decode(secret["data"]["password"]).decode() == REPO_CANARY_PASSWORD, where
         assert REPO_CANARY_PASSWORD not in run.output
         binding = kube_api.get(f"{OCM}/v1beta2/namespaces/{n['hub_ns']}/managedclustersetbindings/{n['set']}")
         assert binding["spec"] == {"clusterSet": n["set"]}
@@ -107,6 +110,8 @@ def test_bootstrap_check_mode_hub_registration_and_rerun(run_playbook, kube_api:
         assert {"clusterName": n["cluster"], "reason": ""} in decision["status"]["decisions"], decision
         wait = run.task(f"{ROLE} : Wait for the Placement's decision and the hub's Argo CD cluster secret of {n['cluster']}")
         assert wait["attempts"] >= 1
+        wait = run.task(f"{ROLE} : Wait for the hub's Application of the cluster to be Synced and Healthy, {n['cluster']}-root")
+        assert wait["attempts"] >= 1, wait
 
         run = run_playbook(pb)
         assert run.rc == 0, run.output
@@ -187,9 +192,85 @@ def test_a_cluster_in_another_set_than_the_acm_import_fails_before_the_hub_is_to
     other = unique("other-set")
     pb = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_url": "", "gitops_hub_clusterset": other})
     with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        # Check mode predicts it: the cluster is on the hub, in another set.
+        check = run_playbook(pb, check=True)
+        run = run_playbook(pb)
+    for r in (check, run):
+        assert r.rc != 0, r.output
+        msg = r.task(f"{ROLE} : Check that the cluster is in the set the hub's Argo CD gets")["msg"]
+        assert msg.startswith(f"ManagedCluster {n['cluster']} is in the ManagedClusterSet '{n['set']}'") and \
+            f"not in gitops_hub_clusterset '{other}'" in msg, msg
+    assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{other}-gitops") is None
+
+
+def test_two_clusters_on_one_hub_each_keep_their_own_path(run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
+    """Two clusters of one set on one hub: c1 (clusters/c1) registered, then c2 (clusters/c2, registered later, its
+    hub part alone: its cluster is not installed here). The set's one ApplicationSet templates the path per decided
+    cluster, so the hub's Argo CD deploys clusters/c1 to c1 and clusters/c2 to c2 — before, c2's run rewrote the
+    ApplicationSet's path to clusters/c2 and, with prune, synced c1 to it. The GitOps addon reconciles continuously:
+    c2, decided after the GitOpsCluster succeeded for c1, gets its cluster secret too."""
+    kubeconfig, n, role_vars = setup
+    c1, c2 = n["cluster"], unique("c")
+    kube_api.ok("POST", f"{OCM}/v1/managedclusters", {
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": c2, "labels": {"cluster.open-cluster-management.io/clusterset": n["set"]}},
+        "spec": {"hubAcceptsClient": True}})
+    first = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_path": f"clusters/{c1}"})
+    second = play(kubeconfig.parent / "c2-not-installed-here", openbao,
+                  **{**role_vars, "gitops_cluster": c2, "gitops_repo_path": f"clusters/{c2}",
+                     "gitops_hub_kubeconfig": str(kubeconfig)})
+    # A private repository: the hub's Argo CD reads it only with the hub's own repository Secret (the role waits for
+    # each cluster's hub Application to be Synced and Healthy, which it never is without).
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"], private=True):
+        for pb in (first, second):
+            run = run_playbook(pb)
+            assert run.rc == 0, run.output
+        appset = kube_api.get(f"{APPS}/{n['hub_ns']}/applicationsets/{n['set']}-gitops")
+        assert appset["spec"]["template"]["spec"]["source"]["path"] == "clusters/{{name}}", appset["spec"]
+
+        def paths() -> dict:
+            return {c: (kube_api.get(f"{APPS}/{n['hub_ns']}/applications/{c}-root") or {}).get("spec", {})
+                    .get("source", {}).get("path") for c in (c1, c2)}
+        want = {c1: f"clusters/{c1}", c2: f"clusters/{c2}"}
+        wait_until(lambda: paths() == want, 30, lambda: f"the hub's Applications' paths: {paths()}, not {want}")
+        for c in (c1, c2):
+            assert kube_api.get(f"/api/v1/namespaces/{n['hub_ns']}/secrets/{c}-application-manager-cluster-secret")
+            app = kube_api.get(f"{APPS}/{n['hub_ns']}/applications/{c}-root")
+            assert (app["status"]["sync"]["status"], app["status"]["health"]["status"]) == ("Synced", "Healthy"), app["status"]
+        # The hub owns both paths: c1's own Argo CD has no root Application deploying clusters/c1 as well.
+        assert kube_api.get(f"{APPS}/{n['ns']}/applications/root") is None
+
+
+def test_a_root_application_on_the_path_the_hub_takes_over_fails_before_the_hub_is_touched(
+        run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
+    """A cluster bootstrapped without the hub's ApplicationSet (its own Argo CD owns the path through the root
+    Application), then registered with it: two Argo CD instances would prune and self-heal the same objects, so the
+    run fails naming the root Application, and the hub gets no ApplicationSet."""
+    kubeconfig, n, role_vars = setup
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"]):
+        run = run_playbook(play(kubeconfig, openbao, **{**role_vars, "gitops_hub_appset": False}))
+        assert run.rc == 0, run.output
+        assert kube_api.get(f"{APPS}/{n['ns']}/applications/root")["spec"]["source"]["path"] == "clusters/c1"
+        run = run_playbook(play(kubeconfig, openbao, **role_vars))
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Check that only the hub's Argo CD deploys the cluster's path, clusters/c1")["msg"]
+    assert msg.startswith(f"Application {n['ns']}/root on {n['cluster']} deploys https://git.example.com/platform/clusters.git "
+                          f"clusters/c1, which the hub's ApplicationSet {n['hub_ns']}/{n['set']}-gitops deploys"), msg
+    assert kube_api.get(f"{APPS}/{n['hub_ns']}/applicationsets/{n['set']}-gitops") is None
+
+
+def test_the_hub_application_of_a_private_repository_without_credentials_fails_naming_why(
+        run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
+    """The hub's Argo CD owns the path: its Application for the cluster is waited for, not only the Placement's
+    decision. A private repository without credentials never syncs there (Argo CD's ComparisonError), and the role
+    says so, with the Application's condition."""
+    kubeconfig, n, role_vars = setup
+    pb = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_credentials_vault_path": "", "gitops_app_timeout": 3})
+    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"], private=True):
         run = run_playbook(pb)
     assert run.rc != 0
-    msg = run.task(f"{ROLE} : Check that the cluster is in the set the hub's Argo CD gets")["msg"]
-    assert msg.startswith(f"ManagedCluster {n['cluster']} is in the ManagedClusterSet '{n['set']}'") and \
-        f"not in gitops_hub_clusterset '{other}'" in msg, msg
-    assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{other}-gitops") is None
+    msg = run.task(f"{ROLE} : Check that the hub's Application of the cluster is Synced and Healthy, {n['cluster']}-root")["msg"]
+    assert msg.startswith(f"Application {n['hub_ns']}/{n['cluster']}-root of the hub's Argo CD "
+                          "(https://git.example.com/platform/clusters.git clusters/c1 at main) is Unknown and Healthy after 3s."), msg
+    assert "Conditions: Failed to load target state" in msg and "authentication required" in msg, msg
+    assert kube_api.get(f"/api/v1/namespaces/{n['hub_ns']}/secrets/{n['set']}-gitops-repository") is None

@@ -21,8 +21,10 @@ description:
     subject, and its SANs are only the node's name, its first label and the entries of O(addresses) for it.
     Usages must be those a kubelet asks for.
   - As openshift/cluster-machine-approver does (C(authorizeNodeClientCSR)), a CSR created more than 10 seconds
-    before its node's VM started (O(vm_uptimes)) is stale and left alone, and of a node's client CSRs (pending
-    or decided) only the newest is ever approved; both are returned in RV(skipped_csrs), not approved.
+    before its node's VM started (O(vm_uptimes)) is stale and left alone, a client CSR for a node whose Node object
+    already exists (it joined) is never approved, and one client CSR per node is approved - none when one made
+    since its VM started is already approved, else only the newest (pending or decided); all are returned in
+    RV(skipped_csrs), not approved.
   - Nothing else is ever approved. Pending CSRs that are not for a named node are returned in
     RV(unexpected_csrs) and left alone. A CSR that claims a named node but fails a check (another requestor,
     another subject, a SAN that is not the node's) fails the task before anything is approved.
@@ -36,10 +38,12 @@ description:
     O(poll_interval) until O(drain_timeout); then the node is uncordoned again (when this task cordoned it) and
     the task fails naming each blocked pod and the budgets that cover it.
   - On a node whose kubelet is unreachable (C(Ready=Unknown) or the C(node.kubernetes.io/unreachable) taint of the
-    node-lifecycle controller), no kubelet will ever confirm an evicted pod's end - it stays C(Terminating). Such
+    node-lifecycle controller), no kubelet will ever confirm an evicted pod's end - it stays C(Terminating). Its
+    pods are evicted with a grace period of 1 second (C(deleteOptions.gracePeriodSeconds)), not their own, and such
     a pod is no longer waited for once O(skip_wait_for_delete_timeout) seconds have passed since its
-    C(deletionTimestamp) (the end of its grace period), as Cluster API's Machine controller drains unreachable
-    nodes; it is returned in C(left_terminating) and the pod garbage collector removes it once the Node is deleted.
+    C(deletionTimestamp) (the end of that grace period), as Cluster API's Machine controller and the OpenShift
+    Machine API's drain controller drain unreachable nodes; it is returned in C(left_terminating) and the pod
+    garbage collector removes it once the Node is deleted.
   - O(state=absent) drains each node as above, then deletes its Node object. A node that does not exist is
     left as it is (no change).
   - Control-plane nodes (label C(node-role.kubernetes.io/master) or C(node-role.kubernetes.io/control-plane))
@@ -64,7 +68,9 @@ options:
       - V(remediation_plan) changes nothing - it says which of the named nodes are unhealthy and what to do
         with each, with MachineHealthCheck semantics - a node whose C(Ready) condition has been C(False) or
         C(Unknown) for O(unhealthy_timeout) (or whose VM is not running, O(vm_states)) is reset first and
-        replaced if it is still unhealthy O(unhealthy_timeout) after that reset (O(resets)); nothing is
+        replaced if it is still unhealthy O(node_startup_timeout) after that reset (O(resets)); only a reset of
+        the current episode counts (made after the node's current C(Ready) transition, or whose reboot made that
+        transition within O(node_startup_timeout)) - an older one is of a failure the node recovered from; nothing is
         remediated when more than O(max_unhealthy) nodes are unhealthy; at most one control-plane node per
         run, only while the others keep etcd's quorum, and never replaced automatically.
       - A host still joining is not judged - without a Node (or with a Node that has no C(Ready) condition yet)
@@ -116,7 +122,7 @@ options:
         evicted pod's C(deletionTimestamp) from which the drain stops waiting for it (C(kubectl drain
         --skip-wait-for-delete-timeout)). V(0) always waits (until O(drain_timeout)).
     type: int
-    default: 300
+    default: 1
   poll_interval:
     description: Seconds between two looks (Ready, evictions).
     type: int
@@ -127,8 +133,7 @@ options:
     default: false
   unhealthy_timeout:
     description:
-      - O(state=remediation_plan) - seconds a node's C(Ready) must be C(False) or C(Unknown) before it is unhealthy,
-        and seconds after a reset before a still unhealthy node is replaced.
+      - O(state=remediation_plan) - seconds a node's C(Ready) must be C(False) or C(Unknown) before it is unhealthy.
     type: int
     default: 300
   max_unhealthy:
@@ -157,7 +162,8 @@ options:
   node_startup_timeout:
     description:
       - O(state=remediation_plan) - seconds a host may take to register a Node that reports C(Ready) (from its VM's
-        start, or its Node's creation) before it is judged at all.
+        start, or its Node's creation) before it is judged at all, and seconds a reset node gets to come back before
+        it is judged again (then replaced).
     type: int
     default: 600
   resets:
@@ -285,7 +291,8 @@ approved:
 skipped_csrs:
   description:
     - Pending CSRs of named nodes that are not approved - created before the node's VM started, or a client CSR
-      that is not the node's newest - each with C(name), C(node), C(kind) and C(reason).
+      for a node that exists already, or has an approved client CSR, or that is not the node's newest - each with
+      C(name), C(node), C(kind) and C(reason).
   returned: always
   type: list
   elements: dict

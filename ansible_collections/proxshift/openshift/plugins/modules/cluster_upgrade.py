@@ -33,8 +33,12 @@ description:
   - An update to the requested version that is already under way (a rerun after a timeout) is waited for, not
     started again.
   - While it waits, a release the cluster-version operator does not accept (C(ReleaseAccepted=False), for
-    example a payload it cannot retrieve or verify) or C(Failing=True) still reported one poll after it was first
-    seen ends the task at once with the operator's message, instead of waiting out O(timeout).
+    example a payload it cannot retrieve or verify) still reported one poll after it was first seen ends the task
+    at once with the operator's message, instead of waiting out O(timeout). So does C(Failing=True), but only once
+    it is not transient, judged as C(oc adm upgrade status) does - the operator no longer C(Progressing), or
+    C(Failing) for 20 minutes, or a ClusterOperator C(Available=False) for 20 or C(Degraded=True) for 40 minutes; a
+    younger C(Failing=True) while it progresses (an operator briefly unavailable as its operands roll) is
+    reported in RV(progress) and the operator retries.
   - With O(wait), it follows the update - the newest history entry and how many ClusterOperators report the
     target as their C(operator) version - until the history shows the target C(Completed) and
     C(status.desired.version) is the target.
@@ -127,7 +131,9 @@ options:
       - V(auto), when the target is not offered but the channel's updates lead towards it (4.18.5 -> 4.18.9 ->
         4.19), updates to the newest offered release short of the target, waits for it to complete, checks the
         cluster again under the same rules (health, C(Upgradeable), risks) and goes on, hop by hop, until the target.
-        Needs O(wait).
+        Between hops it waits while the machine config pools roll the last hop onto the nodes (the C(machine-config)
+        ClusterOperator or the ClusterVersion C(Upgradeable=False) with reason C(PoolUpdating), which refuses the
+        next minor hop). Needs O(wait).
     type: str
     choices: [direct, auto]
     default: direct
