@@ -380,11 +380,9 @@ impl Vault {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().map_err(|e| Error::Transport {
-            op: op.to_string(),
-            detail: proxshift_http::describe(&e),
-            transient: proxshift_http::is_transient_transport(&e),
-        })?;
+        let resp = req
+            .send()
+            .map_err(|e| transport_error(op.to_string(), &e))?;
         let status = resp.status();
         let text = resp.text().map_err(|e| Error::Transport {
             op: op.to_string(),
@@ -467,11 +465,11 @@ impl Vault {
             .join("sys/health")
             .map_err(|e| Error::Config(e.to_string()))?;
         let op = "GET sys/health";
-        let resp = self.http.get(url).send().map_err(|e| Error::Transport {
-            op: op.into(),
-            detail: proxshift_http::describe(&e),
-            transient: proxshift_http::is_transient_transport(&e),
-        })?;
+        let resp = self
+            .http
+            .get(url)
+            .send()
+            .map_err(|e| transport_error(op.into(), &e))?;
         let code = resp.status().as_u16();
         let body = resp.json::<Value>().unwrap_or(Value::Null);
         Ok((code, body))
@@ -504,6 +502,24 @@ pub(crate) fn api_error(method: &Method, path: &str, status: u16, json: &Value) 
         op: format!("{method} {path}"),
         status,
         errors,
+    }
+}
+
+/// A request that got no HTTP answer. A certificate the client refused is never worth a retry, and its
+/// message names the options that fix it, as community.hashi_vault's do.
+fn transport_error(op: String, e: &proxshift_http::reqwest::Error) -> Error {
+    let mut detail = proxshift_http::describe(e);
+    let certificate = proxshift_http::is_certificate_error(e);
+    if certificate {
+        detail.push_str(
+            "; Vault's TLS certificate is not trusted: give its CA with ca_cert (ANSIBLE_HASHI_VAULT_CA_CERT, \
+             VAULT_CACERT), or set validate_certs: false for a server you trust",
+        );
+    }
+    Error::Transport {
+        op,
+        detail,
+        transient: !certificate && proxshift_http::is_transient_transport(e),
     }
 }
 

@@ -24,9 +24,11 @@ pub fn connection_options() -> Vec<Opt> {
         Opt::str("namespace").env(&["ANSIBLE_HASHI_VAULT_NAMESPACE", "VAULT_NAMESPACE"]),
         Opt::path("ca_cert")
             .aliases(&["cacert"])
-            .env(&["VAULT_CACERT"]),
+            .env(&["ANSIBLE_HASHI_VAULT_CA_CERT", "VAULT_CACERT"]),
         Opt::bool("validate_certs"),
-        Opt::int("timeout").default(30),
+        Opt::int("timeout")
+            .default(30)
+            .env(&["ANSIBLE_HASHI_VAULT_TIMEOUT"]),
         Opt::int("retries")
             .default(3)
             .env(&["ANSIBLE_HASHI_VAULT_RETRIES"]),
@@ -34,7 +36,7 @@ pub fn connection_options() -> Vec<Opt> {
             .choices(&["token", "approle", "kubernetes", "jwt", "userpass"])
             .default("token")
             .env(&["ANSIBLE_HASHI_VAULT_AUTH_METHOD"]),
-        Opt::str("mount_point"),
+        Opt::str("mount_point").env(&["ANSIBLE_HASHI_VAULT_MOUNT_POINT"]),
         Opt::str("token")
             .no_log()
             .env(&["ANSIBLE_HASHI_VAULT_TOKEN", "VAULT_TOKEN"]),
@@ -257,10 +259,13 @@ impl KvVersions {
         if let Some(v) = self.given.or_else(|| self.seen.get(mount).copied()) {
             return Ok(v);
         }
-        let info = vault.mount_info(mount).map_err(|e| {
-            Failure::new(format!(
+        // Only Vault's own answer says something about the mount; an unreachable or untrusted server,
+        // a sealed Vault or a refused path is reported as it is.
+        let info = vault.mount_info(mount).map_err(|e| match e {
+            VaultError::Api { .. } | VaultError::Decode { .. } => Failure::new(format!(
                 "cannot detect the KV version of mount '{mount}' ({e}); check engine_mount_point, or set kv_version"
-            ))
+            )),
+            other => Failure::new(other.to_string()),
         })?;
         let v = info.kv.ok_or_else(|| {
             Failure::new(format!(

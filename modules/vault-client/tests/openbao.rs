@@ -469,6 +469,11 @@ fn tls_sealed_and_unseal_on_a_raft_server() {
     let e = Vault::new(&cfg).unwrap().lookup_self().unwrap_err();
     assert!(matches!(e, Error::Transport { .. }), "{e}");
     assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    // Not retried (no retry can fix it), and the message names the options that do, as community.hashi_vault's.
+    assert!(!e.is_transient(), "{e}");
+    for option in ["ca_cert", "ANSIBLE_HASHI_VAULT_CA_CERT", "validate_certs"] {
+        assert!(e.to_string().contains(option), "{option} missing from {e}");
+    }
     cfg.tls = Tls {
         validate_certs: false,
         ..Default::default()

@@ -84,24 +84,40 @@ options:
     vars:
       - name: ansible_hashi_vault_namespace
       - name: proxshift_vault_namespace
+    ini:
+      - section: hashi_vault_collection
+        key: namespace
   ca_cert:
     description: PEM file with the CA certificate(s) that signed the server certificate.
     type: path
     aliases: [cacert]
     env:
+      - name: ANSIBLE_HASHI_VAULT_CA_CERT
       - name: VAULT_CACERT
     vars:
       - name: ansible_hashi_vault_ca_cert
       - name: proxshift_vault_ca_cert
+    ini:
+      - section: hashi_vault_collection
+        key: ca_cert
   validate_certs:
     description:
       - Verify the server's TLS certificate. When not given, C(false) if C(VAULT_SKIP_VERIFY) is set to a true value,
         else C(true).
     type: bool
+    vars:
+      - name: ansible_hashi_vault_validate_certs
   timeout:
     description: Timeout of each HTTP request, in seconds.
     type: int
     default: 30
+    env:
+      - name: ANSIBLE_HASHI_VAULT_TIMEOUT
+    vars:
+      - name: ansible_hashi_vault_timeout
+    ini:
+      - section: hashi_vault_collection
+        key: timeout
   retries:
     description: How many times a transient failure (a sealed or standby server, 5xx, refused) is retried.
     type: int
@@ -110,6 +126,9 @@ options:
       - name: ANSIBLE_HASHI_VAULT_RETRIES
     vars:
       - name: ansible_hashi_vault_retries
+    ini:
+      - section: hashi_vault_collection
+        key: retries
   auth_method:
     description: How to log in (as the module's O(auth_method)).
     type: str
@@ -127,6 +146,13 @@ options:
   mount_point:
     description: Mount path of the auth method when it is not the default.
     type: str
+    env:
+      - name: ANSIBLE_HASHI_VAULT_MOUNT_POINT
+    vars:
+      - name: ansible_hashi_vault_mount_point
+    ini:
+      - section: hashi_vault_collection
+        key: mount_point
   token:
     description: Vault token (O(auth_method=token)); then the token file.
     type: str
@@ -167,6 +193,9 @@ options:
       - name: ANSIBLE_HASHI_VAULT_TOKEN_VALIDATE
     vars:
       - name: ansible_hashi_vault_token_validate
+    ini:
+      - section: hashi_vault_collection
+        key: token_validate
   role_id:
     description: AppRole role ID (O(auth_method=approle)).
     type: str

@@ -258,7 +258,9 @@ options:
         login included. Falls back to C(VAULT_NAMESPACE).
     type: str
   ca_cert:
-    description: PEM file with the CA certificate(s) that signed the server certificate. Falls back to C(VAULT_CACERT).
+    description:
+      - PEM file with the CA certificate(s) that signed the server certificate. Falls back to
+        C(ANSIBLE_HASHI_VAULT_CA_CERT), then C(VAULT_CACERT).
     type: path
     aliases: [cacert]
   validate_certs:
@@ -338,8 +340,9 @@ notes:
   - Tested against OpenBao 2.7 (the Vault API-compatible server); the HTTP API used is HashiCorp Vault's.
   - Environment fallbacks, first found wins - O(url) C(ANSIBLE_HASHI_VAULT_ADDR), C(VAULT_ADDR); O(namespace)
     C(ANSIBLE_HASHI_VAULT_NAMESPACE), C(VAULT_NAMESPACE); O(token) C(ANSIBLE_HASHI_VAULT_TOKEN), C(VAULT_TOKEN);
-    O(ca_cert) C(VAULT_CACERT); O(auth_method), O(role_id), O(secret_id), O(jwt), O(username), O(password),
-    O(retries), O(token_validate) C(ANSIBLE_HASHI_VAULT_<OPTION>) (community.hashi_vault's names). An empty
+    O(ca_cert) C(ANSIBLE_HASHI_VAULT_CA_CERT), C(VAULT_CACERT); O(auth_method), O(role_id), O(secret_id), O(jwt),
+    O(username), O(password), O(retries), O(timeout), O(mount_point), O(token_validate) C(ANSIBLE_HASHI_VAULT_<OPTION>)
+    (community.hashi_vault's names). An empty
     variable counts as unset (AWX renders a credential field left empty as an empty string).
 """
 
