@@ -142,8 +142,9 @@ fuzz_target!(|data: &[u8]| {
         Verdict::Approve { node, kind } => {
             approval_holds(&c, node, *kind);
             // Made before its VM started (beyond the clock skew): held back, whatever else holds.
-            let newest = csr::newest_clients([(&c, &verdict)]);
-            let held = csr::held_back(&c, node, *kind, &newest, &exp.started);
+            // (No Node exists and no other CSR is judged: staleness is the only hold.)
+            let holds = csr::Holds::new([(&c, &verdict)], Default::default(), &exp.started);
+            let held = csr::held_back(&c, node, *kind, &holds);
             let stale = c.created.unwrap() < START - csr::MAX_CLOCK_SKEW;
             assert_eq!(
                 held.is_some(),
