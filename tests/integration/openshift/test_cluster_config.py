@@ -286,18 +286,18 @@ def test_a_kubernetes_core_k8s_task_ported_by_its_module_name(run_playbook, kube
     assert kube_api.get(f"/api/v1/namespaces/{n}/configmaps/listed")["data"] == {"x": "1"}
     # wait_condition: a ConfigMap never shows the condition, so the wait names it.
     src_r = run.task("src")
-    assert src_r.get("failed") and "Nothing=True" in src_r["msg"], src_r
+    assert run.status("src") == "failed" and "Nothing=True" in src_r["msg"], src_r
     assert kube_api.get(f"/api/v1/namespaces/{n}/configmaps/from-src")["data"] == {"a": "b"}
     # wait: true on a Deployment: the real controller manager rolls it out, but no kubelet runs its pod, so the
     # readiness kubernetes.core's waiter asks for never comes, and the timeout says what is missing.
     run = run_playbook(play({"name": "deploy", k8s: {"definition": deployment, "wait": True, "wait_timeout": 6,
                                                      "wait_sleep": 1}}), env=env)
     r = run.task("deploy")
-    assert r.get("failed"), r
+    assert run.status("deploy") == "failed", r
     assert "1 ready replica(s), 0 so far" in r["msg"], r["msg"]
     # K8S_AUTH_VERIFY_SSL=false is read: a warning that certificates are not checked.
     run = run_playbook(play({"name": "read", k8s: {"state": "read", "definition": ns(n)}}),
                        env={**env, "K8S_AUTH_VERIFY_SSL": "false", "K8S_AUTH_SSL_CA_CERT": ""})
     r = run.task("read")
-    assert r.get("failed") is not True, r
+    assert run.status("read") == "ok", r
     assert any("validate_certs is off" in w for w in r.get("warnings", [])), r
