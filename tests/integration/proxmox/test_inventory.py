@@ -146,12 +146,12 @@ def test_community_proxmox_style_entries_work_under_strict(sim50, inventory_toke
           memory_mib: proxmox_memory | int
           first_bridge: proxmox_net0.bridge
           first_mac: proxmox_net0.virtio | default(proxmox_net0.hwaddr)
-          tag_text: proxmox_tags
+          tag_text: proxmox_tags | default("")
         keyed_groups:
-          - key: proxmox_tags_parsed
+          - key: proxmox_tags_parsed | default([])
             prefix: t
         groups:
-          sno: "'proxshift-sno' in proxmox_tags_parsed"
+          sno: "'proxshift-sno' in (proxmox_tags_parsed | default([]))"
         """
     inv = listed(run_inventory(source(tmp_path, sim50, inventory_token, extra)))
     vm = inv["_meta"]["hostvars"]["vm-006"]
