@@ -208,7 +208,7 @@ impl Client {
             }
             let v = self.json("GET", &format!("{}?{}", r.collection(ns), query(&q)), None)?;
             if let Some(a) = v.get("items").and_then(Value::as_array) {
-                items.extend(a.iter().cloned());
+                items.extend(a.iter().map(|i| r.typed(i.clone())));
             }
             cont = v
                 .pointer("/metadata/continue")

@@ -35,6 +35,17 @@ impl Resource {
         format!("{}/{name}", self.collection(namespace))
     }
 
+    /// A list item as `kubectl get -o json` shows it: the API server leaves `apiVersion` and `kind`
+    /// out of a List's items (they belong to the list), and whatever judges an item by its kind (a
+    /// Secret's values are hidden by kind) needs them back.
+    pub fn typed(&self, mut item: Value) -> Value {
+        if let Value::Object(m) = &mut item {
+            m.entry("apiVersion").or_insert_with(|| Value::String(self.api_version.clone()));
+            m.entry("kind").or_insert_with(|| Value::String(self.kind.clone()));
+        }
+        item
+    }
+
     /// `Secret open-cluster-management-agent/bootstrap-hub-kubeconfig`, for messages.
     pub fn describe(&self, namespace: Option<&str>, name: &str) -> String {
         match (self.namespaced, namespace) {
@@ -419,6 +430,16 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, DocumentError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn list_items_get_their_kind_back_and_keep_their_own() {
+        let r = Resource::new("v1", "Secret", "secrets", true);
+        let item = r.typed(json!({"metadata": {"name": "repo"}, "data": {"password": "cHc="}}));
+        assert_eq!(item["kind"], "Secret");
+        assert_eq!(item["apiVersion"], "v1");
+        let kept = r.typed(json!({"apiVersion": "v2", "kind": "Other"}));
+        assert_eq!((kept["apiVersion"].as_str(), kept["kind"].as_str()), (Some("v2"), Some("Other")));
+    }
+
     use super::*;
     use serde_json::json;
 
