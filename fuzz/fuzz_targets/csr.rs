@@ -83,6 +83,7 @@ fn expected() -> Expected {
         bootstrap_user: csr::DEFAULT_BOOTSTRAP_USER.into(),
         bootstrap_groups: vec![csr::DEFAULT_BOOTSTRAP_GROUP.into()],
         started: BTreeMap::from([(NODE.to_string(), START)]),
+        rejoin: false,
     }
 }
 

@@ -166,6 +166,10 @@ pub struct Expected {
     pub bootstrap_groups: Vec<String>,
     /// Node name → Unix time its VM started: CSRs made before it are stale.
     pub started: BTreeMap<String, i64>,
+    /// The nodes restart after a shutdown: one whose kubelet has not reported Ready since its VM
+    /// started may bootstrap again (OpenShift's graceful restart: the node-bootstrapper's client CSRs of
+    /// kubelets whose certificates expired while the cluster was down are approved).
+    pub rejoin: bool,
 }
 
 /// How far a CSR may predate its VM's start (clocks of the hypervisor and the API server differ):
@@ -496,6 +500,7 @@ mod tests {
             bootstrap_user: DEFAULT_BOOTSTRAP_USER.into(),
             bootstrap_groups: vec![DEFAULT_BOOTSTRAP_GROUP.into()],
             started: BTreeMap::new(),
+            rejoin: false,
         }
     }
 

@@ -63,6 +63,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::str("max_unhealthy").default("40%"),
         Opt::dict("vm_states").default(json!({})),
         Opt::dict("vm_uptimes").default(json!({})),
+        Opt::bool("rejoin").default(false),
         Opt::dict("resets").default(json!({})),
         Opt::list("control_plane", Type::Str).default(json!([])),
         Opt::int("shutdown_max_days").default(30),
@@ -89,6 +90,7 @@ struct Options {
     max_unhealthy: String,
     vm_states: BTreeMap<String, Value>,
     vm_uptimes: BTreeMap<String, Value>,
+    rejoin: bool,
     resets: BTreeMap<String, Value>,
     control_plane: Vec<String>,
     shutdown_max_days: i64,
@@ -136,6 +138,7 @@ fn expected(o: &Options) -> Result<csr::Expected, Failure> {
         bootstrap_user: o.bootstrap_username.clone(),
         bootstrap_groups: o.bootstrap_groups.clone(),
         started,
+        rejoin: o.rejoin,
     })
 }
 
@@ -533,7 +536,7 @@ mod tests {
         json!({"state": "approved", "nodes": ["w1", "w2"], "addresses": {}, "approve_csrs": false,
             "bootstrap_username": csr::DEFAULT_BOOTSTRAP_USER, "bootstrap_groups": [],
             "timeout": 1, "drain_timeout": 1, "skip_wait_for_delete_timeout": 300, "poll_interval": 1, "allow_control_plane": false,
-            "unhealthy_timeout": 300, "node_startup_timeout": 600, "max_unhealthy": "40%", "vm_states": {}, "vm_uptimes": {}, "resets": {}, "control_plane": [], "shutdown_max_days": 30,
+            "unhealthy_timeout": 300, "node_startup_timeout": 600, "max_unhealthy": "40%", "vm_states": {}, "vm_uptimes": {}, "rejoin": false, "resets": {}, "control_plane": [], "shutdown_max_days": 30,
             "kubeconfig": null, "context": null, "api_url": "https://x", "api_key": null,
             "ca_cert": null, "validate_certs": true})
     }

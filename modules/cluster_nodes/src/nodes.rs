@@ -175,12 +175,18 @@ impl Run {
             .client
             .list(&known::nodes(), None, None)
             .map_err(kube("listing Nodes"))?;
-        Ok(all
-            .iter()
-            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
-            .filter(|n| self.expected.nodes.contains_key(*n))
-            .map(str::to_string)
-            .collect())
+        let mut out = BTreeSet::new();
+        for node in &all {
+            let Some(name) = node.pointer("/metadata/name").and_then(Value::as_str) else {
+                continue;
+            };
+            let started = self.expected.started.get(name).copied();
+            let rejoining = self.expected.rejoin && !kubelet_reports_ready(node, started);
+            if self.expected.nodes.contains_key(name) && !rejoining {
+                out.insert(name.to_string());
+            }
+        }
+        Ok(out)
     }
 
     /// Add the `Approved` condition through the `approval` subresource (certificates.k8s.io/v1), as
@@ -582,6 +588,16 @@ pub fn stale_ready(node: &Value, started: Option<i64>) -> bool {
         .is_some_and(|beat| beat < started - MAX_CLOCK_SKEW)
 }
 
+/// `Ready=True` reported since the VM started: its kubelet holds a working client certificate. With
+/// `rejoin` (a restart after a shutdown), only such a node counts as joined; any other may bootstrap again.
+pub fn kubelet_reports_ready(node: &Value, started: Option<i64>) -> bool {
+    let ready = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
+    ready.is_some_and(|c| c["status"] == "True") && !stale_ready(node, started)
+}
+
 fn ready_text(node: &Value) -> String {
     match conditions(node).into_iter().find(|c| c.type_ == "Ready") {
         None => "no Ready condition yet".into(),
@@ -720,5 +736,24 @@ mod tests {
             &node("Unknown", Some("2027-01-01T00:00:00Z")),
             Some(start)
         ));
+    }
+
+    #[test]
+    fn only_a_kubelet_reporting_since_its_start_holds_a_client_certificate() {
+        let start = crate::remediation::parse_time("2027-01-10T00:00:00Z").unwrap();
+        assert!(kubelet_reports_ready(
+            &node("True", Some("2027-01-10T00:01:00Z")),
+            Some(start)
+        ));
+        // Down longer than its certificates: Unknown, or a Ready from before the shutdown.
+        assert!(!kubelet_reports_ready(
+            &node("Unknown", Some("2027-01-10T00:01:00Z")),
+            Some(start)
+        ));
+        assert!(!kubelet_reports_ready(
+            &node("True", Some("2027-01-01T00:00:00Z")),
+            Some(start)
+        ));
+        assert!(!kubelet_reports_ready(&json!({"metadata": {"name": "m0"}}), None));
     }
 }

@@ -159,6 +159,16 @@ options:
         started.
     type: dict
     default: {}
+  rejoin:
+    description:
+      - The nodes restart after a shutdown (C(playbooks/start.yaml)). A node that exists but whose kubelet has not
+        reported C(Ready=True) since its VM started (O(vm_uptimes)) may bootstrap again - its certificates expired
+        while the cluster was down - so its node-bootstrapper client CSR is approved, as OpenShift's graceful
+        restart documents (the machine-approver leaves it for an administrator). Still one per node, none stale.
+      - Without it, a client CSR for a node that already exists is left pending (the machine-approver's
+        C(authorizeNodeClientCSR) - the bootstrap identity only joins new nodes).
+    type: bool
+    default: false
   node_startup_timeout:
     description:
       - O(state=remediation_plan) - seconds a host may take to register a Node that reports C(Ready) (from its VM's
