@@ -754,6 +754,9 @@ mod tests {
             &node("True", Some("2027-01-01T00:00:00Z")),
             Some(start)
         ));
-        assert!(!kubelet_reports_ready(&json!({"metadata": {"name": "m0"}}), None));
+        assert!(!kubelet_reports_ready(
+            &json!({"metadata": {"name": "m0"}}),
+            None
+        ));
     }
 }

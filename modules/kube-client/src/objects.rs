@@ -40,8 +40,10 @@ impl Resource {
     /// Secret's values are hidden by kind) needs them back.
     pub fn typed(&self, mut item: Value) -> Value {
         if let Value::Object(m) = &mut item {
-            m.entry("apiVersion").or_insert_with(|| Value::String(self.api_version.clone()));
-            m.entry("kind").or_insert_with(|| Value::String(self.kind.clone()));
+            m.entry("apiVersion")
+                .or_insert_with(|| Value::String(self.api_version.clone()));
+            m.entry("kind")
+                .or_insert_with(|| Value::String(self.kind.clone()));
         }
         item
     }
@@ -437,7 +439,10 @@ mod tests {
         assert_eq!(item["kind"], "Secret");
         assert_eq!(item["apiVersion"], "v1");
         let kept = r.typed(json!({"apiVersion": "v2", "kind": "Other"}));
-        assert_eq!((kept["apiVersion"].as_str(), kept["kind"].as_str()), (Some("v2"), Some("Other")));
+        assert_eq!(
+            (kept["apiVersion"].as_str(), kept["kind"].as_str()),
+            (Some("v2"), Some("Other"))
+        );
     }
 
     use super::*;
