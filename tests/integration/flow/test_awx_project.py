@@ -36,7 +36,10 @@ def bare_project(dest: Path) -> Path:
     ).stdout.decode().split("\0")
     for rel in filter(None, listed):
         src = REPO / rel
-        if src.is_file() and not src.is_symlink():
+        if src.is_symlink():  # git checks a link out as a link (each collection's shared action)
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dest / rel)
+        elif src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     assert not (dest / "build").exists()

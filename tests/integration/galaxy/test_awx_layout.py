@@ -4,6 +4,7 @@ ansible.cfg keeps the unbuilt checkout behind the installed collections."""
 from __future__ import annotations
 
 import configparser
+import os
 
 from testlib import COLLECTION_NAMES, REPO
 
@@ -21,10 +22,13 @@ def test_every_module_has_its_action_shim():
             assert f"ansible_collections.proxshift.{coll}.plugins.plugin_utils.binary_module import" in text, name
 
 
-def test_the_collections_carry_identical_copies_of_the_shared_action():
-    copies = {coll: (COLLECTIONS / coll / "plugins/plugin_utils/binary_module.py").read_text()
-              for coll in COLLECTION_NAMES}
-    assert len(set(copies.values())) == 1, "plugins/plugin_utils/binary_module.py differs between collections"
+def test_the_shared_action_has_one_source_that_every_collection_links_to():
+    source = REPO / "modules/collection-binaries/python/binary_module.py"
+    for coll in COLLECTION_NAMES:
+        link = COLLECTIONS / coll / "plugins/plugin_utils/binary_module.py"
+        assert link.is_symlink(), f"{link} is a copy: link it to {source}"
+        # Relative, so a clone anywhere (an AWX project sync) resolves it.
+        assert not os.path.isabs(os.readlink(link)) and link.resolve() == source.resolve(), os.readlink(link)
 
 
 def test_ansible_cfg_puts_the_built_checkout_first_and_the_bare_one_last():

@@ -55,6 +55,11 @@ def test_tarballs_hold_licence_binaries_and_no_build_junk(built_tarballs):
             assert data[:4] == ELF_MAGIC, f"{name} in {tarball.name} is no binary"
             machine = ELF_MACHINES[name.split("/")[1]]
             assert data[18:20] == machine.to_bytes(2, "little"), f"{name} is not for machine {machine}"
+        # The shared action (one source, linked from each collection) is a file of its own in each tarball.
+        shim = found["plugins/plugin_utils/binary_module.py"]
+        assert shim.isfile(), f"{tarball.name}: plugins/plugin_utils/binary_module.py is not a regular file"
+        assert read_member(tarball, shim.name) == \
+            (REPO / "modules/collection-binaries/python/binary_module.py").read_bytes()
         junk = [n for n in found if JUNK.search(n)]
         assert not junk, f"{tarball.name} holds build output or caches: {junk}"
         # Executables are exactly the collection's binary, one per architecture (no stray scripts or tools).
