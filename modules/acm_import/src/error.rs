@@ -25,6 +25,9 @@ pub enum ImportError {
     SelfImport { reason: String },
     #[error("timed out after {}s waiting for {pending}", waited.as_secs())]
     Timeout { waited: Duration, pending: String },
+    /// The run lost the cluster's lease while waiting (kube_client::STOP_FILE_ENV).
+    #[error("stopped after {}s: {reason}", waited.as_secs())]
+    Stopped { waited: Duration, reason: String },
     #[error("cannot read spoke_kubeconfig {path}: {source}")]
     ReadSpokeKubeconfig {
         path: String,
@@ -62,6 +65,7 @@ impl ImportError {
         match e {
             WaitError::Timeout { waited, pending } => ImportError::Timeout { waited, pending },
             WaitError::Failed(e) => ImportError::Kube(e),
+            WaitError::Stopped { waited, reason } => ImportError::Stopped { waited, reason },
         }
     }
 }

@@ -511,6 +511,9 @@ fn wait_joined(o: &Opts, hub: &Client, report: &Report) -> Result<Value, Stop> {
             ))
         }
         Err(WaitError::Failed(e)) => Err(e.into()),
+        Err(WaitError::Stopped { waited, reason }) => Err(Stop::Failed(
+            report.fail(ImportError::Stopped { waited, reason }),
+        )),
     }
 }
 

@@ -85,6 +85,7 @@ fn wait_for_manifests(
             Err(ImportError::Timeout { waited, pending })
         }
         Err(WaitError::Failed(e)) => Err(e),
+        Err(WaitError::Stopped { waited, reason }) => Err(ImportError::Stopped { waited, reason }),
     }
 }
 

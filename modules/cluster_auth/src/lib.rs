@@ -374,6 +374,13 @@ fn wait_failure(e: WaitError<KubeError>, server: &str, data: Map<String, Value>)
             f.with("pending", json!(list))
         }
         WaitError::Failed(e) => kube_fail("checking readiness", e),
+        stopped @ WaitError::Stopped { .. } => {
+            let mut f = Failure::new(format!("waiting for {server}: {stopped}"));
+            for (k, v) in data {
+                f = f.with(&k, v);
+            }
+            f
+        }
     }
 }
 

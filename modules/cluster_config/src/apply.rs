@@ -397,6 +397,12 @@ impl Run<'_> {
                 });
             }
             Err(WaitError::Failed(e)) => out.error = Some(e),
+            Err(WaitError::Stopped { waited, reason }) => {
+                out.error = Some(ConfigError::WaitStopped {
+                    waited: waited.as_secs(),
+                    reason,
+                })
+            }
         }
     }
 }

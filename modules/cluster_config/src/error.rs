@@ -70,6 +70,9 @@ pub enum ConfigError {
     },
     #[error("timed out after {waited}s waiting for {pending}")]
     WaitTimeout { waited: u64, pending: String },
+    /// The run lost the cluster's lease while waiting (kube_client::STOP_FILE_ENV).
+    #[error("stopped after {waited}s: {reason}")]
+    WaitStopped { waited: u64, reason: String },
     #[error("{0}")]
     Connect(#[source] Box<kube_client::ConnectError>),
 }

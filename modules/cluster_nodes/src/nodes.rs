@@ -56,6 +56,9 @@ pub enum NodesError {
     ControlPlane(String),
     #[error("nodes not Ready after {waited}s: {pending}")]
     NotReady { waited: u64, pending: String },
+    /// The run lost the cluster's lease while waiting (kube_client::STOP_FILE_ENV).
+    #[error("stopped waiting for the nodes after {waited}s: {reason}")]
+    Stopped { waited: u64, reason: String },
     #[error("the API server lists no pods/eviction subresource in /api/v1")]
     NoEviction,
 }
@@ -279,6 +282,10 @@ impl Run {
                 waited: waited.as_secs(),
                 pending,
             }),
+            Err(WaitError::Stopped { waited, reason }) => Err(NodesError::Stopped {
+                waited: waited.as_secs(),
+                reason,
+            }),
         }
     }
 
@@ -467,6 +474,7 @@ impl Run {
         out.result = match res {
             Ok(()) => Ok(()),
             Err(WaitError::Failed(e)) => Err(vec![e.to_string()]),
+            Err(e @ WaitError::Stopped { .. }) => Err(vec![e.to_string()]),
             Err(WaitError::Timeout { .. }) => Err(left
                 .iter()
                 .map(|(pod, why, requested)| match (why, *requested) {

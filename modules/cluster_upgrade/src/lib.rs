@@ -158,6 +158,7 @@ impl Run<'_> {
             Ok(Err(r)) => Err(refused(&r, &self.req)),
             Err(WaitError::Timeout { pending, .. }) => Err(Failure::new(pending)),
             Err(WaitError::Failed(e)) => Err(kube_fail("reading ClusterVersion version", e)),
+            Err(e @ WaitError::Stopped { .. }) => Err(Failure::new(e.to_string())),
         }
     }
 
@@ -224,6 +225,11 @@ impl Run<'_> {
             ))
             .with("progress", json!(seen))),
             Err(WaitError::Failed(e)) => Err(kube_fail("following the update", e)),
+            // The update goes on in the cluster; this run no longer follows it (another run holds the lease).
+            Err(e @ WaitError::Stopped { .. }) => Err(Failure::new(format!(
+                "no longer following the update to {target} (it goes on in the cluster): {e}"
+            ))
+            .with("progress", json!(seen))),
         }
     }
 
@@ -251,6 +257,9 @@ impl Run<'_> {
                 "reading the ClusterVersion and ClusterOperators",
                 e,
             )),
+            Err(e @ WaitError::Stopped { .. }) => Err(Failure::new(format!(
+                "stopped between the hops of upgrade_path auto: {e}"
+            ))),
         }
     }
 

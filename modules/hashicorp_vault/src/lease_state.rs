@@ -75,7 +75,13 @@ pub(crate) fn run(
     match waited {
         Ok(out) => Ok(out),
         Err(proxshift_http::WaitError::Failed(f)) => Err(f),
-        Err(proxshift_http::WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
+        Err(
+            proxshift_http::WaitError::Timeout { waited, pending }
+            | proxshift_http::WaitError::Stopped {
+                waited,
+                reason: pending,
+            },
+        ) => Err(Failure::new(format!(
             "waited {}s (lease_wait) and {pending}",
             waited.as_secs()
         ))),

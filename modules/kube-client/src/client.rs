@@ -473,7 +473,7 @@ impl Client {
         timeout: Duration,
         interval: Duration,
     ) -> Result<Value, WaitError<KubeError>> {
-        proxshift_http::wait_for(timeout, interval, || {
+        crate::wait_for(timeout, interval, || {
             Ok(match self.get(r, ns, name)? {
                 None => Poll::Pending(format!("{} to exist", r.describe(ns, name))),
                 Some(obj) => {
@@ -497,7 +497,7 @@ impl Client {
         timeout: Duration,
         interval: Duration,
     ) -> Result<(), WaitError<KubeError>> {
-        proxshift_http::wait_for(timeout, interval, || {
+        crate::wait_for(timeout, interval, || {
             Ok(match self.get(r, ns, name)? {
                 None => Poll::Ready(()),
                 Some(obj) => {

@@ -7,7 +7,7 @@
 mod trust;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -287,6 +287,8 @@ pub enum WaitError<E> {
     Timeout { waited: Duration, pending: String },
     /// The probe itself failed in a way that waiting will not fix.
     Failed(E),
+    /// The stop file of [`wait_for_or_stop`] appeared: `reason` is what it says.
+    Stopped { waited: Duration, reason: String },
 }
 
 impl<E: fmt::Display> fmt::Display for WaitError<E> {
@@ -300,15 +302,43 @@ impl<E: fmt::Display> fmt::Display for WaitError<E> {
                 )
             }
             WaitError::Failed(e) => write!(f, "{e}"),
+            WaitError::Stopped { waited, reason } => {
+                write!(f, "stopped after {}s: {reason}", waited.as_secs())
+            }
         }
     }
 }
 
 impl<E: fmt::Debug + fmt::Display> std::error::Error for WaitError<E> {}
 
+/// What the stop file says, once it exists (its text, or a note when it is empty or unreadable).
+fn stop_reason(file: &Path) -> Option<String> {
+    if !file.exists() {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let text = text.trim();
+    Some(if text.is_empty() {
+        format!("{} appeared", file.display())
+    } else {
+        text.to_string()
+    })
+}
+
 /// Poll `probe` every `interval` until it is ready or `timeout` has passed. The probe runs at least
 /// once, and once more right at the deadline, so a zero timeout still gives a real answer.
 pub fn wait_for<T, E>(
+    timeout: Duration,
+    interval: Duration,
+    probe: impl FnMut() -> Result<Poll<T>, E>,
+) -> Result<T, WaitError<E>> {
+    wait_for_or_stop(None, timeout, interval, probe)
+}
+
+/// [`wait_for`] that also ends, [`WaitError::Stopped`], once the file `stop` exists (checked after
+/// each pending probe: a ready answer wins).
+pub fn wait_for_or_stop<T, E>(
+    stop: Option<&Path>,
     timeout: Duration,
     interval: Duration,
     mut probe: impl FnMut() -> Result<Poll<T>, E>,
@@ -320,6 +350,12 @@ pub fn wait_for<T, E>(
             Poll::Pending(what) => what,
         };
         let elapsed = start.elapsed();
+        if let Some(reason) = stop.and_then(stop_reason) {
+            return Err(WaitError::Stopped {
+                waited: elapsed,
+                reason: format!("{reason} (still waiting for: {pending})"),
+            });
+        }
         if elapsed >= timeout {
             return Err(WaitError::Timeout {
                 waited: elapsed,
@@ -334,6 +370,50 @@ pub fn wait_for<T, E>(
 mod tests {
     use super::*;
     use std::cell::Cell;
+
+    #[test]
+    fn a_stop_file_ends_a_pending_wait_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("proxshift-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("lost");
+        let polls = Cell::new(0);
+        let r: Result<(), WaitError<()>> = wait_for_or_stop(
+            Some(&file),
+            Duration::from_secs(30),
+            Duration::from_millis(1),
+            || {
+                polls.set(polls.get() + 1);
+                if polls.get() == 3 {
+                    std::fs::write(&file, "lease lost to run B\n").unwrap();
+                }
+                Ok(Poll::Pending("the upgrade".to_string()))
+            },
+        );
+        match r {
+            Err(WaitError::Stopped { reason, .. }) => {
+                assert_eq!(
+                    reason,
+                    "lease lost to run B (still waiting for: the upgrade)"
+                )
+            }
+            other => panic!("not stopped: {other:?}"),
+        }
+        assert_eq!(polls.get(), 3);
+        // A ready probe wins over the stop file; without a stop file nothing stops.
+        let ok: Result<u8, WaitError<()>> =
+            wait_for_or_stop(Some(&file), Duration::ZERO, Duration::ZERO, || {
+                Ok(Poll::Ready(7))
+            });
+        assert_eq!(ok.unwrap(), 7);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let none: Result<(), WaitError<()>> = wait_for_or_stop(
+            None,
+            Duration::from_millis(5),
+            Duration::from_millis(1),
+            || Ok(Poll::Pending("x".to_string())),
+        );
+        assert!(matches!(none, Err(WaitError::Timeout { .. })));
+    }
 
     #[test]
     fn backoff_delays_grow_and_cap() {

@@ -160,7 +160,14 @@ impl Client {
                 exitstatus: exit,
             })),
             Err(WaitError::Failed(e)) => Err(e),
-            Err(WaitError::Timeout { waited, pending }) => Err(Error::Timeout {
+            // No stop file here (a Proxmox task runs on whatever this run decides): a timeout only.
+            Err(
+                WaitError::Timeout { waited, pending }
+                | WaitError::Stopped {
+                    waited,
+                    reason: pending,
+                },
+            ) => Err(Error::Timeout {
                 what: format!("task {} on node {}", u.kind, u.node),
                 waited,
                 pending,
@@ -224,7 +231,11 @@ impl Client {
         });
         r.map_err(|e| match e {
             WaitError::Failed(e) => e,
-            WaitError::Timeout { waited, pending } => Error::Timeout {
+            WaitError::Timeout { waited, pending }
+            | WaitError::Stopped {
+                waited,
+                reason: pending,
+            } => Error::Timeout {
                 what: format!("the lock on VM {vmid} to clear"),
                 waited,
                 pending,

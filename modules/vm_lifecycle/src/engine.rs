@@ -190,7 +190,13 @@ impl<B: Backend> Engine<'_, B> {
                 };
                 r
             }
-            Err(WaitError::Timeout { pending, .. }) => {
+            // proxshift_http::wait_for has no stop file: a timeout only.
+            Err(
+                WaitError::Timeout { pending, .. }
+                | WaitError::Stopped {
+                    reason: pending, ..
+                },
+            ) => {
                 let who = if obs.ha_managed {
                     " (HA-managed: the HA manager did not carry out the request)"
                 } else {
@@ -269,7 +275,13 @@ impl<B: Backend> Engine<'_, B> {
                 };
                 r
             }
-            Err(WaitError::Timeout { pending, .. }) => {
+            // proxshift_http::wait_for has no stop file: a timeout only.
+            Err(
+                WaitError::Timeout { pending, .. }
+                | WaitError::Stopped {
+                    reason: pending, ..
+                },
+            ) => {
                 r.failed = true;
                 r.msg = format!(
                     "{label} on node {}: timed out after {}s (wait_timeout) waiting for {pending}",

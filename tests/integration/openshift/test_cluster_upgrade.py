@@ -280,3 +280,26 @@ def test_upgrade_path_auto_waits_for_the_pools_between_hops(run_module, cluster,
     assert rc == 0, out
     assert out["hops"] == ["4.18.9"] and out["version"] == "4.19.3", out
     assert [u["version"] for u in fake.updates] == ["4.18.9", "4.19.3"]
+
+
+def test_a_lost_lease_ends_the_wait_and_leaves_the_update_to_the_cluster(run_module, cluster, cvo, tmp_path):
+    """#43: the playbooks' lease keeper writes PROXSHIFT_STOP_FILE once the run lost the cluster's lease (another
+    run may hold it). The module asks for the update, then stops following it at its next look instead of waiting
+    out its timeout: the update itself goes on in the cluster (nothing is rolled back), and the message says so
+    and why."""
+    lost = tmp_path / "lease-lost"
+    lost.write_text("this run (run r1) lost the lease of lab-a: held by run r2 on host ctl2\n")
+    fake = cvo({"stable-4.18": releases("4.18.9")}, flap={"4.18.9": "kube-apiserver"})
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", timeout=3600),
+                            env={"PROXSHIFT_STOP_FILE": str(lost)})
+    assert rc != 0 and out["changed"] is True, out
+    assert out["msg"].startswith("no longer following the update to 4.18.9 (it goes on in the cluster): stopped "
+                                 "after "), out["msg"]
+    assert "this run (run r1) lost the lease of lab-a: held by run r2 on host ctl2 (still waiting for: " in out["msg"]
+    assert spec(cluster)["desiredUpdate"]["version"] == "4.18.9"
+    assert [u["version"] for u in fake.updates] == ["4.18.9"]
+    # The rerun (empty variable: the playbooks set it so when no keeper runs) follows the same update to its end.
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.18.9", timeout=3600),
+                            env={"PROXSHIFT_STOP_FILE": ""})
+    assert rc == 0 and out["version"] == "4.18.9", out
+    assert [u["version"] for u in fake.updates] == ["4.18.9"]
