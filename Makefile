@@ -36,7 +36,6 @@ build: venv
 
 ## collections: Galaxy tarballs of the three collections, binaries included, in build/ (for an EE or a hub).
 collections: build
-	@mkdir -p build/installers
 	@for c in proxmox hashi_vault openshift; do \
 	  $(VENV)/bin/ansible-galaxy collection build --force --output-path build ansible_collections/proxshift/$$c || exit 1; \
 	done

@@ -55,7 +55,7 @@ def ee_context(tmp_path_factory):
     (root / "awx").mkdir()
     shutil.copy(AWX / "execution-environment.yml", root / "awx" / "execution-environment.yml")
     shutil.copytree(AWX / "ee", root / "awx" / "ee")
-    (build / "installers").mkdir()  # what `make collections` creates: local client tarballs go there
+    # No build/installers: local client tarballs, when any, are in awx/ee/installers/ (copied with awx/ee).
     context = root / "context"
     proc = subprocess.run(
         [tool("ansible-builder"), "create", "-f", str(root / "awx/execution-environment.yml"),
@@ -100,33 +100,29 @@ def test_context_installs_nmstate_and_the_openshift_clients_step(ee_context):
     assert "ENV PROXSHIFT_INSTALLER_CACHE=/usr/local/share/proxshift/installers" in run
 
 
-def test_every_stage_installs_packages_with_dnf_or_microdnf(ee_context):
+def test_every_stage_takes_ansible_builders_package_manager_argument(ee_context):
+    """No wrapper script: ansible-builder's own PKGMGR (options.package_manager_path), dnf by default, which
+    `--build-arg PKGMGR=/usr/bin/microdnf` changes in every stage for an ee-minimal base (awx/README.md)."""
     containerfile = (ee_context / "Containerfile").read_text()
-    assert 'ARG PKGMGR="/usr/local/bin/proxshift-pkgmgr"' in containerfile, containerfile
-    assert (ee_context / "_build/scripts/pkgmgr.sh").read_bytes() == (AWX / "ee/pkgmgr.sh").read_bytes()
-    base = re.split(r"FROM \$EE_BASE_IMAGE as base", containerfile, flags=re.I)[1].split("\nFROM ", 1)[0]
-    # The wrapper is in the base stage before its first package install; every other stage starts from base.
-    assert base.index("COPY _build/scripts/pkgmgr.sh /usr/local/bin/proxshift-pkgmgr") < base.index("$PKGMGR install")
-    stages = re.findall(r"^FROM (\S+)", containerfile, re.M)
-    assert stages[0] == "$EE_BASE_IMAGE" and set(stages[1:]) == {"base"}, stages
-    assert base.index("RUN chmod 0755 /usr/local/bin/proxshift-pkgmgr") < base.index("$PKGMGR install")
+    assert not (AWX / "ee/pkgmgr.sh").exists() and "proxshift-pkgmgr" not in containerfile
+    head, *stages = re.split(r"^FROM ", containerfile, flags=re.M)
+    assert 'ARG PKGMGR="/usr/bin/dnf"' in head, head
+    assert [s.split()[0] for s in stages][0] == "$EE_BASE_IMAGE" and len(stages) >= 3, stages
+    for stage in stages:
+        uses = [m.start() for m in re.finditer(r"\$PKGMGR\b", stage)]
+        declared = re.search(r"^ARG PKGMGR$", stage, re.M)
+        assert declared and all(declared.start() < u for u in uses), stage
+    assert "--build-arg PKGMGR=/usr/bin/microdnf" in (AWX / "README.md").read_text()
 
 
-@pytest.mark.parametrize("present", [("dnf", "microdnf"), ("microdnf",)], ids=["full image", "ee-minimal"])
-def test_the_package_manager_wrapper_runs_dnf_else_microdnf(tmp_path, present):
-    for name in present:
-        fake = tmp_path / name
-        fake.write_text(f"#!/bin/sh\necho {name} \"$@\"\n")
-        fake.chmod(0o755)
-    proc = subprocess.run(["/bin/sh", str(AWX / "ee/pkgmgr.sh"), "install", "-y", "nmstate"],
-                          env={"PATH": f"{tmp_path}:/nonexistent"}, capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout == f"{present[0]} install -y nmstate\n", proc.stdout + proc.stderr
-
-
-def test_the_package_manager_wrapper_names_what_is_missing(tmp_path):
-    proc = subprocess.run(["/bin/sh", str(AWX / "ee/pkgmgr.sh"), "clean", "all"],
-                          env={"PATH": str(tmp_path)}, capture_output=True, text=True)
-    assert proc.returncode == 127 and "neither dnf nor microdnf" in proc.stderr
+def test_the_context_has_the_installers_folder_without_any_local_tarball(ee_context):
+    """The clients step copies _build/installers; it comes from awx/ee/installers/, whose README keeps it in git,
+    so a context made without local tarballs (nothing but the collections) builds."""
+    assert sorted(p.name for p in (ee_context / "_build/installers").iterdir() if not p.name.startswith(".")) == [
+        "README.md"]
+    assert "COPY _build/installers /tmp/proxshift-installers" in (ee_context / "Containerfile").read_text()
+    ignored = (AWX / "ee/installers/.gitignore").read_text().split()
+    assert ignored == ["*.tar.gz", "sha256sum.txt"], ignored
 
 
 def test_context_installs_the_three_collections(ee_context):
