@@ -87,6 +87,8 @@ def test_every_task_passes_the_awx_modules_argument_checks(tmp_path, hub):
     job_templates = sorted(p.name for p in (AWX / "job_templates").glob("*.yml"))
     assert got.pop("Credential types (awx/credential_types/*.yml)") == ["api"] * len(credential_types)
     assert got.pop("Job templates (awx/job_templates/*.yml)") == ["api"] * len(job_templates)
+    workflows = sorted(p.name for p in (AWX / "workflows").glob("*.yml"))
+    assert workflows and got.pop("Workflow job templates (awx/workflows/*.yml)") == ["api"] * len(workflows)
     hub_token = got.pop("ACM hub credential (host + token)")
     hub_kubeconfig = got.pop("ACM hub credential (kubeconfig)")
     assert (hub_token, hub_kubeconfig) == ((["api"], ["skipped"]) if hub == "token" else (["skipped"], ["api"]))
