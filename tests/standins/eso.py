@@ -5,7 +5,9 @@ on the configuration. The controller those Deployments stand for is the real one
 (`kube_fixtures.external_secrets_controller`), run by the test.
 
 - Red Hat's operator (openshift/external-secrets-operator): the cluster-scoped ExternalSecretsConfig `cluster`
-  (operator.openshift.io/v1alpha1) deploys `external-secrets`, `external-secrets-webhook` and
+  (operator.openshift.io/v1alpha1) deploys, always in the namespace `external-secrets` (`REDHAT_OPERAND_NS`: the
+  config has no namespace field; Red Hat's "Installing the External Secrets operand by using the CLI" deploys the
+  operand components "into the external-secrets namespace"), `external-secrets`, `external-secrets-webhook` and
   `external-secrets-cert-controller` and sets `Ready=True` (reason `Ready`) and `Degraded=False` on it
   (api/v1alpha1/conditions.go; pkg/controller/external_secrets/controller.go). Nothing without the config.
 - The community helm-based operator (external-secrets/external-secrets-helm-operator, archived at 0.11.0):
@@ -23,12 +25,14 @@ OPS = "/apis/operators.coreos.com/v1alpha1/namespaces"
 ESC = "/apis/operator.openshift.io/v1alpha1/externalsecretsconfigs"
 OPERATOR_CONFIGS = "/apis/operator.external-secrets.io/v1alpha1/namespaces"
 PARTS = ("", "-webhook", "-cert-controller")
+REDHAT_OPERAND_NS = "external-secrets"
 
 
 class FakeEsoOperator(FakeController):
-    def __init__(self, api: KubeApi, operator_ns: str, operand_ns: str, bad_stores: tuple[str, ...] = ()):
-        """`bad_stores`: ClusterSecretStores the community operand's 0.11 controller cannot validate."""
-        self.api, self.operator_ns, self.operand_ns, self.bad_stores = api, operator_ns, operand_ns, bad_stores
+    def __init__(self, api: KubeApi, operator_ns: str, bad_stores: tuple[str, ...] = ()):
+        """`bad_stores`: ClusterSecretStores the community operand's 0.11 controller cannot validate. Red Hat's
+        operand goes to REDHAT_OPERAND_NS whatever the role was told; the community one to `operator_ns`."""
+        self.api, self.operator_ns, self.bad_stores = api, operator_ns, bad_stores
         super().__init__()
 
     def _installed(self, package: str) -> bool:
@@ -40,7 +44,7 @@ class FakeEsoOperator(FakeController):
         if self._installed("openshift-external-secrets-operator"):
             config = self.api.get(f"{ESC}/cluster")
             if config is not None:
-                self._deploy(self.operand_ns, "external-secrets")
+                self._deploy(REDHAT_OPERAND_NS, "external-secrets")
                 if not config.get("status", {}).get("conditions"):
                     self.api.patch_status(f"{ESC}/cluster", {"conditions": [
                         {**condition("Ready", "True", "reconciliation successful"), "reason": "Ready"},

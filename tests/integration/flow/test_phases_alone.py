@@ -330,7 +330,7 @@ def test_external_secrets_and_gitops_from_inventory_gitops_yml_check_first_then_
                         private=True)
     with FakeOlm(spoke_api, "external-secrets-operator", module_user="admin"), \
             FakeOlm(spoke_api, "openshift-gitops-operator", module_user="admin"), \
-            FakeEsoOperator(spoke_api, "external-secrets-operator", "external-secrets"), gitops:
+            FakeEsoOperator(spoke_api, "external-secrets-operator"), gitops:
         since = {api.url: len(api.audit_events()) for api in (spoke_api, kube_api)}
         check = run_flow("site.yaml", PROVISIONED, check=True, diff=True, **run_it)
         assert check.rc == 0, check.output

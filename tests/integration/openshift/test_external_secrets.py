@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from standins.eso import ESC, FakeEsoOperator
+from standins.eso import ESC, REDHAT_OPERAND_NS, FakeEsoOperator
 from standins.olm import FakeOlm
 from kube_fixtures import (KubeApi, _running_testenv, event_message, external_secret, external_secrets_controller,  # noqa: F401 (fixtures)
                            kube_api, ready_condition, unique)
@@ -58,9 +58,9 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     """The store first as every namespace may use it (`external_secrets_all_namespaces`, as stores were before they
     had conditions), then converged to the namespaces named: the real controller syncs an ExternalSecret there and
     refuses one elsewhere. No namespace named is refused before anything is changed."""
-    cluster, ns, op_ns, store = unique("eso"), unique("eso-ns"), unique("eso-op"), unique("vault")
+    cluster, ns, op_ns, store = unique("eso"), REDHAT_OPERAND_NS, unique("eso-op"), unique("vault")
     app_ns, denied_ns = unique("eso-app"), unique("eso-denied")
-    sa = f"{ns}-reader"
+    sa = unique("eso-reader")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     openbao.kv_put(f"clusters/{cluster}/app", {"password": "canary-own-cluster"})
@@ -78,7 +78,7 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     msg = failed[0]["result"]["msg"]
     assert msg.startswith(f"The ClusterSecretStore {store} would be usable from no namespace: external_secrets_namespaces is empty") \
         and "external_secrets_all_namespaces: true" in msg and msg.endswith("Nothing was changed."), msg
-    assert kube_api.get(f"/api/v1/namespaces/{ns}") is None
+    assert kube_api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}") is None
     # A misspelt selector key, which the API server would drop, leaving a selector of every namespace: refused, and
     # already by a check run on a cluster that is not installed yet (no kubeconfig): the inputs are checked first.
     run = run_playbook(play(tmp_path / "not-installed", openbao, openbao.token,
@@ -87,13 +87,23 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
     msg = run.task(f"{ROLE} : Check the namespace selector of the store")["msg"]
     assert msg.startswith("external_secrets_namespace_selector must be a label selector with matchLabels and/or matchExpressions") \
         and "a selector with other keys" in msg and msg.endswith("Nothing was changed."), msg
-    assert kube_api.get(f"/api/v1/namespaces/{ns}") is None
+    assert kube_api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}") is None
+    # Red Hat's operator runs its operand in external-secrets only: another namespace would be waited for in vain, so
+    # a check run refuses it too.
+    elsewhere = unique("eso-elsewhere")
+    run = run_playbook(play(tmp_path / "not-installed", openbao, openbao.token,
+                            **{**role_vars, "external_secrets_namespace": elsewhere}), check=True)
+    assert run.rc != 0
+    msg = run.task(f"{ROLE} : Check the operand's namespace")["msg"]
+    assert msg.startswith(f"external_secrets_namespace is {elsewhere}, but Red Hat's External Secrets Operator") \
+        and "always runs its operand in the namespace external-secrets" in msg and msg.endswith("Nothing was changed."), msg
+    assert kube_api.get(f"/api/v1/namespaces/{elsewhere}") is None
 
-    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), \
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns), \
             external_secrets_controller(kube_api, tmp_path) as eso_log:
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
-        assert kube_api.get(f"/api/v1/namespaces/{ns}") is None, "check mode must not create"
+        assert kube_api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}") is None, "check mode must not create"
         assert kube_api.get(f"{STORES}/{store}") is None
         assert openbao.api("GET", f"sys/policies/acl/external-secrets-{cluster}")[0] == 404
         assert f"kubernetes/{cluster}/" not in openbao.api("GET", "sys/auth")[1]["data"]
@@ -168,7 +178,7 @@ def test_eso_reads_its_own_cluster_only_check_mode_and_rerun(run_playbook, kube_
 
 def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_the_fix_converges(
         run_playbook, kube_api: KubeApi, openbao: OpenBao, tmp_path):
-    cluster, ns, store = unique("eso-weak"), unique("eso-weak"), unique("vault")
+    cluster, ns, store = unique("eso-weak"), REDHAT_OPERAND_NS, unique("vault")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kube_api.kubeconfig(kube_api.kubeconfig_token))
     weak = openbao.token_with_policy(f"weak-{cluster}", 'path "sys/policies/acl/*" { capabilities = ["create", "read", "update"] }\n'
@@ -177,7 +187,7 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
     role_vars = {"external_secrets_cluster": cluster, "external_secrets_namespace": ns, "external_secrets_namespaces": [ns],
                  "external_secrets_operator_namespace": op_ns, "external_secrets_store_name": store}
     pb = play(kubeconfig, openbao, weak, **role_vars)
-    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns):
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns):
         run = run_playbook(pb)
     assert run.rc != 0
     failed = [r for r in run.results if r["status"] == "failed"]
@@ -187,7 +197,7 @@ def test_a_vault_token_that_may_not_create_the_auth_mount_fails_naming_it_and_th
                           f"POST sys/auth/kubernetes/{cluster}: Vault answered HTTP 403"), msg
 
     # The fix, a token that may manage auth methods: the rerun converges.
-    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns, ns), external_secrets_controller(kube_api, tmp_path):
+    with FakeOlm(kube_api, op_ns), FakeEsoOperator(kube_api, op_ns), external_secrets_controller(kube_api, tmp_path):
         run = run_playbook(play(kubeconfig, openbao, openbao.token, **role_vars))
     assert run.rc == 0, run.output
     assert openbao.api("GET", f"auth/kubernetes/{cluster}/role/external-secrets")[0] == 200
@@ -212,7 +222,7 @@ def test_community_bundle_on_a_fresh_cluster_check_mode_then_install(run_playboo
               external_secrets_distribution="community", external_secrets_store_name="vault",
               external_secrets_namespace_selector={"matchLabels": {"team": "a"}})
     by = "the External Secrets Operator (external-secrets-operator)"
-    with FakeOlm(fresh_api, ns), FakeEsoOperator(fresh_api, ns, ns, bad_stores=("broken",)):
+    with FakeOlm(fresh_api, ns), FakeEsoOperator(fresh_api, ns, bad_stores=("broken",)):
         since = len(fresh_api.audit_events())
         run = run_playbook(pb, check=True, diff=True)
         assert run.rc == 0, run.output
