@@ -22,6 +22,7 @@ from kube_fixtures import KubeApi, condition
 
 CV = "/apis/config.openshift.io/v1/clusterversions"
 CO = "/apis/config.openshift.io/v1/clusteroperators"
+MCP = "/apis/machineconfiguration.openshift.io/v1/machineconfigpools"
 
 
 POOLS_UPDATING = "One or more machine config pools are updating, please see `oc get mcp` for further details"
@@ -157,7 +158,14 @@ class FakeCVO(threading.Thread):
     machine-config-operator `pkg/operator/status.go` `syncUpgradeableStatus`) and the ClusterVersion too
     (`pkg/cvo/upgradeable.go`, `clusterOperatorsUpgradeable`: "Cluster operator %s should not be upgraded between
     minor versions: %s"), which refuses a minor-version update meanwhile; the ClusterVersion's clears a look after
-    the operator's (the CVO's upgradeable checks are throttled)."""
+    the operator's (the CVO's upgradeable checks are throttled).
+    The MachineConfigPools that exist are the machine-config controller's too: at the end of each update every pool
+    that is not paused rolls the new release onto its machines; a paused pool does not (openshift/
+    machine-config-operator `pkg/controller/node/node_controller.go`, `syncMachineConfigPool`: a paused pool gets its
+    status synced only), and once resumed it rolls the release the cluster is at then, in one go, `Updated=False`
+    `Updating=True` for `POOL_LOOKS` looks of the module at the pools, then every machine updated and `Updated=True`
+    (`pkg/controller/node/status.go`, `calculateStatus`: `observedGeneration`, the machine counts, the conditions).
+    `pool_versions` has each pool's releases in order, `paused_at` each update's pools as paused or not."""
 
     FLAP_LOOKS = 3
     POOL_LOOKS = 3
@@ -173,6 +181,8 @@ class FakeCVO(threading.Thread):
         self.stop = threading.Event()
         self.channel: str | None = None
         self.updates: list[dict] = []  # each spec.desiredUpdate acted on
+        self.pool_versions: dict[str, list[str]] = {}
+        self.paused_at: dict[str, dict[str, bool]] = {}
         self.error: BaseException | None = None
 
     def run(self):
@@ -184,6 +194,8 @@ class FakeCVO(threading.Thread):
 
     def ready(self) -> "FakeCVO":
         """Start; return once the current channel's offers are published."""
+        current = self.api.get(f"{CV}/version")["status"]["desired"]["version"]
+        self.pool_versions = {p["metadata"]["name"]: [current] for p in self.pools()}
         self.start()
         while self.channel is None and self.error is None:
             self.stop.wait(0.05)
@@ -222,6 +234,7 @@ class FakeCVO(threading.Thread):
             return
         want = (cv["spec"].get("desiredUpdate") or {}).get("version")
         if not want or want == cv["status"]["desired"]["version"]:
+            self.sync_pools(cv["status"]["desired"]["version"])
             return
         if want in self.reject:
             accepted = [c for c in cv["status"]["conditions"] if c["type"] == "ReleaseAccepted"]
@@ -235,6 +248,7 @@ class FakeCVO(threading.Thread):
                                                      if c["type"] != "ReleaseAccepted"] + [failure]}, self.token)
             return
         self.updates.append(cv["spec"]["desiredUpdate"])
+        self.paused_at[want] = {p["metadata"]["name"]: bool(p["spec"].get("paused")) for p in self.pools()}
         operators = [o["metadata"]["name"] for o in self._ok("GET", CO)["items"]]
         old = cv["status"]["history"]
         old[0]["completionTime"] = old[0].get("completionTime") or "2026-01-02T00:00:00Z"
@@ -269,6 +283,9 @@ class FakeCVO(threading.Thread):
         if self.pools_roll:
             for _ in range(self.POOL_LOOKS):
                 self.after_next_look()
+            for pool in self.pools():
+                if not pool["spec"].get("paused"):
+                    self.pool_versions.setdefault(pool["metadata"]["name"], []).append(want)
             # The operator first; the CVO's Upgradeable follows a look later (its checks are throttled).
             self.pools_rolling(False)
             self.after_next_look()
@@ -291,6 +308,37 @@ class FakeCVO(threading.Thread):
         back = {**condition("Available", "True"), "lastTransitionTime": now()}
         self.status(f"{CO}/{name}", {"conditions": [back, condition("Progressing", "False"), condition("Degraded", "False")]})
         replace_status(self.api, {"conditions": working}, self.token)
+
+    def pools(self) -> list[dict]:
+        """The MachineConfigPools (none where the API server does not serve them)."""
+        status, out = self.api.request("GET", MCP, token=self.token)
+        return out["items"] if status == 200 else []
+
+    def pool_status(self, pool: dict, updated: bool) -> None:
+        total = pool.get("status", {}).get("machineCount", 0)
+        self.status(f"{MCP}/{pool['metadata']['name']}", {
+            "observedGeneration": pool["metadata"]["generation"], "machineCount": total,
+            "updatedMachineCount": total if updated else 0, "readyMachineCount": total if updated else 0,
+            "unavailableMachineCount": 0 if updated else 1, "degradedMachineCount": 0,
+            "conditions": [condition("Updated", "True" if updated else "False"),
+                           condition("Updating", "False" if updated else "True"), condition("Degraded", "False")]})
+
+    def sync_pools(self, current: str) -> None:
+        """Each pool at `current` (the first look: where it is), a resumed one rolled onto it over POOL_LOOKS looks."""
+        for pool in self.pools():
+            versions = self.pool_versions.setdefault(pool["metadata"]["name"], [current])
+            seen = pool.get("status", {}).get("observedGeneration") == pool["metadata"]["generation"]
+            if pool["spec"].get("paused") or versions[-1] == current:
+                if not seen:
+                    self.pool_status(pool, updated=versions[-1] == current)
+                continue
+            self.pool_status(pool, updated=False)
+            self.pools_rolling(True)
+            for _ in range(self.POOL_LOOKS):
+                self.after_next_look("get", "machineconfigpools")
+            versions.append(current)
+            self.pool_status(self._ok("GET", f"{MCP}/{pool['metadata']['name']}"), updated=True)
+            self.pools_rolling(False)
 
     def pools_rolling(self, rolling: bool) -> None:
         """The machine-config ClusterOperator's Upgradeable: False (PoolUpdating) while the pools roll."""

@@ -9,11 +9,13 @@
 //! to complete at the target, reporting the operators updated so far; a release the operator does not
 //! accept (`ReleaseAccepted=False`) still there a poll later ends the wait, and so does a `Failing=True`
 //! that is not transient ([`decide::stuck`]). Between the hops of `upgrade_path: auto` it waits for the
-//! machine config pools ([`decide::pools_rolling`]). A target
+//! machine config pools ([`decide::pools_rolling`]); over more than one minor it is a Control Plane Only
+//! update, the worker pools paused for the hops and resumed at the target ([`pools`]). A target
 //! only in `conditionalUpdates` is refused naming its risks unless `accept_risks` names them all.
 //! Connection, retries and the waiting are kube-client's.
 
 pub mod decide;
+pub mod pools;
 
 use std::time::Duration;
 
@@ -41,6 +43,7 @@ pub fn argument_spec() -> ArgSpec {
         Opt::int("timeout").default(10800),
         Opt::int("poll_interval").default(30),
         Opt::int("refresh_polls").default(10),
+        Opt::bool("pause_worker_pools").default(true),
     ]);
     ArgSpec::new(opts)
 }
@@ -59,6 +62,7 @@ struct Opts {
     timeout: i64,
     poll_interval: i64,
     refresh_polls: i64,
+    pause_worker_pools: bool,
 }
 
 fn kube_fail(what: &str, e: KubeError) -> Failure {
@@ -263,6 +267,58 @@ impl Run<'_> {
         }
     }
 
+    fn pools(&self) -> Result<Vec<Value>, Failure> {
+        self.client
+            .list(&known::machine_config_pools(), None, None)
+            .map_err(|e| kube_fail("listing the MachineConfigPools", e))
+    }
+
+    /// Pause (or resume) the pools `names` ([`pools::patch`]); nothing in check mode.
+    fn set_paused(&self, names: &[String], pause: bool, check: bool) -> Result<(), Failure> {
+        let verb = if pause { "pausing" } else { "resuming" };
+        for n in names.iter().filter(|_| !check) {
+            let body = pools::patch(pause, &self.req);
+            self.client
+                .patch(
+                    &known::machine_config_pools(),
+                    None,
+                    n,
+                    &body,
+                    PatchType::Merge,
+                )
+                .map_err(|e| kube_fail(&format!("{verb} MachineConfigPool {n}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// After resuming `names`: wait until each has rolled the new configuration onto its machines.
+    fn wait_resumed(&self, names: &[String]) -> Result<(), Failure> {
+        let waited = kube_client::wait_for(
+            Duration::from_secs(self.o.timeout as u64),
+            self.interval,
+            || {
+                for n in names {
+                    let pool = self.client.get(&known::machine_config_pools(), None, n)?;
+                    if let Some(why) = pool.as_ref().and_then(pools::rolling) {
+                        return Ok::<_, KubeError>(Poll::Pending(why));
+                    }
+                }
+                Ok(Poll::Ready(()))
+            },
+        );
+        match waited {
+            Ok(()) => Ok(()),
+            Err(WaitError::Timeout { waited, pending }) => Err(Failure::new(format!(
+                "the control plane is updated; timed out after {}s waiting for the resumed worker pools: {pending}",
+                waited.as_secs()
+            ))),
+            Err(WaitError::Failed(e)) => Err(kube_fail("reading the MachineConfigPools", e)),
+            Err(e @ WaitError::Stopped { .. }) => Err(Failure::new(format!(
+                "the control plane is updated; stopped waiting for the resumed worker pools: {e}"
+            ))),
+        }
+    }
+
     /// The last word: the ClusterVersion says the cluster is at `target`.
     fn final_check(&self, target: &str) -> Result<(), Failure> {
         let cv = self.cluster_version()?;
@@ -306,6 +362,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     };
     let mut hops: Vec<String> = Vec::new();
     let mut first_from: Option<String> = None;
+    let mut paused: Vec<String> = Vec::new();
     loop {
         if !hops.is_empty() {
             r.wait_pools().map_err(|f| f.changed(true))?;
@@ -322,6 +379,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         };
         first_from.get_or_insert_with(|| plan.from.clone());
         let at_target = plan.action == Action::AtTarget;
+        if hops.is_empty() && !at_target && control_plane_only(&r, &plan) {
+            paused = pools::to_pause(&r.pools()?);
+            r.set_paused(&paused, true, m.check_mode)?;
+        }
         let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
         let mut out = carry_out(m, &r, plan, before).map_err(|f| {
             let c = f.changed || !hops.is_empty();
@@ -365,10 +426,48 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                         hops.join(" -> ")
                     ));
                 }
-                return Ok(out.with("hops", json!(hops)));
+                let arrived = at_target
+                    || reached
+                        .as_deref()
+                        .and_then(|v| semver::Version::parse(v).ok())
+                        .is_some_and(|v| r.req.satisfied_by(&v));
+                let resumed = if m.check_mode {
+                    paused.clone() // the plan: paused for the hops, resumed at the end
+                } else if arrived {
+                    resume_ours(&r)?
+                } else {
+                    Vec::new()
+                };
+                out.changed |= !paused.is_empty() || !resumed.is_empty();
+                return Ok(out
+                    .with("hops", json!(hops))
+                    .with("paused_pools", json!(paused))
+                    .with("resumed_pools", json!(resumed)));
             }
         }
     }
+}
+
+/// A Control Plane Only update: `upgrade_path: auto` over more than one minor with `pause_worker_pools`.
+fn control_plane_only(r: &Run, plan: &Plan) -> bool {
+    r.o.pause_worker_pools
+        && r.o.upgrade_path == "auto"
+        && r.o.wait
+        && pools::control_plane_only(&plan.from, &r.req)
+}
+
+/// At the target: resume the pools this module paused (by any run, so a rerun after a failure resumes
+/// them) once the control plane's pool has rolled the target, and wait for them to roll it onto the workers.
+fn resume_ours(r: &Run) -> Result<Vec<String>, Failure> {
+    let names = pools::ours(&r.pools()?);
+    if !names.is_empty() {
+        r.wait_pools().map_err(|f| f.changed(true))?;
+    }
+    r.set_paused(&names, false, false)?;
+    if !names.is_empty() {
+        r.wait_resumed(&names).map_err(|f| f.changed(true))?;
+    }
+    Ok(names)
 }
 
 /// Hops an update path may take at most (a minor takes two or three).

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from standins.cvo import CO, CV, Audit, FakeCVO, conditions, image, releases, replace_status
+from standins.cvo import CO, CV, MCP, Audit, FakeCVO, conditions, image, releases, replace_status
 from kube_fixtures import KubeApi, condition, kube_api  # noqa: F401 (fixtures)
 
 OPERATORS = ["etcd", "kube-apiserver", "dns"]
@@ -303,3 +303,51 @@ def test_a_lost_lease_ends_the_wait_and_leaves_the_update_to_the_cluster(run_mod
                             env={"PROXSHIFT_STOP_FILE": ""})
     assert rc == 0 and out["version"] == "4.18.9", out
     assert [u["version"] for u in fake.updates] == ["4.18.9"]
+
+
+@pytest.fixture
+def machine_pools(cluster: KubeApi):
+    """The master and worker MachineConfigPools (3 machines each, all updated), and an `infra` pool an
+    administrator paused; removed afterwards."""
+    names = {"master": False, "worker": False, "infra": True}
+    for name, paused in names.items():
+        cluster.ok("POST", MCP, {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                                 "metadata": {"name": name}, "spec": {"paused": paused}})
+        generation = cluster.get(f"{MCP}/{name}")["metadata"]["generation"]
+        cluster.patch_status(f"{MCP}/{name}", {
+            "observedGeneration": generation, "machineCount": 3, "updatedMachineCount": 3, "readyMachineCount": 3,
+            "unavailableMachineCount": 0, "degradedMachineCount": 0,
+            "conditions": [condition("Updated", "True"), condition("Updating", "False")]})
+    yield cluster
+    for name in names:
+        cluster.request("DELETE", f"{MCP}/{name}")
+
+
+def test_an_eus_to_eus_update_pauses_the_workers_for_its_hops_and_resumes_them_once(run_module, machine_pools, cvo):
+    """#44: 4.18 -> 4.20 through 4.19 the Control Plane Only way (OpenShift's EUS-to-EUS procedure): the worker pool is
+    paused before the first hop and stays so for both, the control plane takes each release, then the worker pool
+    is resumed and waited for: the workers go from 4.18.5 to 4.20.1 in one roll. The pool an administrator paused is
+    neither resumed nor marked. Check mode says so first and writes nothing."""
+    cluster = machine_pools
+    offers = {"stable-4.18": {"4.18.5": releases("4.18.9")},
+              "stable-4.20": {"4.18.5": releases("4.19.3"), "4.19.3": releases("4.20.1")}}
+    fake = cvo(offers, pools_roll=True)
+    check, rc, _ = run_module("cluster_upgrade", {**args(cluster, version="4.20", upgrade_path="auto", refresh_polls=3),
+                                                  "_ansible_check_mode": True})
+    assert rc == 0 and check["changed"] is True, check
+    assert (check["paused_pools"], check["resumed_pools"]) == (["worker"], ["worker"]), check
+    assert cluster.get(f"{MCP}/worker")["spec"]["paused"] is False and fake.updates == []
+
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.20", upgrade_path="auto", refresh_polls=3))
+    assert rc == 0, (out["msg"], fake.pool_versions)
+    assert out["hops"] == ["4.19.3"] and out["version"] == "4.20.1", out
+    assert (out["paused_pools"], out["resumed_pools"]) == (["worker"], ["worker"]), out
+    assert [u["version"] for u in fake.updates] == ["4.19.3", "4.20.1"]
+    assert fake.paused_at == {v: {"master": False, "worker": True, "infra": True} for v in ("4.19.3", "4.20.1")}
+    assert fake.pool_versions["master"] == ["4.18.5", "4.19.3", "4.20.1"], fake.pool_versions
+    assert fake.pool_versions["worker"] == ["4.18.5", "4.20.1"], fake.pool_versions
+    worker, infra = cluster.get(f"{MCP}/worker"), cluster.get(f"{MCP}/infra")
+    assert worker["spec"]["paused"] is False and "proxshift.io/paused-for-update" not in (
+        worker["metadata"].get("annotations") or {}), worker["metadata"]
+    assert worker["status"]["updatedMachineCount"] == 3
+    assert infra["spec"]["paused"] is True and not infra["metadata"].get("annotations"), infra["metadata"]

@@ -155,6 +155,17 @@ options:
         the new channel before the module gives up and sets the channel back.
     type: int
     default: 10
+  pause_worker_pools:
+    description:
+      - With O(upgrade_path=auto) over more than one minor (an EUS-to-EUS update such as 4.16 to 4.18), a Control Plane
+        Only update as OpenShift documents it - every MachineConfigPool but C(master) that is not paused already is
+        paused (C(spec.paused)) before the first hop and resumed once the cluster is at the target, then the module
+        waits until those pools have updated every machine. The workers update and reboot once, not once per hop.
+      - A pool the module paused carries the annotation C(proxshift.io/paused-for-update); only such pools are
+        resumed, by this run or by a rerun after a failure, never one an administrator paused.
+      - Needs O(wait=true); C(false) updates the workers at every hop.
+    type: bool
+    default: true
 attributes:
   check_mode:
     support: full
@@ -202,6 +213,16 @@ from:
   returned: success
   type: str
   sample: 4.18.5
+paused_pools:
+  description: The MachineConfigPools paused for a Control Plane Only update (O(pause_worker_pools)); in check mode, would be.
+  returned: success
+  type: list
+  elements: str
+resumed_pools:
+  description: The pools paused by this module (this run or an earlier one) and resumed at the target, updated since.
+  returned: success
+  type: list
+  elements: str
 hops:
   description: With O(upgrade_path=auto), the releases updated to on the way to the target (not the target itself).
   returned: success
