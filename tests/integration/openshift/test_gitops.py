@@ -18,7 +18,7 @@ import pytest
 
 from standins.gitops import FakeGitOps
 from standins.olm import FakeOlm
-from kube_fixtures import KubeApi, condition, kube_api, unique, wait_until  # noqa: F401 (fixtures)
+from kube_fixtures import KubeApi, condition, kube_api, spoke_api, unique, wait_until  # noqa: F401 (fixtures)
 from services import OpenBao
 
 ROLE = "proxshift.openshift.gitops"
@@ -203,9 +203,10 @@ def test_a_cluster_in_another_set_than_the_acm_import_fails_before_the_hub_is_to
     assert kube_api.get(f"{OCM}/v1beta1/namespaces/{n['hub_ns']}/placements/{other}-gitops") is None
 
 
-def test_two_clusters_on_one_hub_each_keep_their_own_path(run_playbook, kube_api: KubeApi, openbao: OpenBao, setup):
-    """Two clusters of one set on one hub: c1 (clusters/c1) registered, then c2 (clusters/c2, registered later, its
-    hub part alone: its cluster is not installed here). The set's one ApplicationSet templates the path per decided
+def test_two_clusters_on_one_hub_each_keep_their_own_path(run_playbook, kube_api: KubeApi, spoke_api: KubeApi,
+                                                         openbao: OpenBao, setup):
+    """Two clusters of one set on one hub: c1 (clusters/c1, a cluster of its own: a second API server, the hub the
+    first) registered, then c2 (clusters/c2, registered later, its hub part alone: its cluster is not installed here). The set's one ApplicationSet templates the path per decided
     cluster, so the hub's Argo CD deploys clusters/c1 to c1 and clusters/c2 to c2 — before, c2's run rewrote the
     ApplicationSet's path to clusters/c2 and, with prune, synced c1 to it. The GitOps addon reconciles continuously:
     c2, decided after the GitOpsCluster succeeded for c1, gets its cluster secret too."""
@@ -215,13 +216,17 @@ def test_two_clusters_on_one_hub_each_keep_their_own_path(run_playbook, kube_api
         "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
         "metadata": {"name": c2, "labels": {"cluster.open-cluster-management.io/clusterset": n["set"]}},
         "spec": {"hubAcceptsClient": True}})
-    first = play(kubeconfig, openbao, **{**role_vars, "gitops_repo_path": f"clusters/{c1}"})
+    c1_kubeconfig = kubeconfig.parent / "c1.kubeconfig"
+    c1_kubeconfig.write_text(spoke_api.kubeconfig(spoke_api.kubeconfig_token))
+    first = play(c1_kubeconfig, openbao, **{**role_vars, "gitops_repo_path": f"clusters/{c1}",
+                                            "gitops_hub_kubeconfig": str(kubeconfig)})
     second = play(kubeconfig.parent / "c2-not-installed-here", openbao,
                   **{**role_vars, "gitops_cluster": c2, "gitops_repo_path": f"clusters/{c2}",
                      "gitops_hub_kubeconfig": str(kubeconfig)})
     # A private repository: the hub's Argo CD reads it only with the hub's own repository Secret (the role waits for
     # each cluster's hub Application to be Synced and Healthy, which it never is without).
-    with FakeOlm(kube_api, n["op_ns"]), FakeGitOps(kube_api, n["ns"], n["hub_ns"], n["op_ns"], private=True):
+    with FakeOlm(spoke_api, n["op_ns"]), \
+            FakeGitOps(spoke_api, n["ns"], n["hub_ns"], n["op_ns"], hub_api=kube_api, private=True):
         for pb in (first, second):
             run = run_playbook(pb)
             assert run.rc == 0, run.output
@@ -238,7 +243,8 @@ def test_two_clusters_on_one_hub_each_keep_their_own_path(run_playbook, kube_api
             app = kube_api.get(f"{APPS}/{n['hub_ns']}/applications/{c}-root")
             assert (app["status"]["sync"]["status"], app["status"]["health"]["status"]) == ("Synced", "Healthy"), app["status"]
         # The hub owns both paths: c1's own Argo CD has no root Application deploying clusters/c1 as well.
-        assert kube_api.get(f"{APPS}/{n['ns']}/applications/root") is None
+        assert spoke_api.get(f"{APPS}/{n['ns']}/applications/root") is None
+        assert spoke_api.get(f"/api/v1/namespaces/{n['ns']}") is not None, "c1's GitOps operator is on c1"
 
 
 def test_a_root_application_on_the_path_the_hub_takes_over_fails_before_the_hub_is_touched(
