@@ -381,12 +381,19 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         let at_target = plan.action == Action::AtTarget;
         if hops.is_empty() && !at_target && control_plane_only(&r, &plan) {
             paused = pools::to_pause(&r.pools()?);
+            pool_diffs(m, &paused, true);
             r.set_paused(&paused, true, m.check_mode)?;
         }
         let before = json!({"channel": cv.pointer("/spec/channel"), "desiredUpdate": cv.pointer("/spec/desiredUpdate")});
         let mut out = carry_out(m, &r, plan, before).map_err(|f| {
-            let c = f.changed || !hops.is_empty();
-            f.changed(c)
+            let c = f.changed || !hops.is_empty() || !paused.is_empty();
+            // Paused pools stay so until the target is reached: a rerun resumes them.
+            let f = f.changed(c);
+            if paused.is_empty() {
+                f
+            } else {
+                f.with("paused_pools", json!(paused))
+            }
         })?;
         let reached = out
             .data
@@ -434,7 +441,7 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
                 let resumed = if m.check_mode {
                     paused.clone() // the plan: paused for the hops, resumed at the end
                 } else if arrived {
-                    resume_ours(&r)?
+                    resume_ours(m, &r)?
                 } else {
                     Vec::new()
                 };
@@ -458,16 +465,30 @@ fn control_plane_only(r: &Run, plan: &Plan) -> bool {
 
 /// At the target: resume the pools this module paused (by any run, so a rerun after a failure resumes
 /// them) once the control plane's pool has rolled the target, and wait for them to roll it onto the workers.
-fn resume_ours(r: &Run) -> Result<Vec<String>, Failure> {
+fn resume_ours(m: &mut Module, r: &Run) -> Result<Vec<String>, Failure> {
     let names = pools::ours(&r.pools()?);
     if !names.is_empty() {
         r.wait_pools().map_err(|f| f.changed(true))?;
     }
+    pool_diffs(m, &names, false);
     r.set_paused(&names, false, false)?;
     if !names.is_empty() {
         r.wait_resumed(&names).map_err(|f| f.changed(true))?;
     }
     Ok(names)
+}
+
+/// The diff of pausing (or resuming) each of `names`.
+fn pool_diffs(m: &mut Module, names: &[String], pause: bool) {
+    for n in names {
+        let header = format!("MachineConfigPool {n}");
+        m.add_diff(
+            json!({"spec": {"paused": !pause}}),
+            json!({"spec": {"paused": pause}}),
+            &header,
+            &header,
+        );
+    }
 }
 
 /// Hops an update path may take at most (a minor takes two or three).

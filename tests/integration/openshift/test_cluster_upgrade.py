@@ -333,9 +333,11 @@ def test_an_eus_to_eus_update_pauses_the_workers_for_its_hops_and_resumes_them_o
               "stable-4.20": {"4.18.5": releases("4.19.3"), "4.19.3": releases("4.20.1")}}
     fake = cvo(offers, pools_roll=True)
     check, rc, _ = run_module("cluster_upgrade", {**args(cluster, version="4.20", upgrade_path="auto", refresh_polls=3),
-                                                  "_ansible_check_mode": True})
+                                                  "_ansible_check_mode": True, "_ansible_diff": True})
     assert rc == 0 and check["changed"] is True, check
     assert (check["paused_pools"], check["resumed_pools"]) == (["worker"], ["worker"]), check
+    pool_diffs = [d for d in check["diff"] if d["before_header"] == "MachineConfigPool worker"]
+    assert [(d["before"], d["after"]) for d in pool_diffs] == [({"spec": {"paused": False}}, {"spec": {"paused": True}})]
     assert cluster.get(f"{MCP}/worker")["spec"]["paused"] is False and fake.updates == []
 
     out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.20", upgrade_path="auto", refresh_polls=3))
