@@ -159,7 +159,7 @@ class FakeCVO(threading.Thread):
     (`pkg/cvo/upgradeable.go`, `clusterOperatorsUpgradeable`: "Cluster operator %s should not be upgraded between
     minor versions: %s"), which refuses a minor-version update meanwhile; the ClusterVersion's clears a look after
     the operator's (the CVO's upgradeable checks are throttled).
-    The MachineConfigPools that exist are the machine-config controller's too: at the end of each update every pool
+    With `pools_roll`, the MachineConfigPools that exist are the machine-config controller's too: at the end of each update every pool
     that is not paused rolls the new release onto its machines; a paused pool does not (openshift/
     machine-config-operator `pkg/controller/node/node_controller.go`, `syncMachineConfigPool`: a paused pool gets its
     status synced only), and once resumed it rolls the release the cluster is at then, in one go, `Updated=False`
@@ -194,8 +194,9 @@ class FakeCVO(threading.Thread):
 
     def ready(self) -> "FakeCVO":
         """Start; return once the current channel's offers are published."""
-        current = self.api.get(f"{CV}/version")["status"]["desired"]["version"]
-        self.pool_versions = {p["metadata"]["name"]: [current] for p in self.pools()}
+        if self.pools_roll:
+            current = self.api.get(f"{CV}/version")["status"]["desired"]["version"]
+            self.pool_versions = {p["metadata"]["name"]: [current] for p in self.pools()}
         self.start()
         while self.channel is None and self.error is None:
             self.stop.wait(0.05)
@@ -234,7 +235,8 @@ class FakeCVO(threading.Thread):
             return
         want = (cv["spec"].get("desiredUpdate") or {}).get("version")
         if not want or want == cv["status"]["desired"]["version"]:
-            self.sync_pools(cv["status"]["desired"]["version"])
+            if self.pools_roll:
+                self.sync_pools(cv["status"]["desired"]["version"])
             return
         if want in self.reject:
             accepted = [c for c in cv["status"]["conditions"] if c["type"] == "ReleaseAccepted"]
