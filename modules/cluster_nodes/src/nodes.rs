@@ -599,11 +599,10 @@ pub fn stale_ready(node: &Value, started: Option<i64>) -> bool {
 /// `Ready=True` reported since the VM started: its kubelet holds a working client certificate. With
 /// `rejoin` (a restart after a shutdown), only such a node counts as joined; any other may bootstrap again.
 pub fn kubelet_reports_ready(node: &Value, started: Option<i64>) -> bool {
-    let ready = node
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
-    ready.is_some_and(|c| c["status"] == "True") && !stale_ready(node, started)
+    let ready = conditions(node)
+        .into_iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    ready && !stale_ready(node, started)
 }
 
 fn ready_text(node: &Value) -> String {
