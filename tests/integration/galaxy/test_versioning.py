@@ -112,3 +112,44 @@ def test_fragments_name_known_sections():
             for section, entries in data.items():
                 if section != config["prelude_section_name"]:
                     assert isinstance(entries, list) and all(isinstance(e, str) for e in entries), fragment
+
+
+def released_versions(coll: str) -> list[str]:
+    return list(yaml.safe_load((COLLECTIONS / coll / "changelogs/changelog.yaml").read_text())["releases"])
+
+
+def semver(version: str) -> tuple[int, int, int]:
+    return tuple(int(n) for n in version.split("-")[0].split("."))
+
+
+def test_a_build_between_releases_carries_a_development_version():
+    """galaxy.yml names a released version only on the release commit itself; any later change to the collection
+    (its files or its binary's sources) builds as `X.Y.Z-dev` above the last release, so a tarball or an EE built
+    from main cannot be taken for the release (scripts/release.sh opens the next `-dev` right after tagging)."""
+    problems = []
+    for coll in COLLECTION_NAMES:
+        version = yaml.safe_load((COLLECTIONS / coll / "galaxy.yml").read_text())["version"]
+        released = released_versions(coll)
+        last = max(released, key=semver)
+        changes = [p for p in changed_since_release(coll) if shipped(p)] + binary_changed_since_release(coll)
+        if version in released:
+            if changes:
+                problems.append(f"proxshift.{coll}: galaxy.yml says the released {version}, but {len(changes)} "
+                                f"shipped files changed since ({', '.join(changes[:3])}, ...): make it a -dev version")
+        elif not re.fullmatch(r"\d+\.\d+\.\d+-dev", version) or semver(version) <= semver(last):
+            problems.append(f"proxshift.{coll}: galaxy.yml's unreleased {version} is not X.Y.Z-dev above the last "
+                            f"release {last}")
+    assert not problems, "\n".join(problems)
+
+
+def test_fragments_write_code_as_rst_literals():
+    """antsibull-changelog renders fragments as reStructuredText: code is ``double``-backticked (or C()/O()-marked,
+    as community collections write it); a single backtick is RST's interpreted text and renders as italics."""
+    single = re.compile(r"(?<!`)`(?!`)[^`]+(?<!`)`(?!`)")
+    problems = []
+    for coll in COLLECTION_NAMES:
+        for fragment in sorted((COLLECTIONS / coll / "changelogs/fragments").glob("*.y*ml")):
+            for section, entries in (yaml.safe_load(fragment.read_text()) or {}).items():
+                for entry in entries if isinstance(entries, list) else [entries]:
+                    problems += [f"{fragment.name} ({section}): {m.group(0)}" for m in single.finditer(str(entry))]
+    assert not problems, "single-backticked code in changelog fragments (write ``code``):\n" + "\n".join(problems)
