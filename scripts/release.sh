@@ -4,7 +4,8 @@
 # 1. checks VERSION is a semantic version above the collection's last release (changelogs/changelog.yaml) and that
 #    changelog fragments say what changed (tests/integration/galaxy/test_versioning.py requires one for every change);
 #    the fragments decide the smallest version allowed;
-# 2. sets galaxy.yml's version and points awx/execution-environment.yml and the collection's README at the new tarball;
+# 2. sets galaxy.yml's version and points awx/execution-environment.yml and the collection's README at the new tarball
+#    (and, after step 3, awx/execution-environment-galaxy.yml at the release: scripts/ee_galaxy.py);
 # 3. turns the fragments into the release with antsibull-changelog (changelogs/changelog.yaml, CHANGELOG.rst;
 #    the fragments are removed);
 # 4. builds the tarball into build/ (the binaries must be built: `make release` runs `make build` first);
@@ -75,6 +76,7 @@ set_version() {  # set_version VERSION FILE... : galaxy.yml's version and the ta
 }
 set_version "$version" awx/execution-environment.yml "$root/README.md"
 (cd "$root" && antsibull-changelog release --version "$version")
+python3 scripts/ee_galaxy.py  # the Galaxy EE variant pins the collections' last releases
 mkdir -p build
 ansible-galaxy collection build --force --output-path build "$root"
 IFS=. read -r major minor patch <<<"$version"
@@ -83,7 +85,8 @@ next="$major.$minor.$((patch + 1))-dev"
 # (the name Galaxy shows), that test_versioning.py and the next release count changes from; the next commit opens
 # the development version (the README keeps the released tarball's name: it tells users what to install).
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  files=("$root/galaxy.yml" "$root/changelogs" "$root/CHANGELOG.rst" "$root/README.md" awx/execution-environment.yml)
+  files=("$root/galaxy.yml" "$root/changelogs" "$root/CHANGELOG.rst" "$root/README.md" awx/execution-environment.yml
+    awx/execution-environment-galaxy.yml)
   git add -A -- "${files[@]}"
   git commit -q -m "Release proxshift.$coll $version" -- "${files[@]}"
   git tag -a "proxshift.$coll-$version" -m "proxshift.$coll $version"
@@ -93,5 +96,5 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
   set_version "$next" awx/execution-environment.yml
   echo "proxshift.$coll $version released (build/proxshift-$coll-$version.tar.gz); galaxy.yml is now $next:" \
-    "commit galaxy.yml, changelogs/, CHANGELOG.rst, README.md and awx/execution-environment.yml"
+    "commit galaxy.yml, changelogs/, CHANGELOG.rst, README.md and awx/execution-environment*.yml"
 fi

@@ -151,6 +151,44 @@ def test_context_installs_the_three_collections(ee_context):
         assert (manifest["namespace"], manifest["name"], manifest["version"]) == ("proxshift", coll, galaxy_version(coll))
 
 
+def last_release(coll: str) -> str:
+    log = load(REPO / "ansible_collections/proxshift" / coll / "changelogs/changelog.yaml")
+    return max(log["releases"], key=lambda v: tuple(int(n) for n in v.split(".")))
+
+
+def test_the_galaxy_ee_is_the_ee_with_the_released_collections_by_name():
+    """awx/execution-environment-galaxy.yml is what scripts/ee_galaxy.py makes of the EE file (nothing else differs):
+    the collections by name at their last releases, no tarball from build/."""
+    proc = subprocess.run([tool("python"), str(REPO / "scripts/ee_galaxy.py"), "--check"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    local, galaxy = load(AWX / "execution-environment.yml"), load(AWX / "execution-environment-galaxy.yml")
+    assert galaxy["dependencies"]["galaxy"]["collections"] == [
+        {"name": f"proxshift.{c}", "version": f"=={last_release(c)}"} for c in COLLECTIONS]
+    assert [f["src"] for f in galaxy["additional_build_files"]] == [
+        f["src"] for f in local["additional_build_files"] if not f["src"].startswith("../build/")]
+    for key in ("images", "options", "additional_build_steps"):
+        assert galaxy[key] == local[key], key
+
+
+def test_the_galaxy_ee_context_builds_from_a_fresh_clone(tmp_path):
+    """Nothing built, no build/ folder: `ansible-builder create` of the Galaxy variant makes a context whose
+    requirements name the released collections for the image build to fetch."""
+    shutil.copytree(AWX, tmp_path / "awx", ignore=shutil.ignore_patterns("*.tar.gz"))
+    assert not (tmp_path / "build").exists()
+    context = tmp_path / "context"
+    proc = subprocess.run(
+        [tool("ansible-builder"), "create", "-f", str(tmp_path / "awx/execution-environment-galaxy.yml"),
+         "-c", str(context), "--output-filename", "Containerfile"],
+        env=ansible_env(tmp_path, OFFLINE), capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reqs = load(context / "_build/requirements.yml")
+    assert reqs["collections"] == [{"name": f"proxshift.{c}", "version": f"=={last_release(c)}"} for c in COLLECTIONS]
+    assert not list(context.rglob("*.tar.gz"))
+    assert "COPY _build/installers /tmp/proxshift-installers" in (context / "Containerfile").read_text()
+
+
 # --- credential types ------------------------------------------------------------------------------
 
 FIELD_TYPES = {"string", "boolean"}

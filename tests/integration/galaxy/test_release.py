@@ -19,9 +19,15 @@ def project(tmp_path) -> Path:
     tool("antsibull-changelog")  # fails naming `make venv` when it is missing
     copy = tmp_path / "project"
     (copy / "scripts").mkdir(parents=True)
-    shutil.copy2(REPO / "scripts/release.sh", copy / "scripts/release.sh")
+    for script in ("release.sh", "ee_galaxy.py"):
+        shutil.copy2(REPO / "scripts" / script, copy / "scripts" / script)
     (copy / "awx").mkdir()
-    shutil.copy2(REPO / "awx/execution-environment.yml", copy / "awx/execution-environment.yml")
+    for ee in ("execution-environment.yml", "execution-environment-galaxy.yml"):
+        shutil.copy2(REPO / "awx" / ee, copy / "awx" / ee)
+    for other in ("hashi_vault", "openshift"):  # ee_galaxy.py reads every collection's last release
+        log = copy / f"ansible_collections/proxshift/{other}/changelogs/changelog.yaml"
+        log.parent.mkdir(parents=True)
+        shutil.copy2(REPO / f"ansible_collections/proxshift/{other}/changelogs/changelog.yaml", log)
     src = REPO / "ansible_collections/proxshift/proxmox"
     shutil.copytree(src, copy / "ansible_collections/proxshift/proxmox",
                     ignore=shutil.ignore_patterns("builds", "__pycache__", ".plugin-cache.yaml"))
@@ -92,6 +98,8 @@ def test_a_release_bumps_writes_the_changelog_and_builds_the_tarball(project):
     readme = (root / "README.md").read_text()
     assert f"proxshift-proxmox-{new}.tar.gz" in readme and f"proxshift-proxmox-{released}.tar.gz" not in readme
     assert "a test change" in (root / "CHANGELOG.rst").read_text()
+    galaxy_ee = yaml.safe_load((project / "awx/execution-environment-galaxy.yml").read_text())
+    assert {"name": "proxshift.proxmox", "version": f"=={new}"} in galaxy_ee["dependencies"]["galaxy"]["collections"]
     assert (project / f"build/proxshift-proxmox-{new}.tar.gz").is_file()
 
 
@@ -144,6 +152,7 @@ def test_a_release_in_a_checkout_is_committed_and_tagged(project):
     dev = next_dev(new)
     assert git("log", "-1", "--format=%s", "HEAD").strip() == f"proxshift.proxmox: open {dev} after the {new} release"
     assert git("rev-parse", "HEAD~1").strip() == git("rev-list", "-n1", f"proxshift.proxmox-{new}").strip()
+    assert "awx/execution-environment-galaxy.yml" in files
     assert sorted(git("show", "--name-only", "--format=", "HEAD").split()) == [
         "ansible_collections/proxshift/proxmox/galaxy.yml", "awx/execution-environment.yml"]
     assert current(project) == dev
