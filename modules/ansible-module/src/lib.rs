@@ -24,5 +24,5 @@ pub mod sidecar;
 pub mod spec;
 pub mod validate;
 
-pub use module::{execute, forget_secrets, run, run_stdin, Failure, Module, Outcome};
+pub use module::{execute, forget_secrets, run, run_plugin, run_stdin, Failure, Module, Outcome};
 pub use spec::{ArgSpec, Opt, Type};

@@ -220,10 +220,22 @@ where
     std::process::exit(code)
 }
 
-/// Run a module body as the backend of a controller-side plugin (inventory, lookup): the options
-/// come as one JSON object on stdin instead of an args file, and the result (validated, masked,
-/// without `invocation`) goes to stdout as for [`run`]. `name` appears in validation errors.
-/// Never returns.
+/// Run a module body as the backend of a controller-side plugin (inventory, lookup): as
+/// [`run_stdin`], with the options final as the plugin sends them. Ansible resolved them from the
+/// plugin's `DOCUMENTATION` (`get_option`: task, variables, environment, `ansible.cfg`), so `spec`'s
+/// environment fallbacks are dropped: the binary reads no variable the plugin did not resolve, and
+/// the documentation is the one list of names each option has. Never returns.
+pub fn run_plugin<F>(name: &str, spec: ArgSpec, body: F) -> !
+where
+    F: FnOnce(&mut Module) -> Result<Outcome, Failure>,
+{
+    run_stdin(name, spec.without_env_fallbacks(), body)
+}
+
+/// Run a module body with its options as one JSON object on stdin instead of an args file (the
+/// lease keeper a module starts; plugin backends use [`run_plugin`]); the result (validated,
+/// masked, without `invocation`) goes to stdout as for [`run`]. `name` appears in validation
+/// errors. Never returns.
 pub fn run_stdin<F>(name: &str, spec: ArgSpec, body: F) -> !
 where
     F: FnOnce(&mut Module) -> Result<Outcome, Failure>,

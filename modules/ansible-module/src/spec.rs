@@ -172,6 +172,19 @@ impl ArgSpec {
             ..Default::default()
         }
     }
+    /// The same spec without environment fallbacks, at every depth: for a controller-side plugin's
+    /// backend, whose options Ansible's config system has already resolved from the plugin's
+    /// `DOCUMENTATION` (task, variables, environment, `ansible.cfg`), so the binary reads no
+    /// environment variable of its own ([`crate::run_plugin`]).
+    pub fn without_env_fallbacks(mut self) -> Self {
+        for opt in &mut self.options {
+            opt.env_fallback.clear();
+            if let Some(sub) = opt.options.take() {
+                opt.options = Some(Box::new(sub.without_env_fallbacks()));
+            }
+        }
+        self
+    }
     pub fn mutually_exclusive(mut self, names: &[&'static str]) -> Self {
         self.mutually_exclusive.push(names.to_vec());
         self

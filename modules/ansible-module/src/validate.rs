@@ -685,3 +685,40 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod plugin_tests {
+    use super::*;
+    use crate::spec::{Opt, Type};
+    use serde_json::json;
+
+    fn spec() -> ArgSpec {
+        ArgSpec::new(vec![
+            Opt::str("url").required().env(&["PS_TEST_PLUGIN_URL"]),
+            Opt::list("nodes", Type::Dict).options(ArgSpec::new(vec![
+                Opt::str("token").env(&["PS_TEST_PLUGIN_TOKEN"])
+            ])),
+        ])
+    }
+
+    #[test]
+    fn a_plugin_backend_reads_no_environment_variable() {
+        std::env::set_var("PS_TEST_PLUGIN_URL", "https://from-env");
+        std::env::set_var("PS_TEST_PLUGIN_TOKEN", "from-env");
+        let raw = json!({"nodes": [{}]});
+        let module = validate(raw.as_object().unwrap(), &spec(), "m", false);
+        let plugin = validate(
+            raw.as_object().unwrap(),
+            &spec().without_env_fallbacks(),
+            "p",
+            false,
+        );
+        std::env::remove_var("PS_TEST_PLUGIN_URL");
+        std::env::remove_var("PS_TEST_PLUGIN_TOKEN");
+        assert_eq!(module.params["url"], json!("https://from-env"));
+        assert_eq!(module.params["nodes"][0]["token"], json!("from-env"));
+        // The plugin's options are final: a missing required one is an error, not an env lookup.
+        assert_eq!(plugin.errors, ["missing required arguments: url"]);
+        assert!(plugin.from_env.is_empty() && plugin.no_log_values.is_empty());
+    }
+}

@@ -62,13 +62,14 @@ def binary_path(collection_root: str, system: str, machine: str) -> str:
 
 
 def backend_options(plugin, names, templar) -> dict:
-    """The options of `plugin` (a lookup or inventory plugin) to send to its binary: those given in the task
-    or the plugin's config, as variables or in ansible.cfg, templated.
+    """The options of `plugin` (a lookup or inventory plugin) to send to its binary, final: as Ansible's config
+    system resolved them from the plugin's DOCUMENTATION (task or source, variables, environment, ansible.cfg,
+    default), templated. The binary reads no environment variable of its own for a plugin call
+    (ansible_module::run_plugin), so the documentation is each option's one list of names.
 
-    An option that comes from an environment variable, or is only a default, is left out: the binary reads
-    the same variables (the plugin's documented `env:` list is its spec's, a test compares) and applies the
-    same defaults, with the modules' rule that an empty variable counts as unset (AWX renders a credential
-    field left empty as ""). So modules and plugins read the environment one way, in one place."""
+    One rule the modules keep is applied here too: an empty environment variable counts as unset (AWX renders a
+    credential field left empty as ""), so the next variable the option documents is taken, and with none set
+    the option is left to its default."""
     options = {}
     for name in names:
         value = plugin.get_option(name)
@@ -80,14 +81,33 @@ def backend_options(plugin, names, templar) -> dict:
             # ansible-core < 2.18 works the origin out again from the config alone, without what the task or the
             # inventory source set (set_options' direct and var_options): a value it does not see came from there.
             origin = "direct"
-        if value is None or origin == "default" or str(origin).startswith("env"):
-            continue
+        if str(origin).startswith("env") and value == "":
+            value = _first_set_env(plugin, name)
         # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
         if isinstance(value, str) and templar.is_template(value):
             value = templar.template(value)
         if value is not None:
             options[name] = value
     return options
+
+
+def _first_set_env(plugin, name):
+    """The first non-empty environment variable among those `plugin`'s option `name` documents, converted to the
+    option's type; None when every one is unset or empty."""
+    from ansible import constants as C
+    from ansible.config.manager import ensure_type
+
+    definition = C.config.get_configuration_definitions(_plugin_type(plugin), plugin._load_name).get(name, {})
+    for entry in definition.get("env") or []:
+        value = os.environ.get(entry["name"])
+        if value:
+            return ensure_type(value, definition.get("type"))
+    return None
+
+
+def _plugin_type(plugin) -> str:
+    """`lookup` or `inventory`, as the config system files plugin definitions (LookupModule -> lookup)."""
+    return getattr(plugin, "plugin_type", None) or type(plugin).__name__.lower().replace("module", "")
 
 
 def run_backend(flag: str, options: dict, name: str, error=Exception) -> dict:

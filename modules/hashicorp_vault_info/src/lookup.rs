@@ -46,7 +46,7 @@ struct Options {
 
 /// `main` of `hashicorp_vault_info --lookup`.
 pub fn main() -> ! {
-    ansible_module::run_stdin("proxshift.hashi_vault.kv", argument_spec(), run)
+    ansible_module::run_plugin("proxshift.hashi_vault.kv", argument_spec(), run)
 }
 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
@@ -62,7 +62,8 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         )));
     }
     let mut kv = KvVersions::new(o.kv_version)?;
-    let vault = o.conn.connect(m)?;
+    let conn = o.conn.resolved_by_plugin();
+    let vault = conn.connect(m)?;
     let mount = o.engine_mount_point.as_str();
     let ver = kv.get(&vault, mount)?;
     if version.is_some() && ver == KvVersion::V1 {

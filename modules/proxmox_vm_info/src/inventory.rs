@@ -90,7 +90,7 @@ impl Options {
 
 /// `main` of `proxmox_vm_info --inventory`.
 pub fn main() -> ! {
-    ansible_module::run_stdin("proxshift.proxmox.proxmox", argument_spec(), run)
+    ansible_module::run_plugin("proxshift.proxmox.proxmox", argument_spec(), run)
 }
 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {

@@ -108,6 +108,14 @@ fn read_file_secret(path: &str, what: &str) -> Result<String, Failure> {
 }
 
 impl ConnectionOptions {
+    /// As resolved by a controller-side plugin (the `kv` lookup): `validate_certs` not given means
+    /// `true`, whatever `VAULT_SKIP_VERIFY` says here, since the plugin resolved that variable
+    /// already (see `ansible_module::run_plugin`).
+    pub fn resolved_by_plugin(mut self) -> Self {
+        self.validate_certs.get_or_insert(true);
+        self
+    }
+
     /// Log in as configured; every credential learnt on the way is masked in the result.
     pub fn connect(&self, m: &mut Module) -> Result<Vault, Failure> {
         if self.timeout <= 0 {

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from services import community_proxmox_venv, many_vm_seed, running_pvesim
-from testlib import REPO, ansible_env, tool
+from testlib import REPO, ansible_env, collection_binary, tool
 
 @pytest.fixture(scope="module")
 def sim50(tmp_path_factory):
@@ -199,6 +199,18 @@ def test_env_variables_and_secrets_never_shown(sim50, inventory_token, tmp_path,
     out = proc.stdout + proc.stderr
     assert "proxshift.proxmox.proxmox" in out and "401" in out, out
     assert secret[:-4] not in out
+
+    # An empty variable counts as unset (AWX renders an empty credential field as ""): PROXMOX_URL="" gives way
+    # to PROXMOX_HOST, the next name the plugin's documentation lists for `url`.
+    listed = tmp_path / "inventory-empty-url.json"
+    proc = run_inventory(path, args=["--list", "--output", str(listed)], env={**env, "PROXMOX_URL": ""})
+    assert proc.returncode == 0 and "vm-010" in listed.read_text(), proc.stdout + proc.stderr
+    # Ansible resolved those variables, not the binary: the backend run alone with them has no url.
+    proc = subprocess.run([str(collection_binary("proxmox")), "--inventory"], input=json.dumps({"ca_path": str(sim50.ca_path)}),
+                          env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=60)
+    result = json.loads(proc.stdout)
+    assert result["failed"] and "missing required arguments: url" in result["msg"], result
+    assert secret not in proc.stdout + proc.stderr
 
 
 def test_proxmox_vm_info_in_check_mode_sends_no_write(sim50, run_playbook):

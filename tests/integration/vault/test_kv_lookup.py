@@ -1,6 +1,7 @@
 """The `proxshift.hashi_vault.kv` lookup and the `hashicorp_vault_info` module with real ansible-playbook
 against a real OpenBao: KV v1 and v2, a version, a missing key with and without default, AppRole auth,
-values marked unsafe, a sealed server; the module in check mode; ansible-doc of the lookup."""
+values marked unsafe, a sealed server; the module in check mode; ansible-doc of the lookup; the lookup's options
+resolved once, by Ansible."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +10,9 @@ import time
 import pytest
 
 from services import running_openbao
-from testlib import ansible_env, tool
+import json
+
+from testlib import ansible_env, collection_binary, tool
 
 APPROLE_SECRET_ID_CANARY = "approle-secret-id-canary-2b7c"
 PULL_SECRET_CANARY = "pull-secret-canary-value-81f3"
@@ -209,3 +212,27 @@ def test_ansible_doc_renders_the_lookup(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "VAULT_ADDR" in proc.stdout and "engine_mount_point" in proc.stdout
     assert "[WARNING]" not in proc.stderr, proc.stderr
+
+
+def test_ansible_resolves_the_lookups_options_and_the_binary_reads_no_environment(bao, run_playbook):
+    """Ansible's config system resolves every option from the lookup's DOCUMENTATION (an empty variable counting
+    as unset, as AWX renders an empty credential field: ANSIBLE_HASHI_VAULT_ADDR="" gives way to VAULT_ADDR) and
+    sends final values; the backend binary, run alone with the same environment, takes nothing from it."""
+    env = {"ANSIBLE_HASHI_VAULT_ADDR": "", "VAULT_ADDR": bao.addr, "ANSIBLE_HASHI_VAULT_TOKEN": "",
+           "VAULT_TOKEN": bao.token, "ANSIBLE_HASHI_VAULT_TIMEOUT": "7", "VAULT_SKIP_VERIFY": "false"}
+    run = run_playbook(play("""
+- name: everything from the environment
+  ansible.builtin.set_fact:
+    value: "{{ lookup('proxshift.hashi_vault.kv', 'openshift/pull-secret', key='pullSecret') }}"
+  no_log: true
+- name: check
+  ansible.builtin.assert:
+    that: value == expected
+"""), env=env, extra_vars={"expected": PULL_SECRET_CANARY})
+    assert run.status("check") == "ok", [(r["task"], r.get("msg")) for r in run.results]
+    proc = subprocess.run([str(collection_binary("hashi_vault")), "--lookup"],
+                          input=json.dumps({"terms": ["openshift/pull-secret"]}), env={"PATH": "/usr/bin:/bin", **env},
+                          capture_output=True, text=True, timeout=60)
+    result = json.loads(proc.stdout)
+    assert result["failed"] and "missing required arguments: url" in result["msg"], result
+    assert bao.token not in proc.stdout + proc.stderr

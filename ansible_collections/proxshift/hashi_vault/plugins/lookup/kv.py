@@ -275,6 +275,8 @@ _raw:
 """
 
 
+import os
+
 from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
@@ -291,10 +293,17 @@ BACKEND_OPTIONS = (
 )
 
 
+def vault_skip_verify(value: str) -> bool:
+    """VAULT_SKIP_VERIFY as Vault's own CLI reads it: set to anything but a false word means skip."""
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=self._plugin_vars(variables), direct=kwargs)
         options = backend_options(self, BACKEND_OPTIONS, self._templar)
+        if options.get("validate_certs") is None:
+            options["validate_certs"] = not vault_skip_verify(os.environ.get("VAULT_SKIP_VERIFY", ""))
         options["terms"] = [str(t) for t in terms]
         if "default" in kwargs:
             options["use_default"] = True
