@@ -81,7 +81,7 @@ def backend_options(plugin, names, templar) -> dict:
             # ansible-core < 2.18 works the origin out again from the config alone, without what the task or the
             # inventory source set (set_options' direct and var_options): a value it does not see came from there.
             origin = "direct"
-        if str(origin).startswith("env") and value == "":
+        if _empty_env(origin):
             value = _first_set_env(plugin, name)
         # Options set as variables (proxshift_vault_url: "{{ ... }}") arrive untemplated.
         if isinstance(value, str) and templar.is_template(value):
@@ -89,6 +89,13 @@ def backend_options(plugin, names, templar) -> dict:
         if value is not None:
             options[name] = value
     return options
+
+
+def _empty_env(origin) -> bool:
+    """Whether an option's value came from an empty environment variable (origin `env: NAME`): its converted
+    value need not be "" (a `type: path` option makes "" the working directory)."""
+    kind, _, var = str(origin).partition(":")
+    return kind == "env" and os.environ.get(var.strip()) == ""
 
 
 def _first_set_env(plugin, name):
