@@ -14,8 +14,8 @@ pub fn ha_sid_vmid(sid: &str) -> Option<u32> {
     sid.strip_prefix("vm:").unwrap_or(sid).parse().ok()
 }
 
-/// One entry of `GET /cluster/ha/resources`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// One entry of `GET /cluster/ha/resources` (or `GET /cluster/ha/resources/{sid}`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct HaResource {
     pub sid: String,
     /// The requested state (`started`, `stopped`, `disabled`, `ignored`).
