@@ -1,5 +1,5 @@
 //! `proxshift.proxmox.proxmox_ha`: opt-in Proxmox HA for a ProxShift cluster. Its VMs (those
-//! carrying the owner tag and the cluster's tag) become HA resources; on PVE ≥ 9 a negative
+//! carrying the cluster's tag, and `owner_tag` when given) become HA resources; on PVE ≥ 9 a negative
 //! resource-affinity rule keeps the control-plane VMs on different nodes, a second one the
 //! workers; scale-out and scale-in are reconciled, `state: absent` removes what it created.
 //! PVE 8 has HA groups but no resource affinity: the VMs become HA resources and the module
@@ -22,7 +22,7 @@ pub fn argument_spec() -> ArgSpec {
     ArgSpec::new(vec![
         Opt::str("cluster").required(),
         Opt::list("tags", Type::Str).default(Value::Array(vec![])),
-        Opt::str("owner_tag").default("proxshift"),
+        Opt::str("owner_tag"),
         Opt::str("cluster_tag_prefix").default("proxshift-"),
         Opt::str("state")
             .default("present")
@@ -41,7 +41,7 @@ pub fn argument_spec() -> ArgSpec {
 struct Options {
     cluster: String,
     tags: Vec<String>,
-    owner_tag: String,
+    owner_tag: Option<String>,
     cluster_tag_prefix: String,
     state: String,
     control_plane: Vec<String>,
@@ -85,7 +85,15 @@ fn observe(client: &Client, o: &Options) -> Result<Observed, pve_client::Error> 
         .iter()
         .map(|t| t.trim().to_ascii_lowercase())
         .collect();
-    wanted.push(o.owner_tag.trim().to_ascii_lowercase());
+    // The playbooks give proxmox_vm the cluster tag as its owner tag: that is the default here too.
+    if let Some(owner) = o
+        .owner_tag
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        wanted.push(owner.to_ascii_lowercase());
+    }
     wanted.push(cluster_tag);
     let vms = client
         .cluster_vms()?

@@ -1,5 +1,5 @@
 //! proxmox_ha against the in-process Proxmox simulator: a cluster `c1` of three control-plane VMs
-//! (201–203, one per node) and two workers (204 on pve1, 205 on pve2). Check mode sends no write,
+//! (201–203, one per node) and two workers (204 on pve1, 205 on pve2); 206 is cluster c2's. Check mode sends no write,
 //! a second run changes nothing, a node failure keeps the control plane apart, scale-in and
 //! `absent` remove only what the module created, PVE 8 gets resources and a warning.
 
@@ -18,7 +18,7 @@ vms:
   - {vmid: 203, node: pve3, running: true, config: {name: c1-master-2, memory: "1024", tags: "proxshift;proxshift-c1"}}
   - {vmid: 204, node: pve1, running: true, config: {name: c1-worker-0, memory: "1024", tags: "proxshift;proxshift-c1"}}
   - {vmid: 205, node: pve2, running: true, config: {name: c1-worker-1, memory: "1024", tags: "proxshift;proxshift-c1"}}
-  - {vmid: 206, node: pve3, running: true, config: {name: other, memory: "1024", tags: "proxshift-c1"}}
+  - {vmid: 206, node: pve3, running: true, config: {name: other, memory: "1024", tags: "proxshift;proxshift-c2"}}
 "#;
 
 fn sim(version: &str) -> SimHandle {
@@ -79,7 +79,7 @@ fn present_is_predicted_applied_and_idempotent() {
     assert_eq!(r["actions"].as_array().unwrap().len(), 7, "{r:#}");
     assert_eq!(r["ha"]["rules"]["proxshift-c1-workers"], "vm:204,vm:205");
     sim.with_sim(|s| {
-        assert_eq!(s.ha.resources.len(), 5, "206 lacks the owner tag");
+        assert_eq!(s.ha.resources.len(), 5, "206 is another cluster's");
         assert_eq!(
             s.ha.resources[&201].comment.as_deref(),
             Some("proxshift:c1")

@@ -11,8 +11,8 @@ DOCUMENTATION = r"""
 module: proxmox_ha
 short_description: Make a ProxShift cluster's VMs Proxmox HA resources and keep its control plane on different nodes
 description:
-  - Opt-in high availability for one ProxShift cluster. Its VMs (templates left out) are those that carry
-    O(owner_tag), the cluster's tag (O(cluster_tag_prefix) followed by O(cluster)) and every one of O(tags).
+  - Opt-in high availability for one ProxShift cluster. Its VMs (templates left out) are those that carry the
+    cluster's tag (O(cluster_tag_prefix) followed by O(cluster)), O(owner_tag) when given and every one of O(tags).
   - Each VM becomes an HA resource (C(vm:<vmid>)) requested in O(ha_state); Proxmox's HA manager then restarts it
     on another node when its node fails.
   - On Proxmox VE 9 and later a negative resource-affinity rule (C(<rule_prefix><cluster>-control-plane)) keeps the
@@ -44,9 +44,9 @@ options:
     default: []
   owner_tag:
     description:
-      - The tag every VM ProxShift manages carries; VMs without it are never selected.
+      - A tag the VMs must carry besides the cluster's. Unset, the cluster's tag is the owner tag, as the playbooks
+        give it to C(proxshift.proxmox.proxmox_vm) (O(cluster_tag_prefix) followed by O(cluster)).
     type: str
-    default: proxshift
   cluster_tag_prefix:
     description:
       - The prefix of cluster ownership tags (C(proxshift-sno) for V(sno)).
