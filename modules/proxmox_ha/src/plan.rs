@@ -397,6 +397,46 @@ mod tests {
     }
 
     #[test]
+    fn scale_out_adds_the_resource_then_widens_the_rule() {
+        let mut obs = compact();
+        let m = marker("c1");
+        obs.resources = (201..=205).map(|v| res(v, Some(&m))).collect();
+        obs.rules = Some(vec![
+            rule(
+                "proxshift-c1-control-plane",
+                "vm:201,vm:202,vm:203",
+                Some(&m),
+            ),
+            rule("proxshift-c1-workers", "vm:204,vm:205", Some(&m)),
+        ]);
+        obs.vms.push(ClusterVm {
+            vmid: 206,
+            name: Some("w2".into()),
+        });
+        let p = plan(&obs, &want(true, &["m0", "m1", "m2"])).unwrap();
+        assert_eq!(
+            p.actions,
+            [
+                Action::CreateResource { vmid: 206 },
+                Action::UpdateRule {
+                    id: "proxshift-c1-workers".into(),
+                    vmids: [204, 205, 206].into_iter().collect()
+                }
+            ]
+        );
+        // A fourth worker on three nodes: the rule goes, with a warning.
+        obs.vms.push(ClusterVm {
+            vmid: 207,
+            name: Some("w3".into()),
+        });
+        let p = plan(&obs, &want(true, &["m0", "m1", "m2"])).unwrap();
+        assert!(p.actions.contains(&Action::DeleteRule {
+            id: "proxshift-c1-workers".into()
+        }));
+        assert!(p.warnings[0].contains("4 worker VMs"), "{:?}", p.warnings);
+    }
+
+    #[test]
     fn foreign_things_are_never_touched() {
         let mut obs = compact();
         obs.resources = vec![res(201, Some("ops team"))];

@@ -432,3 +432,41 @@ fn pve8_has_groups_and_no_rules_pve9_refuses_groups() {
         r.body
     );
 }
+
+#[test]
+fn destroying_an_ha_vm_with_purge_drops_it_from_resources_and_rules() {
+    let sim = start();
+    let api = Api::root(&sim);
+    for (node, vmid) in [("pve1", 201), ("pve2", 202), ("pve3", 203)] {
+        vm(&api, node, vmid);
+        api.post("/cluster/ha/resources", &[("sid", &vmid.to_string())])
+            .ok();
+    }
+    api.post(
+        "/cluster/ha/rules",
+        &[
+            ("rule", "cp"),
+            ("type", "resource-affinity"),
+            ("affinity", "negative"),
+            ("resources", "vm:201,vm:202,vm:203"),
+        ],
+    )
+    .ok();
+    api.put("/cluster/ha/resources/vm:203", &[("state", "stopped")])
+        .ok();
+    let upid = api.delete("/nodes/pve3/qemu/203", &[("purge", "1")]).upid();
+    assert_eq!(api.exit(&upid), "OK");
+    assert_eq!(
+        api.get("/cluster/ha/rules/cp", &[]).ok()["resources"],
+        "vm:201,vm:202"
+    );
+    let sids: Vec<Value> = api
+        .get("/cluster/ha/resources", &[])
+        .ok()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["sid"].clone())
+        .collect();
+    assert_eq!(sids, ["vm:201", "vm:202"]);
+}
