@@ -199,6 +199,18 @@ pub fn plan(obs: &Observed, want: &Desired) -> Result<Plan, PlanError> {
     }
     match &obs.rules {
         Some(rules) => {
+            // PVE lists the problems it finds with a rule (a resource gone since, fewer nodes).
+            for r in rules
+                .iter()
+                .filter(|r| r.comment.as_deref() == Some(want.marker.as_str()))
+            {
+                if let Some(e) = r.errors.as_ref().filter(|e| !e.is_null()) {
+                    p.warnings.push(format!(
+                        "Proxmox reports rule {} as not effective: {e}",
+                        r.rule
+                    ));
+                }
+            }
             let (cp_rule, worker_rule) = if want.present {
                 let n = obs.node_count;
                 let cp_rule = apart("control-plane", cp, n, &mut p.warnings);
@@ -451,6 +463,22 @@ mod tests {
         assert!(
             p.actions.is_empty(),
             "absent leaves foreign resources: {p:?}"
+        );
+    }
+
+    #[test]
+    fn problems_pve_reports_with_an_owned_rule_are_warned() {
+        let mut obs = compact();
+        let m = marker("c1");
+        let mut r = rule("proxshift-c1-workers", "vm:204", Some(&m));
+        r.errors =
+            Some(json!({"resources": "rule is ineffective as there are less than two resources"}));
+        obs.rules = Some(vec![r]);
+        let p = plan(&obs, &want(true, &["m0", "m1", "m2"])).unwrap();
+        assert!(
+            p.warnings[0].contains("less than two resources"),
+            "{:?}",
+            p.warnings
         );
     }
 
