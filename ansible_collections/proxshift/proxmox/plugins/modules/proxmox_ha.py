@@ -21,7 +21,7 @@ description:
     one (C(<rule_prefix><cluster>-workers)). A rule needs two VMs or more, and no more than the cluster has nodes;
     otherwise no rule is made and the module warns.
   - Proxmox VE 8 has HA groups but no resource affinity, so there the VMs become HA resources and the module
-    warns that it cannot keep them apart. It makes no groups: a group only ranks nodes for its VMs, so after a
+    warns that it cannot keep them apart. It makes no groups, since a group only ranks nodes for its VMs and after a
     node failure two control-plane VMs could still land on one node.
   - Reconciles on every run - VMs added to the cluster are added, VMs gone from it are removed, rules follow -
     and O(state=absent) removes every HA resource and rule it created. What it creates carries the comment
