@@ -234,7 +234,7 @@ fn volume_path(node: &str, volid: &str) -> Result<String, Error> {
 }
 
 /// Percent-encode everything but RFC 3986's unreserved characters.
-fn path_segment(s: &str) -> String {
+pub(crate) fn path_segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -53,12 +53,18 @@
 //!   verified by the server) and [`sha256_file`], `delete_volume(node, volid, timeout)` (`imgdel`;
 //!   a UPID or PVE's `null`, an absent volume a `WARNINGS` task, not an error).
 //!
+//! - HA (`ha.rs`, plain requests, no task): `ha_resources` → [`HaResource`],
+//!   `ha_resource_create/update/delete`, `ha_rules` → [`HaRule`] (PVE ≥ 9), `ha_rule_create/update/delete`,
+//!   `ha_groups` → [`HaGroup`] (PVE 8), `ha_group_create/update/delete`, `ha_services` → [`HaService`]
+//!   (the `service` entries of `status/current`).
+//!
 //! `power.rs` is reserved for `vm_lifecycle`'s power/status/agent calls.
 
 mod api;
 mod client;
 mod connection;
 mod error;
+mod ha;
 pub mod power;
 mod task;
 mod upload;
@@ -72,6 +78,7 @@ pub use connection::{
     connect_module, connection_options, Auth, ConnectionOptions, INSECURE_WARNING,
 };
 pub use error::{from_response, Error, ErrorResponse, TaskError};
+pub use ha::{ha_sid_vmid, HaGroup, HaResource, HaRule, HaService};
 pub use proxshift_http::Backoff;
 pub use task::{exitstatus_ok, TaskOutcome, Upid, LOG_TAIL_LINES};
 pub use upload::sha256_file;

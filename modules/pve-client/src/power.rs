@@ -149,15 +149,8 @@ pub fn is_agent_unavailable(e: &Error) -> bool {
         .any(|p| t.contains(p))
 }
 
-/// `/cluster/ha/resources/{sid}`: the HA resource behind a VM.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct HaResource {
-    pub sid: String,
-    #[serde(default)]
-    pub state: Option<String>,
-    #[serde(default)]
-    pub group: Option<String>,
-}
+/// `/cluster/ha/resources/{sid}`: the HA resource behind a VM (the HA configuration's type).
+pub use crate::ha::HaResource;
 
 fn status_path(node: &str, vmid: u32) -> String {
     format!("/nodes/{node}/qemu/{vmid}")

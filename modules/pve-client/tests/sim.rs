@@ -232,3 +232,50 @@ fn delete_volume_waits_for_imgdel_and_an_absent_volume_is_no_error() {
         .unwrap_err();
     assert_eq!(e.status(), Some(403), "{e:?}");
 }
+
+#[test]
+fn ha_resources_rules_and_status_round_trip() {
+    let sim = Simulator::start(pvesim::lab::config_under_test()).unwrap();
+    let c = token_client(&sim);
+    let nine = pvesim::lab::release_under_test().major >= 9;
+    c.ha_resource_create("vm:100", &Params::new().set("comment", "proxshift"))
+        .unwrap();
+    c.ha_resource_create("vm:101", &Params::new().set("state", "stopped"))
+        .unwrap();
+    let res = c.ha_resources().unwrap();
+    assert_eq!(res.len(), 2);
+    assert_eq!(res[0].comment.as_deref(), Some("proxshift"));
+    c.ha_resource_update("vm:100", &Params::new().set("comment", "x"))
+        .unwrap();
+    let services = c.ha_services().unwrap();
+    assert_eq!(services[0].sid, "vm:100");
+    assert_eq!(services[0].state.as_deref(), Some("started"));
+    if nine {
+        let neg = Params::new()
+            .set("affinity", "negative")
+            .set("resources", "vm:100,vm:101");
+        c.ha_rule_create("apart", "resource-affinity", &neg)
+            .unwrap();
+        let rules = c.ha_rules().unwrap();
+        assert_eq!(rules[0].vmids(), [100, 101].into_iter().collect());
+        c.ha_rule_update(
+            "apart",
+            "resource-affinity",
+            &Params::new().set("comment", "c"),
+        )
+        .unwrap();
+        assert_eq!(c.ha_rules().unwrap()[0].comment.as_deref(), Some("c"));
+        c.ha_rule_delete("apart").unwrap();
+        assert!(c.ha_rules().unwrap().is_empty());
+    } else {
+        assert_eq!(c.ha_rules().unwrap_err().status(), Some(501));
+        c.ha_group_create("g1", "pve1:2,pve2", &Params::new().flag("restricted", true))
+            .unwrap();
+        assert!(c.ha_groups().unwrap()[0].restricted);
+        c.ha_group_update("g1", &Params::new().flag("nofailback", true))
+            .unwrap();
+        c.ha_group_delete("g1").unwrap();
+    }
+    c.ha_resource_delete("vm:101", true).unwrap();
+    assert_eq!(c.ha_resources().unwrap().len(), 1);
+}

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod config_perm;
 pub mod error;
 pub mod faults;
+pub mod ha;
 mod handlers;
 pub mod model;
 pub mod multipart;

@@ -458,7 +458,12 @@ fn run(
         return Err(ErrorReply::new(status, msg));
     }
     let (def, vars) = match schema::schema().find(method, api_path) {
-        RouteMatch::Found(d, v) => (d, v),
+        RouteMatch::Found(d, v) if handlers::rules_route_exists(sim.version, &d.path) => (d, v),
+        RouteMatch::Found(..) => {
+            return Err(ErrorReply::not_implemented(format!(
+                "Method '{method} {api_path}' not implemented"
+            )))
+        }
         RouteMatch::NoMethod | RouteMatch::NoPath => {
             return Err(ErrorReply::not_implemented(format!(
                 "Method '{method} {api_path}' not implemented"

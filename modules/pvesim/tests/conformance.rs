@@ -20,6 +20,9 @@ fn concrete_path(template: &str) -> String {
         .replace("{tokenid}", "ci")
         .replace("{roleid}", "ProxShiftProvisioner")
         .replace("{snapname}", "snap1")
+        .replace("{sid}", "vm%3A100")
+        .replace("{rule}", "conf-rule")
+        .replace("{group}", "conf-group")
 }
 
 fn path_vars(template: &str) -> Vec<String> {
@@ -436,25 +439,70 @@ fn every_method_accepts_a_valid_request() {
             vec![("poolid", "conf"), ("vms", "100"), ("delete", "1")],
         ),
         ("DELETE", "/pools/conf".into(), vec![]),
+        (
+            "POST",
+            "/cluster/ha/resources".into(),
+            vec![("sid", "vm:100"), ("comment", "c")],
+        ),
+        (
+            "POST",
+            "/cluster/ha/resources".into(),
+            vec![("sid", "101"), ("state", "stopped")],
+        ),
+        ("GET", "/cluster/ha/resources".into(), vec![("type", "vm")]),
+        ("GET", "/cluster/ha/resources/vm:100".into(), vec![]),
+        (
+            "PUT",
+            "/cluster/ha/resources/vm:100".into(),
+            vec![("max_restart", "2")],
+        ),
+        (
+            "POST",
+            "/cluster/ha/rules".into(),
+            vec![
+                ("rule", "conf-rule"),
+                ("type", "resource-affinity"),
+                ("affinity", "negative"),
+                ("resources", "vm:100,vm:101"),
+            ],
+        ),
+        (
+            "GET",
+            "/cluster/ha/rules".into(),
+            vec![("type", "resource-affinity")],
+        ),
+        ("GET", "/cluster/ha/rules/conf-rule".into(), vec![]),
+        (
+            "PUT",
+            "/cluster/ha/rules/conf-rule".into(),
+            vec![("type", "resource-affinity"), ("comment", "c")],
+        ),
+        ("GET", "/cluster/ha/status/current".into(), vec![]),
+        ("GET", "/cluster/ha/status/manager_status".into(), vec![]),
+        ("DELETE", "/cluster/ha/rules/conf-rule".into(), vec![]),
+        ("DELETE", "/cluster/ha/resources/vm:101".into(), vec![]),
     ];
     let mut covered = std::collections::BTreeSet::new();
-    for (m, path, params) in &cases {
-        let r = send(&api, m, path, params);
-        assert_eq!(r.status, 200, "{m} {path}: {:?}", r.body);
-        assert!(r.body.get("data").is_some(), "{m} {path}: no data envelope");
-        if let Some(upid) = r.data().as_str().filter(|s| s.starts_with("UPID:")) {
-            assert_eq!(api.exit(upid), "OK", "{m} {path}: {:?}", api.task_log(upid));
-        }
-        // Map the concrete path back to its schema method.
-        let found = methods().into_iter().find(|d| {
-            d.method == *m && {
-                let t: Vec<&str> = d.path.split('/').collect();
-                let c: Vec<&str> = path.split('/').collect();
-                t.len() == c.len() && t.iter().zip(&c).all(|(a, b)| a.starts_with('{') || a == b)
-            }
-        });
-        covered.insert((m.to_string(), found.expect("known method").path.clone()));
-    }
+    run_cases(&api, &cases, &mut covered);
+    // HA groups are PVE 8's (PVE 9 has migrated them to rules).
+    let sim8 = common::start_version("8.4.1");
+    let api8 = Api::root(&sim8);
+    let groups: Vec<Case> = vec![
+        (
+            "POST",
+            "/cluster/ha/groups".into(),
+            vec![("group", "conf-group"), ("nodes", "pve1:2,pve2")],
+        ),
+        ("GET", "/cluster/ha/groups".into(), vec![]),
+        ("GET", "/cluster/ha/groups/conf-group".into(), vec![]),
+        (
+            "PUT",
+            "/cluster/ha/groups/conf-group".into(),
+            vec![("restricted", "1")],
+        ),
+        ("DELETE", "/cluster/ha/groups/conf-group".into(), vec![]),
+    ];
+    run_cases(&api8, &groups, &mut covered);
     // Upload is covered by its own multipart test (tests/behaviour_storage.rs).
     covered.insert((
         "POST".into(),
@@ -470,6 +518,31 @@ fn every_method_accepts_a_valid_request() {
         missing.is_empty(),
         "methods without a valid-request case: {missing:?}"
     );
+}
+
+/// Sends each case, expects success (a task: `OK`) and records the schema method it covers.
+fn run_cases(
+    api: &Api,
+    cases: &[Case],
+    covered: &mut std::collections::BTreeSet<(String, String)>,
+) {
+    for (m, path, params) in cases {
+        let r = send(api, m, path, params);
+        assert_eq!(r.status, 200, "{m} {path}: {:?}", r.body);
+        assert!(r.body.get("data").is_some(), "{m} {path}: no data envelope");
+        if let Some(upid) = r.data().as_str().filter(|s| s.starts_with("UPID:")) {
+            assert_eq!(api.exit(upid), "OK", "{m} {path}: {:?}", api.task_log(upid));
+        }
+        // Map the concrete path back to its schema method.
+        let found = methods().into_iter().find(|d| {
+            d.method == *m && {
+                let t: Vec<&str> = d.path.split('/').collect();
+                let c: Vec<&str> = path.split('/').collect();
+                t.len() == c.len() && t.iter().zip(&c).all(|(a, b)| a.starts_with('{') || a == b)
+            }
+        });
+        covered.insert((m.to_string(), found.expect("known method").path.clone()));
+    }
 }
 
 #[test]

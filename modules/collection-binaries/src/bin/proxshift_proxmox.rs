@@ -21,6 +21,10 @@ fn main() {
                 name: "proxmox_vm_info",
                 main: proxmox_vm_info::main,
             },
+            Entry {
+                name: "proxmox_ha",
+                main: || ansible_module::run(proxmox_ha::argument_spec(), proxmox_ha::run),
+            },
         ],
         &[("--inventory", "proxmox_vm_info")],
     )

@@ -125,8 +125,8 @@ pub fn resources(ctx: &mut Ctx) -> ReplyResult<Value> {
             if let Some(p) = sim.pool_of(vm.vmid) {
                 o["pool"] = json!(p);
             }
-            if vm.ha {
-                o["hastate"] = json!(if vm.running() { "started" } else { "stopped" });
+            if let Some(r) = sim.ha.resources.get(&vm.vmid) {
+                o["hastate"] = json!(r.service.as_str());
             }
             out.push(o);
         }

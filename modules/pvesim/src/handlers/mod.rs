@@ -3,6 +3,8 @@
 mod access;
 mod agent;
 mod cluster;
+mod ha;
+mod ha_rules;
 mod lxc;
 mod pools;
 mod qemu;
@@ -12,6 +14,8 @@ mod users;
 
 use crate::error::{ErrorReply, ReplyResult};
 use crate::server::{Ctx, Reply};
+
+pub use ha_rules::rules_route_exists;
 
 /// Routes a validated, authenticated request to its handler.
 pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
@@ -28,6 +32,25 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
         ("GET", "/cluster/resources") => cluster::resources(ctx),
         ("GET", "/nodes") => cluster::nodes(ctx),
         ("GET", "/nodes/{node}/status") => cluster::node_status(ctx),
+
+        ("GET", "/cluster/ha/resources") => ha::list(ctx),
+        ("POST", "/cluster/ha/resources") => ha::create(ctx),
+        ("GET", "/cluster/ha/resources/{sid}") => ha::get(ctx),
+        ("PUT", "/cluster/ha/resources/{sid}") => ha::update(ctx),
+        ("DELETE", "/cluster/ha/resources/{sid}") => ha::delete(ctx),
+        ("GET", "/cluster/ha/status/current") => ha::status_current(ctx),
+        ("GET", "/cluster/ha/status/manager_status") => ha::manager_status(ctx),
+        ("GET", "/cluster/ha/rules") => ha_rules::rules_list(ctx),
+        ("POST", "/cluster/ha/rules") => ha_rules::rule_create(ctx),
+        ("GET", "/cluster/ha/rules/{rule}") => ha_rules::rule_get(ctx),
+        ("PUT", "/cluster/ha/rules/{rule}") => ha_rules::rule_update(ctx),
+        ("DELETE", "/cluster/ha/rules/{rule}") => ha_rules::rule_delete(ctx),
+        ("GET", "/cluster/ha/groups") | ("GET", "/cluster/ha/groups/{group}") => {
+            ha_rules::groups_get(ctx)
+        }
+        ("POST", "/cluster/ha/groups") => ha_rules::group_write(ctx, true),
+        ("PUT", "/cluster/ha/groups/{group}") => ha_rules::group_write(ctx, false),
+        ("DELETE", "/cluster/ha/groups/{group}") => ha_rules::group_delete(ctx),
 
         ("POST", "/access/ticket") => access::ticket(ctx),
         ("GET", "/access/users") => access::users(ctx),

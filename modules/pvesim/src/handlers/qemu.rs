@@ -230,7 +230,11 @@ pub fn status_current(ctx: &mut Ctx) -> ReplyResult<Value> {
         "maxdisk": super::cluster::maxdisk(sim, vm.vmid), "disk": 0,
         "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
         "agent": if agent_enabled(&vm.conf) { 1 } else { 0 },
-        "ha": if vm.ha { json!({"managed": 1, "state": if vm.running() { "started" } else { "stopped" }, "group": null}) } else { json!({"managed": 0}) },
+        "ha": match sim.ha.resources.get(&vm.vmid) {
+            // `PVE::HA::Config::get_service_status`: the CRM's state and the group, if any.
+            Some(r) => json!({"managed": 1, "state": r.service.as_str(), "group": r.group}),
+            None => json!({"managed": 0}),
+        },
     });
     if vm.running() {
         o["pid"] = json!(vm.pid);

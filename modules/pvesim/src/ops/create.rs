@@ -113,7 +113,16 @@ pub fn finish(sim: &mut Sim, vmid: u32, start: bool, log: &mut Vec<String>) -> T
     let vm = sim.vms.get_mut(&vmid).ok_or("VM vanished")?;
     vm.conf = conf;
     vm.staged.clear();
-    vm.ha = ha;
+    if ha {
+        // qemu-server `create_vm` with `ha-managed`: `PVE::HA::Config::add_service_to_config`,
+        // requested `started` when the VM is started, else `stopped`.
+        let state = if start {
+            crate::ha::Requested::Started
+        } else {
+            crate::ha::Requested::Stopped
+        };
+        sim.ha_add(vmid, crate::ha::HaResource::new(state));
+    }
     if start {
         let mut l = Vec::new();
         if let Err(e) = super::power::start_vm(sim, vmid, &mut l) {

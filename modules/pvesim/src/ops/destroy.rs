@@ -90,6 +90,11 @@ pub fn finish(sim: &mut Sim, vmid: u32, unreferenced: bool, log: &mut Vec<String
         }
     }
     log.push(format!("destroying VM {vmid}"));
+    if sim.ha.resources.contains_key(&vmid) {
+        // Only reachable with `purge` (refused above otherwise): qemu-server's `destroy_vm`
+        // then drops it from the HA config (`PVE::HA::Config::delete_service_from_config`).
+        sim.ha_remove(vmid, true);
+    }
     sim.vms.remove(&vmid);
     Ok(0)
 }

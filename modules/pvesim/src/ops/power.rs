@@ -278,6 +278,20 @@ pub fn finish_ha(sim: &mut Sim, vmid: u32, start: bool, log: &mut Vec<String>) -
         "Requesting HA {} for VM {vmid}",
         if start { "start" } else { "stop" }
     ));
+    // qemu-server's `vm_start`/`vm_stop` on an HA resource run `ha-manager set --state`:
+    // the requested state changes with the VM.
+    if let Some(r) = sim.ha.resources.get_mut(&vmid) {
+        r.state = if start {
+            crate::ha::Requested::Started
+        } else {
+            crate::ha::Requested::Stopped
+        };
+        r.service = if start {
+            crate::ha::ServiceState::Started
+        } else {
+            crate::ha::ServiceState::Stopped
+        };
+    }
     if start {
         let mut l = Vec::new();
         if sim.vms.get(&vmid).map(|v| !v.running()).unwrap_or(false) {

@@ -51,6 +51,10 @@ pub struct Options {
     /// More concurrent clones onto one storage than this fail with PVE's storage lock
     /// timeout (0 = unlimited).
     pub max_parallel_clones_per_storage: u32,
+    /// Seconds (before scaling; at least one) between the HA manager noticing a node offline
+    /// and fencing it, after which its HA services are recovered elsewhere (PVE: about two
+    /// minutes, the lost node's watchdog expiring and its lock being taken over).
+    pub ha_fence_delay: f64,
 }
 
 impl Default for Options {
@@ -66,6 +70,7 @@ impl Default for Options {
             quorate: true,
             agent_ip_delay: 0.0,
             max_parallel_clones_per_storage: 0,
+            ha_fence_delay: 120.0,
         }
     }
 }
@@ -129,6 +134,8 @@ pub struct Sim {
     /// Resource pools by id. Members of a VM that no longer exists are ignored on read and dropped
     /// when its vmid is used again.
     pub pools: BTreeMap<String, Pool>,
+    /// HA resources, rules, groups and the CRM's view (`crate::ha`).
+    pub ha: crate::ha::HaState,
     pub access: Access,
     pub tasks: Vec<Task>,
     task_index: HashMap<String, usize>,

@@ -108,6 +108,7 @@ impl Sim {
             vms: BTreeMap::new(),
             cts: BTreeMap::new(),
             pools: BTreeMap::new(),
+            ha: crate::ha::HaState::default(),
             access: Access {
                 roles: builtin_roles(version.generation()),
                 known: privileges(version.generation())
@@ -390,6 +391,15 @@ impl Sim {
             if let Some(vm) = self.vms.get_mut(&v.vmid) {
                 vm.pid = pid;
             }
+        }
+        if v.ha {
+            // A seeded HA VM is an HA resource requested in the state it runs in.
+            let state = if running {
+                crate::ha::Requested::Started
+            } else {
+                crate::ha::Requested::Stopped
+            };
+            self.ha_add(v.vmid, crate::ha::HaResource::new(state));
         }
         Ok(())
     }

@@ -102,6 +102,7 @@ impl Sim {
             let Some(i) = next else { break };
             self.finish(i);
         }
+        self.ha_tick();
     }
 
     /// Stops a running task (`DELETE /nodes/{node}/tasks/{upid}`).
