@@ -23,6 +23,7 @@ pub fn module_specs() -> &'static [(&'static str, ArgSpec)] {
             ("cluster_auth", cluster_auth::argument_spec()),
             ("proxmox_access", proxmox_access::argument_spec()),
             ("proxmox_vm_info", proxmox_vm_info::argument_spec()),
+            ("proxmox_snap", proxmox_snap::argument_spec()),
             (
                 "proxshift.proxmox.proxmox",
                 proxmox_vm_info::inventory::argument_spec(),

@@ -51,7 +51,9 @@
 //!   (async POST), `resize_disk`, `destroy_vm` (purge / destroy-unreferenced-disks in the query),
 //!   `vm_action(node, vmid, "start"|"stop"|…, params, timeout)`, `upload_iso` (multipart, checksum
 //!   verified by the server) and [`sha256_file`], `delete_volume(node, volid, timeout)` (`imgdel`;
-//!   a UPID or PVE's `null`, an absent volume a `WARNINGS` task, not an error).
+//!   a UPID or PVE's `null`, an absent volume a `WARNINGS` task, not an error); `snapshot.rs`:
+//!   `create_snapshot` (sent once), `delete_snapshot`, `rollback_snapshot` (`qmsnapshot`,
+//!   `qmdelsnapshot`, `qmrollback`; the listing is `guest_snapshots`).
 //!
 //! `power.rs` is reserved for `vm_lifecycle`'s power/status/agent calls.
 
@@ -60,6 +62,7 @@ mod client;
 mod connection;
 mod error;
 pub mod power;
+mod snapshot;
 mod task;
 mod upload;
 

@@ -21,6 +21,10 @@ fn main() {
                 name: "proxmox_vm_info",
                 main: proxmox_vm_info::main,
             },
+            Entry {
+                name: "proxmox_snap",
+                main: || ansible_module::run(proxmox_snap::argument_spec(), proxmox_snap::run),
+            },
         ],
         &[("--inventory", "proxmox_vm_info")],
     )
