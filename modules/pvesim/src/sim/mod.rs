@@ -129,6 +129,9 @@ pub struct Sim {
     /// Resource pools by id. Members of a VM that no longer exists are ignored on read and dropped
     /// when its vmid is used again.
     pub pools: BTreeMap<String, Pool>,
+    /// What each backup volume saved (`ops::vzdump`), by volid; a deleted volume's entry is never
+    /// read again (every read checks the volume first).
+    pub backups: BTreeMap<String, crate::ops::vzdump::Backup>,
     pub access: Access,
     pub tasks: Vec<Task>,
     task_index: HashMap<String, usize>,

@@ -108,6 +108,7 @@ impl Sim {
             vms: BTreeMap::new(),
             cts: BTreeMap::new(),
             pools: BTreeMap::new(),
+            backups: BTreeMap::new(),
             access: Access {
                 roles: builtin_roles(version.generation()),
                 known: privileges(version.generation())
