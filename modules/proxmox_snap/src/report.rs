@@ -137,9 +137,12 @@ pub fn message(results: &[VmResult], s: &Settings, check_mode: bool) -> String {
     let changing = results.iter().filter(|r| r.plan.changes()).count();
     let already = results.iter().filter(|r| r.plan.already).count();
     let mut msg = match s.state {
+        State::Present if already == results.len() => {
+            format!("snapshot '{name}' is on {} already", count(already))
+        }
         State::Present => format!(
             "snapshot '{name}' {would}taken of {}; {} had it already",
-            count(results.iter().filter(|r| !r.plan.already).count()),
+            count(results.len() - already),
             count(already)
         ),
         State::Absent => format!(
@@ -272,6 +275,16 @@ mod tests {
         );
         assert_eq!(results[0].to_json(&s)["pruned"], json!(["restore-1"]));
         assert!(failure_message(&results, &s).is_none());
+        let done = vec![result(
+            102,
+            vec![],
+            Fate::Applied(Done::default()),
+            &["restore-2"],
+        )];
+        assert_eq!(
+            message(&done, &s, false),
+            "snapshot 'restore-2' is on 1 VM already"
+        );
     }
 
     #[test]

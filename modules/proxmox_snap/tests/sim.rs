@@ -116,6 +116,7 @@ fn a_cluster_snapshot_is_taken_of_owned_vms_only_and_once() {
     let r = module(&sim, cluster("restore-1"));
     assert_eq!(r["changed"], json!(false), "{r:#}");
     assert_eq!(r["vms"][1]["action"], "exists");
+    assert_eq!(r["msg"], "snapshot 'restore-1' is on 3 VMs already");
     assert!(sim.writes().is_empty());
 }
 
