@@ -3,8 +3,9 @@
 //! `PVE/API2/Qemu.pm`, `create_vm`'s restore branch over `PVE::QemuServer::restore_vma_archive`).
 //!
 //! - Backup (`vzdump` worker, one task for every VMID; its id the VMID when there is one, as
-//!   `vzdump`'s `$taskid`): the target storage must hold `backup` content; each VM is locked `backup`
-//!   while it is saved (`PVE::VZDump::QemuServer` `prepare`: `check_lock`, then `set_lock`), so a VM
+//!   `vzdump`'s `$taskid`): the target storage must hold `backup` content; a VM is locked `backup`
+//!   while it is saved (`PVE::VZDump::QemuServer` `prepare`: `check_lock`, then `set_lock`; pvesim locks
+//!   every VM of the job from the task's start to its end, where PVE locks each in its turn), so a VM
 //!   locked otherwise fails its part ("VM is locked (…)") and the task ends in error ("job errors")
 //!   after the others. `mode=stop` shuts a running VM down and starts it again afterwards;
 //!   `snapshot` and `suspend` leave it running. The file is `vzdump-qemu-<vmid>-<YYYY_MM_DD-HH_MM_SS>.vma`
