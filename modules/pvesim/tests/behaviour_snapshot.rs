@@ -256,3 +256,19 @@ fn a_locked_vm_takes_no_snapshot_and_a_name_outside_pve_configid_is_a_parameter_
         assert!(!r.error("snapname").is_empty(), "{bad}");
     }
 }
+
+#[test]
+fn a_failed_snapshot_worker_leaves_the_config_unlocked() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let fault: pvesim::Fault = serde_json::from_value(
+        json!({"fail_tasks": {"type": "qmsnapshot", "count": 1, "message": "snapshot failed: injected"}}),
+    )
+    .unwrap();
+    sim.inject(fault).unwrap();
+    let upid = snap(&api, "pve2", 101, "s1", &[]);
+    assert_eq!(api.exit(&upid), "snapshot failed: injected");
+    // pve-guest-common `snapshot_create` cleans up (`snapshot_delete` with force): no stale `snapshot` lock.
+    assert!(api.config("pve2", 101).get("lock").is_none());
+    assert_eq!(names(&api, "pve2", 101), vec![("current".into(), None)]);
+}

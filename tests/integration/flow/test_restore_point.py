@@ -78,3 +78,15 @@ def test_restore_without_a_restore_point_is_refused_before_any_rollback(run_flow
     assert run.rc != 0
     assert "has no restore point in its record" in run.output
     assert not any("/rollback" in w for w in site.sim.writes_since(0))
+
+
+def test_a_failed_snapshot_still_restarts_the_cluster_and_records_nothing(run_flow, site):
+    site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {"phase": "installed", "version": "4.19.7"})
+    make_vm(site)
+    site.sim.fault({"fail_tasks": {"type": "qmsnapshot", "count": 1, "message": "injected: snapshot failed"}})
+    run = run_flow("restore_point.yaml", CLUSTER, extra={"restore_point_name": "restore-1"})
+    assert run.rc != 0
+    assert run.status("Fail when the snapshots failed") == "failed", run.output
+    assert "injected: snapshot failed" in run.task("Fail when the snapshots failed")["msg"]
+    assert running(site), "started again although the restore point failed"
+    assert "restore_points" not in site.record(CLUSTER)

@@ -158,6 +158,14 @@ impl Sim {
             Action::CreateCt { vmid, .. } => {
                 self.cts.remove(vmid);
             }
+            // A snapshot worker that failed unlocks the config (pve-guest-common `snapshot_create`'s cleanup
+            // through `snapshot_delete` with `force`; `snapshot_delete`, `snapshot_rollback` end unlocked).
+            Action::Snapshot { vmid, op } => {
+                let (_, own) = op.kind_and_lock();
+                if let Some(v) = self.vms.get_mut(vmid).filter(|v| v.lock() == Some(own)) {
+                    v.conf.remove("lock");
+                }
+            }
             // vzdump's `cleanup` unlocks every guest it locked.
             Action::Backup(job) => {
                 for vmid in &job.vmids {
