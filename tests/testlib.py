@@ -30,6 +30,7 @@ MODULE_BINARIES = {
     "cluster_auth": "openshift",
     "proxmox_vm_info": "proxmox",
     "proxmox_ha": "proxmox",
+    "proxmox_snap": "proxmox",
     "hashicorp_vault_info": "hashi_vault",
     "acm_cluster_info": "openshift",
     "cluster_nodes": "openshift",

@@ -24,6 +24,7 @@ pub fn module_specs() -> &'static [(&'static str, ArgSpec)] {
             ("proxmox_access", proxmox_access::argument_spec()),
             ("proxmox_vm_info", proxmox_vm_info::argument_spec()),
             ("proxmox_ha", proxmox_ha::argument_spec()),
+            ("proxmox_snap", proxmox_snap::argument_spec()),
             (
                 "proxshift.proxmox.proxmox",
                 proxmox_vm_info::inventory::argument_spec(),

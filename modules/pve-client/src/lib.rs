@@ -51,7 +51,9 @@
 //!   (async POST), `resize_disk`, `destroy_vm` (purge / destroy-unreferenced-disks in the query),
 //!   `vm_action(node, vmid, "start"|"stop"|…, params, timeout)`, `upload_iso` (multipart, checksum
 //!   verified by the server) and [`sha256_file`], `delete_volume(node, volid, timeout)` (`imgdel`;
-//!   a UPID or PVE's `null`, an absent volume a `WARNINGS` task, not an error).
+//!   a UPID or PVE's `null`, an absent volume a `WARNINGS` task, not an error); `snapshot.rs`:
+//!   `create_snapshot` (sent once), `delete_snapshot`, `rollback_snapshot` (`qmsnapshot`,
+//!   `qmdelsnapshot`, `qmrollback`; the listing is `guest_snapshots`).
 //!
 //! - HA (`ha.rs`, plain requests, no task): `ha_resources` → [`HaResource`],
 //!   `ha_resource_create/update/delete`, `ha_rules` → [`HaRule`] (PVE ≥ 9), `ha_rule_create/update/delete`,
@@ -66,6 +68,7 @@ mod connection;
 mod error;
 mod ha;
 pub mod power;
+mod snapshot;
 mod task;
 mod upload;
 

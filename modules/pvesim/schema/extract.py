@@ -64,6 +64,7 @@ SUBSET = {
     "/nodes/{node}/lxc/{vmid}/interfaces": ["GET"],
     "/nodes/{node}/lxc/{vmid}/snapshot": ["GET"],
     "/nodes/{node}/network": ["GET"],
+    "/nodes/{node}/vzdump": ["POST"],
     "/nodes/{node}/tasks": ["GET"],
     "/nodes/{node}/tasks/{upid}": ["DELETE"],
     "/nodes/{node}/tasks/{upid}/status": ["GET"],

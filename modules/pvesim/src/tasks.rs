@@ -102,6 +102,13 @@ pub enum Action {
         pool: Option<String>,
         start: bool,
     },
+    /// `vzdump`: backups of VMs (`ops::vzdump::finish`).
+    Backup(crate::ops::vzdump::BackupJob),
+    /// `qmrestore`: a VM made from a backup (`ops::vzdump::restore_finish`).
+    Restore {
+        vmid: u32,
+        start: bool,
+    },
     /// HA request: the power change lands a little after the task.
     Ha {
         vmid: u32,
@@ -248,6 +255,8 @@ pub fn base_duration(kind: &str) -> f64 {
         "qmrollback" => 2.0,
         "imgcopy" => 1.0,
         "imgdel" => 0.5,
+        "vzdump" => 3.0,
+        "qmrestore" => 3.0,
         "hastart" | "hastop" => 0.5,
         _ => 1.0,
     }

@@ -230,3 +230,45 @@ fn the_config_is_locked_while_a_snapshot_is_taken() {
     assert_eq!(api.exit(&upid), "OK");
     assert!(api.config("pve2", 101).get("lock").is_none());
 }
+
+#[test]
+fn a_locked_vm_takes_no_snapshot_and_a_name_outside_pve_configid_is_a_parameter_error() {
+    let sim = start();
+    let api = Api::root(&sim);
+    // `snapshot_prepare`'s `check_lock`: the worker fails and the other lock stays as it was.
+    sim.with_sim(|s| {
+        s.vms
+            .get_mut(&101)
+            .unwrap()
+            .conf
+            .insert("lock".into(), "backup".into());
+    });
+    assert_eq!(
+        api.exit(&snap(&api, "pve2", 101, "before-upgrade", &[])),
+        "VM is locked (backup)"
+    );
+    assert_eq!(api.config("pve2", 101)["lock"], "backup");
+    assert_eq!(names(&api, "pve2", 101), vec![("current".into(), None)]);
+    // `snapname` is a `pve-configid` of at most 40 characters, checked before any worker.
+    for bad in ["before upgrade", "1st", &"a".repeat(41)] {
+        let r = api.post("/nodes/pve2/qemu/101/snapshot", &[("snapname", bad)]);
+        assert_eq!(r.status, 400, "{bad}: {}", r.message());
+        assert!(!r.error("snapname").is_empty(), "{bad}");
+    }
+}
+
+#[test]
+fn a_failed_snapshot_worker_leaves_the_config_unlocked() {
+    let sim = start();
+    let api = Api::root(&sim);
+    let fault: pvesim::Fault = serde_json::from_value(
+        json!({"fail_tasks": {"type": "qmsnapshot", "count": 1, "message": "snapshot failed: injected"}}),
+    )
+    .unwrap();
+    sim.inject(fault).unwrap();
+    let upid = snap(&api, "pve2", 101, "s1", &[]);
+    assert_eq!(api.exit(&upid), "snapshot failed: injected");
+    // pve-guest-common `snapshot_create` cleans up (`snapshot_delete` with force): no stale `snapshot` lock.
+    assert!(api.config("pve2", 101).get("lock").is_none());
+    assert_eq!(names(&api, "pve2", 101), vec![("current".into(), None)]);
+}

@@ -351,6 +351,18 @@ fn every_method_accepts_a_valid_request() {
             "/nodes/pve1/qemu/500/snapshot/conf1".into(),
             vec![("force", "1")],
         ),
+        (
+            "POST",
+            "/nodes/pve1/vzdump".into(),
+            vec![
+                ("vmid", "500"),
+                ("storage", "local"),
+                ("mode", "stop"),
+                ("compress", "zstd"),
+                ("notes-template", "{{guestname}}"),
+                ("prune-backups", "keep-last=2"),
+            ],
+        ),
         ("GET", "/nodes/pve1/lxc".into(), vec![]),
         (
             "POST",

@@ -25,6 +25,10 @@ fn main() {
                 name: "proxmox_ha",
                 main: || ansible_module::run(proxmox_ha::argument_spec(), proxmox_ha::run),
             },
+            Entry {
+                name: "proxmox_snap",
+                main: || ansible_module::run(proxmox_snap::argument_spec(), proxmox_snap::run),
+            },
         ],
         &[("--inventory", "proxmox_vm_info")],
     )

@@ -117,6 +117,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
 
         ("GET", "/nodes/{node}/storage") => storage::list(ctx),
         ("GET", "/nodes/{node}/storage/{storage}/content") => storage::content(ctx),
+        ("POST", "/nodes/{node}/vzdump") => storage::vzdump(ctx),
         ("POST", "/nodes/{node}/storage/{storage}/upload") => storage::upload(ctx),
         ("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}") => {
             storage::delete_volume(ctx)

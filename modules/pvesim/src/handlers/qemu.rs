@@ -324,7 +324,11 @@ pub fn create(ctx: &mut Ctx) -> ReplyResult<Value> {
         keys: requested_keys(ctx),
         pool: ctx.opt("pool"),
         start: ctx.flag("start"),
-        restore: ctx.params.contains_key("archive"),
+        restore: ctx.opt("archive").map(|archive| ops::vzdump::Restore {
+            archive,
+            storage: ctx.opt("storage"),
+            force: ctx.flag("force"),
+        }),
     };
     let who = ctx.who.clone();
     Ok(json!(ops::create::start(ctx.sim, &who, req)?))

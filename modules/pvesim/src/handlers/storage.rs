@@ -1,4 +1,5 @@
-//! `/nodes/{node}/storage*`: listing, content, ISO upload and volume deletion.
+//! `/nodes/{node}/storage*`: listing, content, ISO upload and volume deletion; `/nodes/{node}/vzdump`
+//! (backups onto a storage).
 
 use serde_json::{json, Value};
 
@@ -80,6 +81,14 @@ pub fn content(ctx: &mut Ctx) -> ReplyResult<Value> {
             if let Some(p) = &v.parent {
                 o["parent"] = json!(p);
             }
+            // pve-storage `list_volumes` for `backup`: the guest type and the `.notes` file's text.
+            if v.content == "backup" {
+                o["subtype"] = json!("qemu");
+                let volid = format!("{sid}:{}", v.name);
+                if let Some(n) = ctx.sim.backups.get(&volid).and_then(|b| b.notes.as_ref()) {
+                    o["notes"] = json!(n);
+                }
+            }
             o
         })
         .collect();
@@ -121,4 +130,32 @@ pub fn delete_volume(ctx: &mut Ctx) -> ReplyResult<Value> {
         ops::volume::Answer::Upid(upid) => json!(upid),
         ops::volume::Answer::Done => Value::Null,
     })
+}
+
+/// `POST /nodes/{node}/vzdump`: the `vzdump` worker's UPID.
+pub fn vzdump(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let vmids = ctx
+        .opt("vmid")
+        .unwrap_or_default()
+        .split([',', ' ', ';'])
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u32>()
+                .map_err(|_| ErrorReply::param("vmid", "value does not look like a valid VM ID"))
+        })
+        .collect::<ReplyResult<Vec<u32>>>()?;
+    let job = ops::vzdump::BackupJob {
+        node: ctx.node(),
+        vmids,
+        storage: ctx.opt("storage").unwrap_or_else(|| "local".into()),
+        mode: ctx.opt("mode").unwrap_or_else(|| "snapshot".into()),
+        compress: ctx.opt("compress").unwrap_or_else(|| "0".into()),
+        notes_template: ctx.opt("notes-template"),
+        remove: ctx.flag_or("remove", true),
+        keep_last: ctx
+            .opt("prune-backups")
+            .and_then(|p| ops::vzdump::keep_last(&p)),
+    };
+    let who = ctx.who.clone();
+    Ok(json!(ops::vzdump::start(ctx.sim, &who, job)?))
 }

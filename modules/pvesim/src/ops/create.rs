@@ -23,8 +23,8 @@ pub struct CreateVm {
     pub keys: BTreeMap<String, String>,
     pub pool: Option<String>,
     pub start: bool,
-    /// `archive` given: a restore, which pvesim does not simulate.
-    pub restore: bool,
+    /// `archive` given: a restore (`ops::vzdump::restore_start`).
+    pub restore: Option<super::vzdump::Restore>,
 }
 
 /// Checks the request and starts the `qmcreate` worker; returns its UPID.
@@ -45,10 +45,8 @@ pub fn start(sim: &mut Sim, who: &Principal, req: CreateVm) -> ReplyResult<Strin
         sim.access
             .require(who, &vm_path(vmid), &["VM.Allocate"], false)?;
     }
-    if restore {
-        return Err(ErrorReply::die(
-            "pvesim: restore from archive is not simulated",
-        ));
+    if let Some(req) = restore {
+        return super::vzdump::restore_start(sim, who, node, vmid, req, start);
     }
     // `create_vm`: `$check_vm_modify_config_perm` over the keys, then the device checks.
     // `ha-managed` is pvesim's own seeding switch (no such key upstream), not a config key.

@@ -19,6 +19,7 @@ pub mod storage;
 pub mod template;
 pub mod upload;
 pub mod volume;
+pub mod vzdump;
 
 use std::collections::BTreeMap;
 

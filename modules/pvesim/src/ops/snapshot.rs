@@ -59,7 +59,7 @@ impl SnapshotOp {
         }
     }
     /// The worker type and the lock it holds on the config meanwhile.
-    fn kind_and_lock(&self) -> (&'static str, &'static str) {
+    pub(crate) fn kind_and_lock(&self) -> (&'static str, &'static str) {
         match self {
             SnapshotOp::Create { .. } => ("qmsnapshot", "snapshot"),
             SnapshotOp::Delete { .. } => ("qmdelsnapshot", "snapshot-delete"),

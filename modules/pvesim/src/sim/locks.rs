@@ -97,11 +97,13 @@ impl Sim {
             | Action::Resume { vmid }
             | Action::Template { vmid }
             | Action::Snapshot { vmid, .. }
+            | Action::Restore { vmid, .. }
             | Action::Ha { vmid, .. } => Some(*vmid),
             Action::Clone { newid, .. } => Some(*newid),
             Action::None
             | Action::Upload(_)
             | Action::DeleteVolume(_)
+            | Action::Backup(_)
             | Action::CreateCt { .. } => None,
         };
         if let Some(vm) = vmid.and_then(|id| self.vms.get_mut(&id)) {

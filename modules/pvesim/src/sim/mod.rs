@@ -136,6 +136,9 @@ pub struct Sim {
     pub pools: BTreeMap<String, Pool>,
     /// HA resources, rules, groups and the CRM's view (`crate::ha`).
     pub ha: crate::ha::HaState,
+    /// What each backup volume saved (`ops::vzdump`), by volid; a deleted volume's entry is never
+    /// read again (every read checks the volume first).
+    pub backups: BTreeMap<String, crate::ops::vzdump::Backup>,
     pub access: Access,
     pub tasks: Vec<Task>,
     task_index: HashMap<String, usize>,

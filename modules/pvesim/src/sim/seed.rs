@@ -109,6 +109,7 @@ impl Sim {
             cts: BTreeMap::new(),
             pools: BTreeMap::new(),
             ha: crate::ha::HaState::default(),
+            backups: BTreeMap::new(),
             access: Access {
                 roles: builtin_roles(version.generation()),
                 known: privileges(version.generation())

@@ -159,6 +159,26 @@ impl Sim {
             Action::CreateCt { vmid, .. } => {
                 self.cts.remove(vmid);
             }
+            // A snapshot worker that failed unlocks the config (pve-guest-common `snapshot_create`'s cleanup
+            // through `snapshot_delete` with `force`; `snapshot_delete`, `snapshot_rollback` end unlocked).
+            Action::Snapshot { vmid, op } => {
+                let (_, own) = op.kind_and_lock();
+                if let Some(v) = self.vms.get_mut(vmid).filter(|v| v.lock() == Some(own)) {
+                    v.conf.remove("lock");
+                }
+            }
+            // vzdump's `cleanup` unlocks every guest it locked.
+            Action::Backup(job) => {
+                for vmid in &job.vmids {
+                    if let Some(v) = self
+                        .vms
+                        .get_mut(vmid)
+                        .filter(|v| v.lock() == Some("backup"))
+                    {
+                        v.conf.remove("lock");
+                    }
+                }
+            }
             // pve-storage's `upload` worker unlinks its temporary file when it fails too.
             Action::Upload(upload) => upload.spooled.remove(),
             _ => {}
@@ -187,6 +207,8 @@ impl Sim {
             Action::Snapshot { vmid, op } => ops::snapshot::finish(self, vmid, &op, log),
             Action::Upload(upload) => ops::upload::finish(self, upload, log),
             Action::DeleteVolume(v) => ops::volume::finish(self, v, log),
+            Action::Backup(job) => ops::vzdump::finish(self, &job, log),
+            Action::Restore { vmid, start } => ops::vzdump::restore_finish(self, vmid, start, log),
             Action::Start { vmid } => ops::power::start_vm(self, vmid, log),
             Action::Stop { vmid } => {
                 ops::power::power_off(self, vmid);
