@@ -1706,7 +1706,7 @@ fn a_failed_create_leaves_another_runs_vm_at_the_freed_vmid_alone() {
                 keys,
                 pool: None,
                 start: false,
-                restore: false,
+                restore: None,
             },
         )
         .unwrap();
