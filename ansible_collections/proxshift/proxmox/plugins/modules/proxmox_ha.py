@@ -27,7 +27,7 @@ description:
     and O(state=absent) removes every HA resource and rule it created. What it creates carries the comment
     C(proxshift:<cluster>); HA resources and rules without it are never changed or removed (a VM that is already
     someone else's HA resource is left as it is, with a warning).
-version_added: 2.1.0
+version_added: 3.0.0
 author:
   - ProxShift developers (@proxshift)
 options:

@@ -28,7 +28,7 @@ description:
     write, and the task then changes nothing. Each Proxmox task is waited for (O(timeout)); a failure stops
     O(state=present) and O(state=rollback) at that VM and the result says which VMs have the snapshot (RV(have))
     or were rolled back; O(state=absent) goes on with the other VMs.
-version_added: 2.1.0
+version_added: 3.0.0
 author:
   - ProxShift developers (@proxshift)
 options:
