@@ -67,6 +67,10 @@ def test_tarballs_hold_licence_binaries_and_no_build_junk(built_tarballs):
         assert executables == binaries, executables
 
 
+def semver(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in version.removesuffix("-dev").split("."))
+
+
 def test_manifest_names_the_licence_and_version(built_tarballs):
     for coll, tarball in built_tarballs.items():
         galaxy = yaml.safe_load((REPO / "ansible_collections/proxshift" / coll / "galaxy.yml").read_text())
@@ -75,9 +79,17 @@ def test_manifest_names_the_licence_and_version(built_tarballs):
         assert info["version"] == galaxy["version"]
         assert tarball.name == f"proxshift-{coll}-{galaxy['version']}.tar.gz"
         changelog = yaml.safe_load(read_member(tarball, "changelogs/changelog.yaml"))
-        assert galaxy["version"] in changelog["releases"], f"{coll}: no changelog entry for {galaxy['version']}"
+        version = galaxy["version"]
+        if version.endswith("-dev"):
+            # A build between releases carries the changelog of the release it follows (release.sh opens the
+            # next X.Y.Z-dev right after tagging).
+            shown = max(changelog["releases"], key=semver)
+            assert semver(shown) < semver(version), f"{coll}: {version} is not after its last release {shown}"
+        else:
+            shown = version
+        assert shown in changelog["releases"], f"{coll}: no changelog entry for {shown}"
         rendered = read_member(tarball, "CHANGELOG.rst").decode()
-        assert f"v{galaxy['version']}" in rendered
+        assert f"v{shown}" in rendered
         for module, owner in MODULE_BINARIES.items():
             if owner == coll:
                 assert f"proxshift.{coll}.{module}" in rendered, f"{module} missing from {coll}'s CHANGELOG.rst"
