@@ -139,6 +139,34 @@ pub enum Cmd {
         #[arg(long)]
         hard: bool,
     },
+    /// Take a restore point: shut the cluster down the OpenShift way, snapshot every VM it owns, record
+    /// the restore point in its Vault record (newest kept), start it again (playbooks/restore_point.yaml)
+    #[command(visible_alias = "restore-point")]
+    Backup {
+        #[command(flatten)]
+        args: ClusterArgs,
+        /// The snapshot's name [default: restore-<UTC time>]
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// How many restore points to keep, oldest removed first [default: 3]
+        #[arg(long, value_name = "N")]
+        keep: Option<u32>,
+        /// Leave the cluster stopped after the snapshots
+        #[arg(long)]
+        stay_stopped: bool,
+    },
+    /// Roll the cluster back to a restore point (the newest by default): stop, roll every VM back,
+    /// restart the OpenShift way; everything after the restore point is lost (playbooks/restore.yaml)
+    Restore {
+        #[command(flatten)]
+        args: ClusterArgs,
+        /// The restore point to go back to [default: the newest in the cluster's record]
+        #[arg(long, value_name = "NAME")]
+        restore_point: Option<String>,
+        /// Confirm without a prompt
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
     /// Show the cluster's VMs and install state
     Status {
         #[command(flatten)]
@@ -291,6 +319,31 @@ impl Cmd {
                 },
                 args,
                 false,
+            ),
+            Cmd::Backup {
+                args,
+                name,
+                keep,
+                stay_stopped,
+            } => call(
+                Action::Backup {
+                    name: name.clone(),
+                    keep: *keep,
+                    stay_stopped: *stay_stopped,
+                },
+                args,
+                false,
+            ),
+            Cmd::Restore {
+                args,
+                restore_point,
+                yes,
+            } => call(
+                Action::Restore {
+                    restore_point: restore_point.clone(),
+                },
+                args,
+                *yes,
             ),
             Cmd::Status { args } => call(Action::Status, args, false),
             Cmd::Deprovision { args, vault, yes } => {

@@ -45,6 +45,16 @@ pub enum Action {
         drain: bool,
         hard: bool,
     },
+    /// `restore_point.yaml`: the snapshot's name, how many restore points to keep, whether to start again.
+    Backup {
+        name: Option<String>,
+        keep: Option<u32>,
+        stay_stopped: bool,
+    },
+    /// `restore.yaml`: the restore point to roll back to (the record's newest when not given).
+    Restore {
+        restore_point: Option<String>,
+    },
     Status,
     /// `deprovision.yaml`; `vault` also removes the cluster's Vault entry.
     Deprovision {
@@ -95,6 +105,8 @@ impl Action {
             Action::Manifests => "manifests",
             Action::Start { .. } => "start",
             Action::Stop { .. } => "stop",
+            Action::Backup { .. } => "backup",
+            Action::Restore { .. } => "restore",
             Action::Status => "status",
             Action::Deprovision { .. } => "deprovision",
             Action::Scale { .. } => "scale",
@@ -235,6 +247,39 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
                 }
             }
         }
+        Action::Backup {
+            name: snapname,
+            keep,
+            stay_stopped,
+        } => {
+            single(&mut p, "restore_point.yaml", "backup");
+            if let Some(n) = snapname {
+                let n = snapshot_name(n, "--name")?;
+                p.extra_vars.push(("restore_point_name".into(), n));
+            }
+            if let Some(k) = keep {
+                p.extra_vars
+                    .push(("restore_point_keep".into(), k.to_string()));
+            }
+            if *stay_stopped {
+                p.extra_vars
+                    .push(("restore_point_start".into(), "false".into()));
+            }
+        }
+        Action::Restore { restore_point } => {
+            single(&mut p, "restore.yaml", "restore");
+            let which = match restore_point {
+                Some(n) => {
+                    let n = snapshot_name(n, "--restore-point")?;
+                    p.extra_vars.push(("restore_point".into(), n.clone()));
+                    format!("restore point {n}")
+                }
+                None => "its newest restore point".to_string(),
+            };
+            p.destructive = Some(format!(
+                "restore rolls cluster {name}'s VMs back to {which}: everything since is lost"
+            ));
+        }
         Action::Status => single(&mut p, "status.yaml", "status"),
         Action::Scale { remove, replace } => {
             single(&mut p, "scale.yaml", "scale");
@@ -304,6 +349,21 @@ fn node_names(values: &[String], var: &str) -> Result<Vec<String>, CliError> {
         out.push(v.to_string());
     }
     Ok(out)
+}
+
+/// A snapshot name as Proxmox takes it (`pve-configid`: a letter, then letters, digits, `-`, `_`), so it
+/// goes into `-e k=v` intact; `proxmox_snap` checks the rest of PVE's rules.
+fn snapshot_name(value: &str, flag: &str) -> Result<String, CliError> {
+    let v = value.trim();
+    let mut chars = v.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        return Err(CliError::usage(format!(
+            "{flag} '{value}' is not a Proxmox snapshot name: a letter, then letters, digits, '-' or '_'"
+        )));
+    }
+    Ok(v.to_string())
 }
 
 fn single(p: &mut Plan, playbook: &'static str, phase: &str) {
@@ -452,6 +512,22 @@ mod tests {
             (
                 Action::Status,
                 format!("{base}/status.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Backup { name: None, keep: None, stay_stopped: false },
+                format!("{base}/restore_point.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Backup { name: Some("before-4-20".into()), keep: Some(5), stay_stopped: true },
+                format!("{base}/restore_point.yaml -e cluster_name=lab-sno -e restore_point_name=before-4-20 -e restore_point_keep=5 -e restore_point_start=false"),
+            ),
+            (
+                Action::Restore { restore_point: None },
+                format!("{base}/restore.yaml -e cluster_name=lab-sno"),
+            ),
+            (
+                Action::Restore { restore_point: Some("before-4-20".into()) },
+                format!("{base}/restore.yaml -e cluster_name=lab-sno -e restore_point=before-4-20"),
             ),
             (
                 Action::Deprovision { vault: false },
@@ -605,6 +681,43 @@ mod tests {
         .unwrap()
         .destructive
         .is_none());
+    }
+
+    #[test]
+    fn a_restore_is_destructive_a_backup_is_not_and_snapshot_names_are_checked() {
+        let restore = |n: Option<&str>| {
+            plan(
+                &Action::Restore {
+                    restore_point: n.map(str::to_string),
+                },
+                Some("x"),
+            )
+        };
+        let why = restore(Some("before-4-20")).unwrap().destructive.unwrap();
+        assert!(
+            why.contains("restore point before-4-20") && why.contains("lost"),
+            "{why}"
+        );
+        let why = restore(None).unwrap().destructive.unwrap();
+        assert!(why.contains("its newest restore point"), "{why}");
+        let backup = |n: &str| {
+            plan(
+                &Action::Backup {
+                    name: Some(n.into()),
+                    keep: None,
+                    stay_stopped: false,
+                },
+                Some("x"),
+            )
+        };
+        assert!(backup("nightly_1").unwrap().destructive.is_none());
+        for bad in ["1st", "a b", "x=y", "", "-x"] {
+            let e = backup(bad).unwrap_err();
+            assert_eq!(e.code, crate::exit::USAGE);
+            assert!(e.message.contains("--name"), "{}", e.message);
+            let e = restore(Some(bad)).unwrap_err();
+            assert!(e.message.contains("--restore-point"), "{}", e.message);
+        }
     }
 
     #[test]

@@ -173,6 +173,18 @@ fn dry_run_prints_the_exact_command_for_every_subcommand() {
             format!("{base}/deprovision.yaml -e cluster_name=lab-sno -e deprovision_vault=true"),
         ),
         (vec!["scale", "prod-ha"], format!("{base}/scale.yaml -e cluster_name=prod-ha")),
+        (
+            vec!["backup", "lab-sno", "--keep", "5", "--stay-stopped"],
+            format!("{base}/restore_point.yaml -e cluster_name=lab-sno -e restore_point_keep=5 -e restore_point_start=false"),
+        ),
+        (
+            vec!["restore-point", "lab-sno", "--name", "nightly"],
+            format!("{base}/restore_point.yaml -e cluster_name=lab-sno -e restore_point_name=nightly"),
+        ),
+        (
+            vec!["restore", "lab-sno", "--restore-point", "nightly", "--yes", "--check"],
+            format!("{base}/restore.yaml -e cluster_name=lab-sno -e restore_point=nightly --check"),
+        ),
         (vec!["acm-import", "lab-sno"], format!("{base}/site.yaml -e cluster_name=lab-sno --tags acm")),
         (
             vec!["certs", "lab-sno", "--warn-days", "7"],

@@ -303,7 +303,7 @@ def test_vault_credential_renders_ca_and_tls_only_when_given():
 
 CONTRACT_PLAYBOOKS = {f"playbooks/{p}" for p in (
     "site.yaml", "start.yaml", "stop.yaml", "status.yaml", "deprovision.yaml", "scale.yaml", "remediate.yaml",
-    "proxmox_access.yaml")}
+    "proxmox_access.yaml", "restore_point.yaml", "restore.yaml")}
 
 def test_job_templates_use_real_playbooks_and_ask_for_the_cluster():
     templates = {p.name: load(p) for p in sorted((AWX / "job_templates").glob("*.yml"))}
@@ -319,8 +319,10 @@ def test_job_templates_use_real_playbooks_and_ask_for_the_cluster():
         by_var = {q["variable"]: q for q in spec}
         q = by_var["cluster_name"]
         assert q["type"] == "text" and q["required"] is True and q["min"] >= 1 and q["max"] == 54, q
+        playbooks = "\n".join(p.read_text() for p in (REPO / "playbooks").rglob("*.y*ml"))
         for q in spec:
             assert q["question_name"] and q["type"] in {"text", "multiplechoice", "integer", "password"}, q
+            assert re.search(rf"\b{q['variable']}\b", playbooks), f"{name}: no playbook reads {q['variable']}"
             if q["type"] == "multiplechoice":
                 assert q["default"] in q["choices"], q
     site = (REPO / "playbooks/site.yaml").read_text()
