@@ -388,10 +388,15 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         let mut out = carry_out(m, &r, plan, before).map_err(|f| {
             let c = f.changed || !hops.is_empty() || !paused.is_empty();
             // Paused pools stay so until the target is reached: a rerun resumes them.
-            let f = f.changed(c);
+            let mut f = f.changed(c);
             if paused.is_empty() {
                 f
             } else {
+                f.msg = format!(
+                    "{}; the worker pools paused for this update ({}) stay paused: a rerun goes on and resumes them once the control plane is at the target",
+                    f.msg,
+                    paused.join(", ")
+                );
                 f.with("paused_pools", json!(paused))
             }
         })?;

@@ -353,3 +353,34 @@ def test_an_eus_to_eus_update_pauses_the_workers_for_its_hops_and_resumes_them_o
         worker["metadata"].get("annotations") or {}), worker["metadata"]
     assert worker["status"]["updatedMachineCount"] == 3
     assert infra["spec"]["paused"] is True and not infra["metadata"].get("annotations"), infra["metadata"]
+
+
+def test_an_eus_update_stopped_after_pausing_says_so_and_the_rerun_resumes_the_workers(run_module, machine_pools, cvo,
+                                                                                       tmp_path):
+    """The run that paused the worker pool loses its lease in its first wait: it fails naming the paused pool (a
+    changed failure, the pool left paused and marked); the rerun takes the update to 4.20 and resumes that pool,
+    and only it."""
+    cluster = machine_pools
+    offers = {"stable-4.18": {"4.18.5": releases("4.18.9")},
+              "stable-4.20": {"4.18.5": releases("4.19.3"), "4.19.3": releases("4.20.1")}}
+    fake = cvo(offers, pools_roll=True)
+    lost = tmp_path / "lease-lost"
+    lost.write_text("this run lost the lease of the cluster\n")
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.20", upgrade_path="auto", refresh_polls=3),
+                            env={"PROXSHIFT_STOP_FILE": str(lost)})
+    assert rc != 0 and out["changed"] is True and out["paused_pools"] == ["worker"], out
+    assert "the worker pools paused for this update (worker) stay paused: a rerun goes on" in out["msg"], out["msg"]
+    worker = cluster.get(f"{MCP}/worker")
+    assert worker["spec"]["paused"] is True and "proxshift.io/paused-for-update" in worker["metadata"]["annotations"]
+    # It stopped in its first wait (for the cluster's view of the updates): no release asked for yet.
+    assert "desiredUpdate" not in spec(cluster) and fake.updates == [], spec(cluster)
+
+    out, rc, _ = run_module("cluster_upgrade", args(cluster, version="4.20", upgrade_path="auto", refresh_polls=3),
+                            env={"PROXSHIFT_STOP_FILE": ""})
+    assert rc == 0 and out["version"] == "4.20.1" and out["resumed_pools"] == ["worker"], out
+    assert [u["version"] for u in fake.updates] == ["4.19.3", "4.20.1"]
+    assert fake.pool_versions["worker"] == ["4.18.5", "4.20.1"], fake.pool_versions
+    worker, infra = cluster.get(f"{MCP}/worker"), cluster.get(f"{MCP}/infra")
+    assert worker["spec"]["paused"] is False and "proxshift.io/paused-for-update" not in (
+        worker["metadata"].get("annotations") or {}), worker["metadata"]
+    assert infra["spec"]["paused"] is True
