@@ -94,8 +94,8 @@ def backend_options(plugin, names, templar) -> dict:
 def _empty_env(origin) -> bool:
     """Whether an option's value came from an empty environment variable (origin `env: NAME`): its converted
     value need not be "" (a `type: path` option makes "" the working directory)."""
-    kind, _, var = str(origin).partition(":")
-    return kind == "env" and os.environ.get(var.strip()) == ""
+    text = str(origin)
+    return text.startswith("env:") and os.environ.get(text[len("env:"):].strip()) == ""
 
 
 def _first_set_env(plugin, name):
