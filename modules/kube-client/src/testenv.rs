@@ -240,6 +240,9 @@ fn start_apiserver(dir: &Path, apiserver: &Path, etcd_url: &str, port: u16) -> u
             format!("--service-account-signing-key-file={}", d("sa.key")),
             "--service-cluster-ip-range=10.96.0.0/24".into(),
             "--authorization-mode=RBAC".into(),
+            // As OpenShift's kube-apiserver runs (cluster-kube-apiserver-operator's config: `allow-privileged:
+            // true`): privileged Pods, a node debug Pod's, are governed by admission (SCC there), not refused.
+            "--allow-privileged=true".into(),
             format!("--token-auth-file={}", d("tokens.csv")),
             "--enable-priority-and-fairness=false".into(),
             format!("--audit-policy-file={}", d("audit-policy.yaml")),
