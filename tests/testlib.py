@@ -34,6 +34,7 @@ MODULE_BINARIES = {
     "hashicorp_vault_info": "hashi_vault",
     "acm_cluster_info": "openshift",
     "cluster_nodes": "openshift",
+    "etcd_backup": "openshift",
     "cluster_upgrade": "openshift",
     "cluster_config": "openshift",
 }

@@ -39,6 +39,7 @@ pub fn module_specs() -> &'static [(&'static str, ArgSpec)] {
             ),
             ("acm_cluster_info", acm_cluster_info::argument_spec()),
             ("cluster_nodes", cluster_nodes::argument_spec()),
+            ("etcd_backup", etcd_backup::argument_spec()),
             ("cluster_upgrade", cluster_upgrade::argument_spec()),
             ("cluster_config", cluster_config::argument_spec()),
         ]

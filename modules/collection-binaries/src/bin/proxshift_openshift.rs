@@ -34,6 +34,10 @@ fn main() {
                 main: || ansible_module::run(cluster_nodes::argument_spec(), cluster_nodes::run),
             },
             Entry {
+                name: "etcd_backup",
+                main: || ansible_module::run(etcd_backup::argument_spec(), etcd_backup::run),
+            },
+            Entry {
                 name: "cluster_config",
                 main: || ansible_module::run(cluster_config::argument_spec(), cluster_config::run),
             },
