@@ -7,6 +7,7 @@ instructions: a skipped service test would look like a passing one.
 from __future__ import annotations
 
 import contextlib
+import socket
 import json
 import os
 import re
@@ -456,3 +457,60 @@ def running_openbao(tmp_path: Path, audit: bool = False) -> Iterator[OpenBao]:
         yield server
     finally:
         stop_process(proc)
+
+
+S3S_VERSION = "0.14.1"
+S3_ACCESS_KEY = "proxshift-test"
+# A canary: the store's secret key must never appear in any output (the session's leak scan registers *CANARY*).
+S3_SECRET_CANARY = "s3-canary-secret-0f4e2b"
+
+
+def s3s_bin() -> Path:
+    """s3s-fs, a real S3 server (scripts/deps/s3s.sh builds it): S3S_FS_BIN, else that script's cache."""
+    env = os.environ.get("S3S_FS_BIN")
+    path = Path(env) if env else Path(f"/var/cache/proxshift/s3s-fs-{S3S_VERSION}/bin/s3s-fs")
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run scripts/deps/s3s.sh (make test-deps), or set S3S_FS_BIN")
+    return path
+
+
+@dataclass
+class S3Store:
+    endpoint: str
+    root: Path
+    bucket: str
+
+    def objects(self) -> dict[str, bytes]:
+        """Every object of the bucket by key, read from the folder s3s-fs serves."""
+        base = self.root / self.bucket
+        return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*"))
+                if p.is_file() and not p.name.startswith(".")}
+
+
+@contextlib.contextmanager
+def running_s3(tmp_path: Path, bucket: str = "etcd-backups") -> Iterator[S3Store]:
+    """s3s-fs over a fresh folder holding the empty bucket `bucket`; it checks every request's Signature V4
+    (header or presigned) against the one key pair S3_ACCESS_KEY / S3_SECRET_CANARY."""
+    root = tmp_path / "s3"
+    (root / bucket).mkdir(parents=True)
+    port = free_port()
+    log_path = tmp_path / "s3s.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [str(s3s_bin()), "--host", "127.0.0.1", "--port", str(port), "--access-key", S3_ACCESS_KEY,
+             "--secret-key", S3_SECRET_CANARY, str(root)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"s3s-fs did not start: {log_path.read_text()}")
+                time.sleep(0.05)
+        yield S3Store(endpoint=f"http://127.0.0.1:{port}", root=root, bucket=bucket)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

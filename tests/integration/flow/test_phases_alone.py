@@ -26,8 +26,9 @@ from kube_fixtures import (KubeApi, event_message, external_secret, external_sec
                            condition, ready_condition, spoke_api)
 from standins.eso import FakeEsoOperator
 from standins.gitops import FakeGitOps
+from standins.node_debug import BackupNodes
 from standins.olm import FakeOlm
-from services import DEMO_SEED, pvesim_bin, running_openbao, running_pvesim
+from services import DEMO_SEED, S3_ACCESS_KEY, S3_SECRET_CANARY, pvesim_bin, running_openbao, running_pvesim, running_s3
 from test_full_install import make_cluster_ready
 from testlib import REPO, ansible_env
 
@@ -416,23 +417,42 @@ def test_readiness_counts_the_nodes_in_the_cluster_not_the_inventory(run_flow, f
 
 
 def test_raising_ocp_version_upgrades_the_installed_cluster(run_flow, flow, site, hub, cluster_kubeconfig,
-                                                            provisioned, spoke_api: KubeApi):  # noqa: F811
+                                                            provisioned, spoke_api: KubeApi, tmp_path):  # noqa: F811
     """lab-sno runs 4.19.7; its ocp_version raised to 4.19.9, the whole site.yaml run finds the cluster ready
-    at its old version, sets the channel, upgrades it through the ClusterVersion (the test plays the
-    cluster-version operator), checks it ready at 4.19.9 and records that version. Last in this module: it
+    at its old version, takes an etcd backup into the object store (the restore point before an upgrade: s3s-fs,
+    the node played by standins/node_debug.py), sets the channel, upgrades it through the ClusterVersion (the test
+    plays the cluster-version operator), checks it ready at 4.19.9 and records that version. Last in this module: it
     moves the cluster on."""
     assert site.record(PROVISIONED)["version"] == "4.19.7"
+    spoke_api.ok("PATCH", "/api/v1/nodes/lab-sno-0", {"metadata": {"labels": {"node-role.kubernetes.io/master": ""}}},
+                 content_type="application/merge-patch+json")
+    spoke_api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": "openshift-etcd"}})
+    spoke_api.request("POST", "/api/v1/namespaces/openshift-etcd/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "etcd-lab-sno-0"},
+        "spec": {"nodeName": "lab-sno-0", "containers": [{"name": "etcd", "image": "quay.io/x/etcd@sha256:1"}]}})
     fake = FakeCVO(spoke_api, {"stable-4.19": releases("4.19.8", "4.19.9")},
                    module_user="admin", token=spoke_api.kubeconfig_token).ready()
     try:
-        run = run_flow("site.yaml", PROVISIONED, with_installer=True,
-                       extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, "ocp_version": "4.19.9",
-                              "cluster_upgrade_poll_interval": 1},
-                       # Only the 4.19.7 installer is there: an installed cluster needs none of the new version.
-                       env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig)})
+        with running_s3(tmp_path) as store, BackupNodes(spoke_api, tmp_path / "nodes"):
+            run = run_flow("site.yaml", PROVISIONED, with_installer=True,
+                           extra={"acm_hub_kubeconfig": str(hub), "acm_wait": False, "ocp_version": "4.19.9",
+                                  "cluster_upgrade_poll_interval": 1, "etcd_backup_poll_interval": 1,
+                                  "etcd_backup_store": {"endpoint_url": store.endpoint, "bucket": store.bucket}},
+                           # Only the 4.19.7 installer is there: an installed cluster needs none of the new version.
+                           env_more={"PROXSHIFT_TEST_KUBECONFIG": str(cluster_kubeconfig),
+                                     "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET_CANARY})
+            objects = store.objects()
     finally:
         fake.finish()
     assert run.rc == 0, run.output
+    tasks = [x["task"] for x in run.results]
+    backup_at = next(i for i, t in enumerate(tasks) if t.endswith("Take the etcd backup"))
+    assert backup_at < next(i for i, t in enumerate(tasks) if t.endswith("Upgrade the cluster through its ClusterVersion"))
+    [backup] = site.record(PROVISIONED)["etcd_backups"]
+    assert backup["name"].startswith("pre-upgrade-") and backup["version"] == "4.19.7", backup
+    assert sorted(f["object"] for f in backup["files"]) == sorted(objects), objects
+    assert S3_SECRET_CANARY not in run.output
     def result(name: str) -> dict:
         found = [x for x in run.results if x["task"].endswith(name)]
         assert found, [x["task"] for x in run.results]
