@@ -152,8 +152,12 @@ pub enum Cmd {
         #[arg(long, value_name = "N")]
         keep: Option<u32>,
         /// Leave the cluster stopped after the snapshots
-        #[arg(long)]
+        #[arg(long, conflicts_with = "etcd")]
         stay_stopped: bool,
+        /// Back up etcd into the object store instead, the cluster running (playbooks/etcd_backup.yaml;
+        /// --name defaults to etcd-<UTC time>, --keep to 5)
+        #[arg(long)]
+        etcd: bool,
     },
     /// Roll the cluster back to a restore point (the newest by default): stop, roll every VM back,
     /// restart the OpenShift way; everything after the restore point is lost (playbooks/restore.yaml)
@@ -325,11 +329,13 @@ impl Cmd {
                 name,
                 keep,
                 stay_stopped,
+                etcd,
             } => call(
                 Action::Backup {
                     name: name.clone(),
                     keep: *keep,
                     stay_stopped: *stay_stopped,
+                    etcd: *etcd,
                 },
                 args,
                 false,

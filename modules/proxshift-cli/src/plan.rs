@@ -45,11 +45,13 @@ pub enum Action {
         drain: bool,
         hard: bool,
     },
-    /// `restore_point.yaml`: the snapshot's name, how many restore points to keep, whether to start again.
+    /// `restore_point.yaml`: the snapshot's name, how many restore points to keep, whether to start again;
+    /// with `etcd`, `etcd_backup.yaml`: the backup's name and how many to keep.
     Backup {
         name: Option<String>,
         keep: Option<u32>,
         stay_stopped: bool,
+        etcd: bool,
     },
     /// `restore.yaml`: the restore point to roll back to (the record's newest when not given).
     Restore {
@@ -248,9 +250,26 @@ pub fn plan(action: &Action, cluster: Option<&str>) -> Result<Plan, CliError> {
             }
         }
         Action::Backup {
+            name,
+            keep,
+            etcd: true,
+            ..
+        } => {
+            single(&mut p, "etcd_backup.yaml", "etcd backup");
+            if let Some(n) = name {
+                let n = snapshot_name(n, "--name")?;
+                p.extra_vars.push(("etcd_backup_name".into(), n));
+            }
+            if let Some(k) = keep {
+                p.extra_vars
+                    .push(("etcd_backup_keep".into(), k.to_string()));
+            }
+        }
+        Action::Backup {
             name: snapname,
             keep,
             stay_stopped,
+            etcd: false,
         } => {
             single(&mut p, "restore_point.yaml", "backup");
             if let Some(n) = snapname {
@@ -514,11 +533,15 @@ mod tests {
                 format!("{base}/status.yaml -e cluster_name=lab-sno"),
             ),
             (
-                Action::Backup { name: None, keep: None, stay_stopped: false },
+                Action::Backup { name: None, keep: None, stay_stopped: false, etcd: false },
                 format!("{base}/restore_point.yaml -e cluster_name=lab-sno"),
             ),
             (
-                Action::Backup { name: Some("before-4-20".into()), keep: Some(5), stay_stopped: true },
+                Action::Backup { name: Some("nightly".into()), keep: Some(7), stay_stopped: false, etcd: true },
+                format!("{base}/etcd_backup.yaml -e cluster_name=lab-sno -e etcd_backup_name=nightly -e etcd_backup_keep=7"),
+            ),
+            (
+                Action::Backup { name: Some("before-4-20".into()), keep: Some(5), stay_stopped: true, etcd: false },
                 format!("{base}/restore_point.yaml -e cluster_name=lab-sno -e restore_point_name=before-4-20 -e restore_point_keep=5 -e restore_point_start=false"),
             ),
             (
@@ -706,6 +729,7 @@ mod tests {
                     name: Some(n.into()),
                     keep: None,
                     stay_stopped: false,
+                    etcd: false,
                 },
                 Some("x"),
             )

@@ -22,6 +22,7 @@ SECRETS = {
     "vault": "vault-token-canary-4e5f6a7b",
     "hub": "hub-bearer-canary-8c9d0e1f",
     "kubeconfig": "apiVersion: v1\nkind: Config\nclusters: []\n# hub-kubeconfig-canary-2a3b\n",
+    "s3": "s3-secret-canary-6d7e8f9a",
 }
 
 
@@ -80,6 +81,8 @@ def test_every_task_passes_the_awx_modules_argument_checks(tmp_path, hub):
     if hub == "token":
         extra["proxshift_awx_hub_token"] = {"host": "https://api.hub.example.com:6443",
                                             "bearer_token": SECRETS["hub"], "ssl_ca_cert": ""}
+        # The object store's credential too, in one of the two runs: made when its key is given, skipped otherwise.
+        extra["proxshift_awx_object_store"] = {"access_key": "backup-writer", "secret_key": SECRETS["s3"]}
     else:
         extra["proxshift_awx_hub_kubeconfig"] = SECRETS["kubeconfig"]
     got = outcome(run_configure(tmp_path, extra))
@@ -92,6 +95,7 @@ def test_every_task_passes_the_awx_modules_argument_checks(tmp_path, hub):
     hub_token = got.pop("ACM hub credential (host + token)")
     hub_kubeconfig = got.pop("ACM hub credential (kubeconfig)")
     assert (hub_token, hub_kubeconfig) == ((["api"], ["skipped"]) if hub == "token" else (["skipped"], ["api"]))
+    assert got.pop("Object store credential (etcd backups)") == (["api"] if hub == "token" else ["skipped"])
     assert got == {name: ["api"] for name in got}, got
     assert set(got) == {"Proxmox API token credential", "Vault token credential", "Execution environment",
                         "Project (this repository)", "Inventory", "Inventory source (the project's inventory/ folder)"}
@@ -111,5 +115,5 @@ def test_secrets_are_hidden_by_default():
     defaults = (AWX / "configure" / "defaults.yml").read_text()
     assert "proxshift_awx_no_log: true" in defaults
     credential_tasks = [t for t in tasks.split("\n- name: ") if "awx.awx.credential:" in t]
-    assert len(credential_tasks) == 4
+    assert len(credential_tasks) == 5
     assert all('no_log: "{{ proxshift_awx_no_log }}"' in t for t in credential_tasks)

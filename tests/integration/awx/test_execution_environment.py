@@ -303,7 +303,7 @@ def test_vault_credential_renders_ca_and_tls_only_when_given():
 
 CONTRACT_PLAYBOOKS = {f"playbooks/{p}" for p in (
     "site.yaml", "start.yaml", "stop.yaml", "status.yaml", "deprovision.yaml", "scale.yaml", "remediate.yaml",
-    "proxmox_access.yaml", "restore_point.yaml", "restore.yaml")}
+    "proxmox_access.yaml", "restore_point.yaml", "restore.yaml", "etcd_backup.yaml")}
 
 def test_job_templates_use_real_playbooks_and_ask_for_the_cluster():
     templates = {p.name: load(p) for p in sorted((AWX / "job_templates").glob("*.yml"))}
