@@ -107,15 +107,9 @@ fn fail(e: ConfigError) -> Failure {
 
 /// The client for the task's cluster; its token masked, its warning passed on.
 fn connect(m: &mut Module, o: &Options) -> Result<kube_client::Client, Failure> {
-    let conn = kube_client::connect("cluster", &o.cluster.params())
-        .map_err(|e| fail(ConfigError::Connect(Box::new(e))))?;
-    if let Some(t) = conn.token {
-        m.add_secret(t);
-    }
-    if let Some(w) = conn.warning {
-        m.warn(w);
-    }
-    Ok(conn.client)
+    Ok(kube_client::connect("cluster", &o.cluster.params())
+        .map_err(|e| fail(ConfigError::Connect(Box::new(e))))?
+        .into_client_for(m))
 }
 
 pub fn run(m: &mut Module) -> Result<Outcome, Failure> {

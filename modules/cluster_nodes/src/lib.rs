@@ -185,15 +185,10 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.approve_csrs && o.state != "ready" {
         m.warn("approve_csrs has an effect only with state=ready (state=approved always approves)");
     }
-    let conn = kube_client::connect("cluster", &o.cluster.params())
-        .map_err(|e| Failure::new(e.to_string()))?;
-    if let Some(t) = conn.token {
-        m.add_secret(t);
-    }
-    if let Some(w) = conn.warning {
-        m.warn(w);
-    }
-    let mut r = Run::new(conn.client, m.check_mode, interval, exp);
+    let client = kube_client::connect("cluster", &o.cluster.params())
+        .map_err(|e| Failure::new(e.to_string()))?
+        .into_client_for(m);
+    let mut r = Run::new(client, m.check_mode, interval, exp);
     r.allow_control_plane = o.allow_control_plane;
     r.skip_wait_for_delete = skip_wait.as_secs();
     match o.state.as_str() {

@@ -173,17 +173,12 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
     if o.state == "absent" {
         return run::remove(&ctx, &recorded, &o.name);
     }
-    let conn = kube_client::connect("cluster", &o.cluster.params())
-        .map_err(|e| Failure::new(e.to_string()))?;
-    if let Some(t) = conn.token {
-        m.add_secret(t);
-    }
-    if let Some(w) = conn.warning {
-        m.warn(w);
-    }
+    let kube = kube_client::connect("cluster", &o.cluster.params())
+        .map_err(|e| Failure::new(e.to_string()))?
+        .into_client_for(m);
     let take = run::Take {
         opts: &o,
-        kube: &conn.client,
+        kube: &kube,
         timeout,
         interval,
         recorded: &recorded,
@@ -211,9 +206,14 @@ mod tests {
             message: String::new(),
         };
         let msg = store_failure(&status(403, "SignatureDoesNotMatch")).msg;
-        assert!(msg.starts_with("object store: HEAD s3://b/k: HTTP 403 SignatureDoesNotMatch"), "{msg}");
+        assert!(
+            msg.starts_with("object store: HEAD s3://b/k: HTTP 403 SignatureDoesNotMatch"),
+            "{msg}"
+        );
         assert!(msg.contains("access_key and secret_key"), "{msg}");
-        assert!(store_failure(&status(404, "NoSuchBucket")).msg.contains("create the bucket first"));
+        assert!(store_failure(&status(404, "NoSuchBucket"))
+            .msg
+            .contains("create the bucket first"));
         assert!(!store_failure(&status(500, "")).msg.contains('('));
     }
 }

@@ -170,6 +170,20 @@ pub struct Connected {
     pub warning: Option<String>,
 }
 
+impl Connected {
+    /// The client, once the module has masked the token in every output and passed the warning on.
+    #[cfg(feature = "module-options")]
+    pub fn into_client_for(self, m: &mut ansible_module::Module) -> Client {
+        if let Some(t) = self.token {
+            m.add_secret(t);
+        }
+        if let Some(w) = self.warning {
+            m.warn(w);
+        }
+        self.client
+    }
+}
+
 /// Resolve `params` (kubeconfig, host, token, CA) and build the client for `side` ("hub", "spoke").
 pub fn connect(side: &'static str, params: &ConnectionParams) -> Result<Connected, ConnectError> {
     let conn = params.resolve().map_err(|e| ConnectError::Settings {
