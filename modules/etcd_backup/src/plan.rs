@@ -429,26 +429,25 @@ pub fn recorded(backups: &[Value]) -> Result<Vec<Recorded>, String> {
 }
 
 /// The recorded backups retention removes once `new` is taken: all but the `keep` newest, counting
-/// `new` (`keep` 0 keeps everything). Only objects under `prefix` are ever removed.
+/// `new` (`keep` 0 keeps everything). Only backups whose objects all lie under `prefix` count and are
+/// removed: one recorded in another store or prefix (the store was changed) is left to whoever moved it.
 pub fn to_prune(recorded: &[Recorded], new: &str, keep: usize, prefix: &str) -> Vec<Recorded> {
     if keep == 0 {
         return Vec::new();
     }
-    let older: Vec<&Recorded> = recorded.iter().filter(|r| r.name != new).collect();
-    let drop = (older.len() + 1).saturating_sub(keep);
-    older
-        .into_iter()
-        .take(drop)
-        .map(|r| Recorded {
-            name: r.name.clone(),
-            objects: r
-                .objects
+    let under = |r: &&Recorded| {
+        !r.objects.is_empty()
+            && r.objects
                 .iter()
-                .filter(|o| o.starts_with(&format!("{prefix}/")))
-                .cloned()
-                .collect(),
-        })
-        .collect()
+                .all(|o| o.starts_with(&format!("{prefix}/")))
+    };
+    let older: Vec<&Recorded> = recorded
+        .iter()
+        .filter(|r| r.name != new)
+        .filter(under)
+        .collect();
+    let drop = (older.len() + 1).saturating_sub(keep);
+    older.into_iter().take(drop).cloned().collect()
 }
 
 #[cfg(test)]

@@ -194,33 +194,26 @@ fn a_result_names_both_files_with_sizes_and_checksums() {
 #[test]
 fn retention_keeps_the_newest_counting_the_new_one_and_stays_under_the_prefix() {
     let rec = recorded(&[
-        json!({"name": "a", "files": [{"object": "p/a/snapshot.db"}, {"object": "other/a/x"}]}),
+        json!({"name": "elsewhere", "files": [{"object": "old-prefix/elsewhere/snapshot.db"}]}),
+        json!({"name": "a", "files": [{"object": "p/a/snapshot.db"}, {"object": "p/a/static_kuberesources.tar.gz"}]}),
         json!({"name": "b", "files": [{"object": "p/b/snapshot.db"}]}),
-        json!({"name": "c", "files": []}),
+        json!({"name": "c", "files": [{"object": "p/c/snapshot.db"}]}),
+        json!({"name": "mixed", "files": [{"object": "p/mixed/snapshot.db"}, {"object": "q/mixed/x"}]}),
     ])
     .unwrap();
-    let names = |keep| {
-        to_prune(&rec, "d", keep, "p")
+    let names = |new, keep| {
+        to_prune(&rec, new, keep, "p")
             .into_iter()
             .map(|r| r.name)
             .collect::<Vec<_>>()
     };
-    assert_eq!(names(0), Vec::<String>::new());
-    assert_eq!(names(2), vec!["a", "b"]);
-    assert_eq!(names(3), vec!["a"]);
-    assert_eq!(names(9), Vec::<String>::new());
-    assert_eq!(
-        to_prune(&rec, "d", 3, "p")[0].objects,
-        vec!["p/a/snapshot.db"]
-    );
+    assert_eq!(names("d", 0), Vec::<String>::new());
+    assert_eq!(names("d", 2), vec!["a", "b"]);
+    assert_eq!(names("d", 3), vec!["a"]);
+    assert_eq!(names("d", 9), Vec::<String>::new());
+    assert_eq!(to_prune(&rec, "d", 3, "p")[0].objects.len(), 2);
     // A name taken again replaces its entry: it is not counted twice.
-    assert_eq!(
-        to_prune(&rec, "c", 2, "p")
-            .into_iter()
-            .map(|r| r.name)
-            .collect::<Vec<_>>(),
-        vec!["a"]
-    );
+    assert_eq!(names("c", 2), vec!["a"]);
     assert_eq!(
         recorded(&[json!({"files": []})]).unwrap_err(),
         "backups[0] has no name"

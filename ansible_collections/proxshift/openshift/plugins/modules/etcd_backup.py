@@ -28,7 +28,8 @@ description:
   - A failed backup Pod is kept for its log (the message names it); a Pod that outlives O(timeout) is deleted. The
     node's backup folder is removed after the upload unless O(keep_on_node).
   - With O(keep), the recorded O(backups) beyond the O(keep) newest (counting the new one) are deleted from the
-    store - only objects under O(object_prefix), so a backup recorded elsewhere is never touched.
+    store. Only backups whose objects all lie under O(object_prefix) count and are deleted; one recorded in another
+    store or prefix is never touched.
   - O(state=absent) deletes the objects of the recorded backup O(name).
   - Check mode reads the store, the Nodes and the etcd Pod, and says where the backup would run and what
     retention would remove; it creates and deletes nothing.
