@@ -156,7 +156,27 @@ impl<B: Backend> Engine<'_, B> {
                 Err(BackendError::AlreadyRunning { .. }) if *op == Op::Start => {}
                 Err(e) => {
                     let changed = r.changed;
-                    let mut f = r.fail(&format!("{} ({})", op.verb(), op.endpoint()), e);
+                    // A shutdown task that failed without forceStop: the guest did not go down in time
+                    // (or refused); only force stops it hard.
+                    let unforced = matches!(
+                        op,
+                        Op::Shutdown {
+                            force_stop: false,
+                            ..
+                        }
+                    ) && matches!(e, BackendError::Task { .. });
+                    let doing = if op.verb() == op.endpoint() {
+                        op.verb().to_string()
+                    } else {
+                        format!("{} ({})", op.verb(), op.endpoint())
+                    };
+                    let mut f = r.fail(&doing, e);
+                    if unforced {
+                        f.msg.push_str(
+                            "; the guest did not shut down: with force=true Proxmox stops it hard when the \
+                             timeout passes (or give it a longer timeout)",
+                        );
+                    }
                     if changed {
                         // An earlier operation went through: report where the VM really is now.
                         if let Ok(o) = b.status(&node, vmid) {
@@ -451,7 +471,7 @@ mod tests {
         assert!(
             r[0].msg.contains("does not have enough free memory")
                 && r[0].msg.contains("task log tail")
-                && r[0].msg.contains("start (start) failed"),
+                && r[0].msg.contains("start failed"),
             "{}",
             r[0].msg
         );
@@ -683,13 +703,50 @@ mod tests {
         assert!(r[0].failed && r[0].changed, "{:?}", r[0]);
         assert!(
             r[0].msg
-                .contains("start (start) failed: start failed: QEMU exited"),
+                .contains(": start failed: start failed: QEMU exited"),
             "{}",
             r[0].msg
         );
         assert_eq!(
             fake.sent(),
             vec![(101, "shutdown".to_string()), (101, "start".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_shutdown_that_fails_without_force_says_what_force_does() {
+        let mut fake = Fake::with(&[(101, running(false)), (102, running(false))]);
+        let timeout = "VM quit/powerdown failed - got timeout".to_string();
+        fake.fail_endpoint
+            .insert((101, "shutdown"), timeout.clone());
+        let r = run(&fake, settings(State::Stopped), &[inv(101, "a", "p", true)]);
+        assert!(r[0].failed, "{:?}", r[0]);
+        assert!(
+            r[0].msg
+                .contains(": shutdown failed: VM quit/powerdown failed"),
+            "{}",
+            r[0].msg
+        );
+        assert!(
+            r[0].msg.contains("with force=true Proxmox stops it hard"),
+            "{}",
+            r[0].msg
+        );
+        // With force the shutdown is forced after the timeout: its failure is no guest's refusal.
+        fake.fail_endpoint.insert((102, "shutdown"), timeout);
+        let mut s = settings(State::Stopped);
+        s.rules.force = true;
+        let r = run(&fake, s, &[inv(102, "b", "p", true)]);
+        assert!(
+            r[0].failed && !r[0].msg.contains("with force=true"),
+            "{}",
+            r[0].msg
+        );
+        assert!(
+            r[0].msg
+                .contains("shutdown (forced after timeout) (shutdown) failed"),
+            "{}",
+            r[0].msg
         );
     }
 

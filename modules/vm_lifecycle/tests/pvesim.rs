@@ -422,7 +422,7 @@ fn injected_task_failure_reports_the_log_tail_and_others_complete() {
     assert_eq!(vm(&r, "a")["after"], json!("running"));
     let msg = vm(&r, "b")["msg"].as_str().unwrap().to_string();
     assert!(
-        msg.contains("start (start) failed: start failed: QEMU exited with code 1"),
+        msg.contains(": start failed: start failed: QEMU exited with code 1"),
         "{msg}"
     );
     // The fault is used up: a rerun converges and leaves the running VM alone.
