@@ -297,19 +297,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_session_token_is_signed_too() {
-        let (mut creds, stamp) = example();
-        let req = || Request {
+    /// A PUT of object `k` in bucket `b`, for the presigning tests.
+    fn put_request() -> Request<'static> {
+        Request {
             method: "PUT",
             host: "h",
             path: "/b/k",
             query: vec![],
             headers: vec![],
-        };
-        let without = presigned_query(req(), &creds, "us-east-1", &stamp, 60);
+        }
+    }
+
+    #[test]
+    fn a_session_token_is_signed_too() {
+        let (mut creds, stamp) = example();
+        let without = presigned_query(put_request(), &creds, "us-east-1", &stamp, 60);
         creds.session_token = Some("tok/en".into());
-        let with = presigned_query(req(), &creds, "us-east-1", &stamp, 60);
+        let with = presigned_query(put_request(), &creds, "us-east-1", &stamp, 60);
         assert!(with.contains("X-Amz-Security-Token=tok%2Fen"), "{with}");
         assert_ne!(without.rsplit('=').next(), with.rsplit('=').next());
     }
@@ -333,16 +337,11 @@ mod tests {
     #[test]
     fn the_expiry_stays_within_what_s3_takes() {
         let (creds, stamp) = example();
-        let req = || Request {
-            method: "PUT",
-            host: "h",
-            path: "/b/k",
-            query: vec![],
-            headers: vec![],
-        };
-        assert!(presigned_query(req(), &creds, "r", &stamp, 10_000_000)
-            .contains("X-Amz-Expires=604800&"));
-        assert!(presigned_query(req(), &creds, "r", &stamp, 0).contains("X-Amz-Expires=1&"));
+        assert!(
+            presigned_query(put_request(), &creds, "r", &stamp, 10_000_000)
+                .contains("X-Amz-Expires=604800&")
+        );
+        assert!(presigned_query(put_request(), &creds, "r", &stamp, 0).contains("X-Amz-Expires=1&"));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::{Credentials, StoreOptions};
 
@@ -46,7 +46,7 @@ impl S3Server {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
-        let child = Command::new(s3s_bin())
+        let mut child = Command::new(s3s_bin())
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
             .arg(&root)
@@ -54,9 +54,17 @@ impl S3Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("s3s-fs starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Ready once it accepts a connection; a server that exited, or never listens, fails the test.
+        let mut tries = 0;
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "s3s-fs did not listen on {port}");
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("s3s-fs exited before it listened on {port}: {status}");
+            }
+            tries += 1;
+            if tries > 400 {
+                let _ = child.kill();
+                panic!("s3s-fs did not listen on {port} after {tries} tries");
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
         S3Server {
