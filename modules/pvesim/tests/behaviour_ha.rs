@@ -433,6 +433,72 @@ fn pve8_has_groups_and_no_rules_pve9_refuses_groups() {
     );
 }
 
+/// Where the CRM has `vmid` after one more round.
+fn node_of(api: &Api, vmid: u32) -> String {
+    service(api, vmid)["node"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn pve8_groups_send_a_recovered_service_home_unless_nofailback() {
+    let sim = start_version("8.4.1");
+    let api = Api::root(&sim);
+    for (group, nodes, nofailback) in [
+        ("g201", "pve1:2,pve3:1", "0"),
+        ("g202", "pve2:2,pve3:1", "1"),
+    ] {
+        api.post(
+            "/cluster/ha/groups",
+            &[
+                ("group", group),
+                ("nodes", nodes),
+                ("nofailback", nofailback),
+            ],
+        )
+        .ok();
+    }
+    for (node, vmid) in [("pve1", 201), ("pve2", 202)] {
+        vm(&api, node, vmid);
+        let sid = format!("vm:{vmid}");
+        let group = format!("g{vmid}");
+        api.post("/cluster/ha/resources", &[("sid", &sid), ("group", &group)])
+            .ok();
+    }
+    // pve1 lost: 201 is recovered onto pve3 (priority 1) rather than pve2 (not in its group).
+    kill(&sim, "pve1", true);
+    api.get("/cluster/ha/status/current", &[]).ok();
+    sim.advance(Duration::from_secs(2));
+    assert_eq!(node_of(&api, 201), "pve3");
+    // pve1 back: the next round migrates 201 home, still running.
+    kill(&sim, "pve1", false);
+    assert_eq!(node_of(&api, 201), "pve1");
+    assert_eq!(service(&api, 201)["state"], "started");
+    let st = api
+        .get("/nodes/pve1/qemu/201/status/current", &[])
+        .ok()
+        .clone();
+    assert_eq!(st["status"], "running", "{st}");
+    // nofailback: 202 stays on pve3 once pve2 is back.
+    kill(&sim, "pve2", true);
+    api.get("/cluster/ha/status/current", &[]).ok();
+    sim.advance(Duration::from_secs(2));
+    assert_eq!(node_of(&api, 202), "pve3");
+    kill(&sim, "pve2", false);
+    sim.advance(Duration::from_secs(2));
+    assert_eq!(node_of(&api, 202), "pve3");
+    // A running service given a group that prefers another node is migrated there.
+    api.post(
+        "/cluster/ha/groups",
+        &[("group", "g202b"), ("nodes", "pve2:2")],
+    )
+    .ok();
+    api.put("/cluster/ha/resources/vm:202", &[("group", "g202b")])
+        .ok();
+    assert_eq!(node_of(&api, 202), "pve2");
+}
+
 #[test]
 fn destroying_an_ha_vm_with_purge_drops_it_from_resources_and_rules() {
     let sim = start();

@@ -99,7 +99,8 @@ impl Sim {
         }
     }
 
-    /// One CRM round: notice lost nodes, fence them after the delay, recover their services.
+    /// One CRM round: notice lost nodes, fence them after the delay, recover their services,
+    /// then move started services back to the nodes their affinity prefers (failback).
     pub(crate) fn ha_tick(&mut self) {
         if self.ha.resources.is_empty() {
             return;
@@ -144,6 +145,7 @@ impl Sim {
             }
         }
         self.ha_recover(&online);
+        self.ha_failback(&online);
     }
 
     /// The node affinity of a service: its enabled `node-affinity` rule (PVE 9, the first by
@@ -210,15 +212,7 @@ impl Sim {
             .map(|(v, _)| *v)
             .collect();
         for vmid in waiting {
-            let mut load: BTreeMap<String, usize> = BTreeMap::new();
-            for (v, r) in &self.ha.resources {
-                if r.service == ServiceState::Recovery {
-                    continue;
-                }
-                if let Some(vm) = self.vms.get(v) {
-                    *load.entry(vm.node.clone()).or_default() += 1;
-                }
-            }
+            let load = self.service_load();
             let affinity = self.node_affinity(vmid);
             let separate = self.partner_nodes(vmid, online, false);
             let together = self.partner_nodes(vmid, online, true);
@@ -235,6 +229,80 @@ impl Sim {
             };
             vm.node = target;
             self.ha_apply_request(vmid);
+        }
+    }
+
+    /// HA services per node, those waiting in `recovery` left out (the `basic` scheduler's
+    /// `online_node_usage`).
+    fn service_load(&self) -> BTreeMap<String, usize> {
+        let mut load: BTreeMap<String, usize> = BTreeMap::new();
+        for (v, r) in &self.ha.resources {
+            if r.service == ServiceState::Recovery {
+                continue;
+            }
+            if let Some(vm) = self.vms.get(v) {
+                *load.entry(vm.node.clone()).or_default() += 1;
+            }
+        }
+        load
+    }
+
+    /// Whether a service goes back to the node its affinity prefers: PVE 8's group unless it
+    /// says `nofailback`, PVE 9's resource `failback` (default on).
+    fn fails_back(&self, vmid: u32) -> bool {
+        let Some(res) = self.ha.resources.get(&vmid) else {
+            return false;
+        };
+        match self.version.generation() {
+            Generation::Pve9 => res.failback.unwrap_or(true),
+            Generation::Pve8 => res
+                .group
+                .as_ref()
+                .and_then(|g| self.ha.groups.get(g))
+                .is_some_and(|g| !g.nofailback),
+        }
+    }
+
+    /// `next_state_started` → `select_service_node` without `try_next`: a started service on a
+    /// node below the highest priority class its node affinity has online (its group's preferred
+    /// node back after a failure, or a group given to a running VM) is migrated to that class's
+    /// least loaded node, live (`change_service_state(..., 'migrate')`). One already in the top
+    /// class stays (upstream returns `$current_node` when it is found there), and so does one
+    /// that does not fail back, on a node it may run on. Without an affinity every online node
+    /// is one class, so nothing moves.
+    fn ha_failback(&mut self, online: &BTreeSet<String>) {
+        let started: Vec<u32> = self
+            .ha
+            .resources
+            .iter()
+            .filter(|(_, r)| r.state == Requested::Started && r.service == ServiceState::Started)
+            .map(|(v, _)| *v)
+            .collect();
+        for vmid in started {
+            let Some(affinity) = self.node_affinity(vmid) else {
+                continue;
+            };
+            let Some(current) = self.vms.get(&vmid).map(|vm| vm.node.clone()) else {
+                continue;
+            };
+            let top = online.iter().filter_map(|n| affinity.priority(n)).max();
+            let here = affinity.priority(&current);
+            if top.is_none() || here == top || (here.is_some() && !self.fails_back(vmid)) {
+                continue;
+            }
+            let load = self.service_load();
+            let separate = self.partner_nodes(vmid, online, false);
+            let together = self.partner_nodes(vmid, online, true);
+            let target = select_node(&Request {
+                online,
+                affinity: Some(&affinity),
+                separate: &separate,
+                together: &together,
+                load: &load,
+            });
+            if let (Some(target), Some(vm)) = (target, self.vms.get_mut(&vmid)) {
+                vm.node = target;
+            }
         }
     }
 }

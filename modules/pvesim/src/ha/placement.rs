@@ -14,6 +14,19 @@ pub struct NodeAffinity {
     pub strict: bool,
 }
 
+impl NodeAffinity {
+    /// `node`'s priority class: its listed priority; an unlisted node is below every listed one
+    /// (`get_node_priority_groups` gives it -1 in an unrestricted group) or, when `strict`, not
+    /// allowed (`None`).
+    pub fn priority(&self, node: &str) -> Option<i64> {
+        match self.nodes.get(node) {
+            Some(p) => Some(*p),
+            None if self.strict => None,
+            None => Some(i64::MIN),
+        }
+    }
+}
+
 /// What placement needs to know about one service.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
@@ -32,16 +45,7 @@ pub struct Request<'a> {
 pub fn select_node(req: &Request) -> Option<String> {
     // `get_node_priority_groups`: nodes outside a non-strict affinity form a class below every
     // listed one; a strict one allows its nodes only.
-    let prio = |n: &str| -> Option<i64> {
-        match req.affinity {
-            None => Some(0),
-            Some(a) => match a.nodes.get(n) {
-                Some(p) => Some(*p),
-                None if a.strict => None,
-                None => Some(i64::MIN),
-            },
-        }
-    };
+    let prio = |n: &str| req.affinity.map_or(Some(0), |a| a.priority(n));
     let allowed: Vec<(&String, i64)> = req
         .online
         .iter()
