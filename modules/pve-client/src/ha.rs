@@ -1,7 +1,7 @@
 //! Proxmox HA (`/cluster/ha/*`): resources, rules (PVE ≥ 9), groups (PVE 8) and the CRM's
 //! status. Every call is synchronous on the server (no task), so these are plain requests.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -83,6 +83,36 @@ pub struct HaGroup {
     pub nofailback: bool,
     #[serde(default)]
     pub comment: Option<String>,
+}
+
+impl HaGroup {
+    /// The group's nodes and their priorities (`pve1:2,pve2` → pve1: 2, pve2: 0); an entry that
+    /// does not parse is left out.
+    pub fn node_priorities(&self) -> BTreeMap<String, i64> {
+        self.nodes
+            .split([',', ';', ' '])
+            .filter(|e| !e.is_empty())
+            .filter_map(|e| match e.split_once(':') {
+                Some((n, p)) => p.parse().ok().map(|p| (n.to_string(), p)),
+                None => Some((e.to_string(), 0)),
+            })
+            .collect()
+    }
+}
+
+/// `node:priority` pairs as a group's `nodes` option (`pve1:2,pve3:1`), priority 0 left bare.
+pub fn ha_node_list(nodes: &BTreeMap<String, i64>) -> String {
+    nodes
+        .iter()
+        .map(|(n, p)| {
+            if *p == 0 {
+                n.clone()
+            } else {
+                format!("{n}:{p}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A `service` entry of `GET /cluster/ha/status/current`: where the CRM has it.
@@ -207,5 +237,10 @@ mod tests {
             serde_json::from_value(json!({"group": "g", "nodes": "pve1:2", "restricted": 1}))
                 .unwrap();
         assert!(g.restricted && !g.nofailback);
+        let prio = g.node_priorities();
+        assert_eq!(prio, [("pve1".to_string(), 2)].into_iter().collect());
+        let mut two = prio.clone();
+        two.insert("pve3".into(), 0);
+        assert_eq!(ha_node_list(&two), "pve1:2,pve3");
     }
 }

@@ -81,7 +81,7 @@ pub use connection::{
     connect_module, connection_options, Auth, ConnectionOptions, INSECURE_WARNING,
 };
 pub use error::{from_response, Error, ErrorResponse, TaskError};
-pub use ha::{ha_sid_vmid, HaGroup, HaResource, HaRule, HaService};
+pub use ha::{ha_node_list, ha_sid_vmid, HaGroup, HaResource, HaRule, HaService};
 pub use proxshift_http::Backoff;
 pub use task::{exitstatus_ok, TaskOutcome, Upid, LOG_TAIL_LINES};
 pub use upload::sha256_file;
