@@ -1,21 +1,22 @@
 //! `proxshift.proxmox.proxmox_ha`: opt-in Proxmox HA for a ProxShift cluster. Its VMs (those
 //! carrying the cluster's tag, and `owner_tag` when given) become HA resources; on PVE ≥ 9 a negative
 //! resource-affinity rule keeps the control-plane VMs on different nodes, a second one the
-//! workers; scale-out and scale-in are reconciled, `state: absent` removes what it created.
-//! PVE 8 has HA groups but no resource affinity: the VMs become HA resources and the module
-//! warns that it cannot keep them apart.
+//! workers; PVE 8, which has no resource affinity, gets one HA group per VM of those sets, each
+//! preferring a node of its own ([`groups`]). Scale-out and scale-in are reconciled,
+//! `state: absent` removes what it created.
 //!
 //! [`plan`] decides (pure); this file reads, runs the plan's actions through `pve-client` and
 //! reports.
 
+pub mod groups;
 pub mod plan;
 
 use ansible_module::{ArgSpec, Failure, Module, Opt, Outcome, Type};
-use pve_client::{connection_options, Client, ConnectionOptions, Params};
+use pve_client::{connection_options, ha_node_list, Client, ConnectionOptions, Params};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use plan::{Action, ClusterVm, Desired, Observed};
+use plan::{Action, Binding, ClusterVm, Desired, Observed};
 
 /// The module's options; `plugins/modules/proxmox_ha.py` documents exactly these.
 pub fn argument_spec() -> ArgSpec {
@@ -55,7 +56,7 @@ struct Options {
 /// Why the module stops.
 #[derive(Debug, thiserror::Error)]
 enum HaError {
-    #[error("rule id '{0}' is not a valid Proxmox ID (a letter, then letters, digits, '-' or '_'): change cluster or rule_prefix")]
+    #[error("rule or group id '{0}' is not a valid Proxmox ID (a letter, then letters, digits, '-' or '_'): change cluster or rule_prefix")]
     RuleId(String),
     #[error("cannot read the cluster's HA state: {0}")]
     Read(#[source] pve_client::Error),
@@ -108,6 +109,7 @@ fn observe(client: &Client, o: &Options) -> Result<Observed, pve_client::Error> 
         .map(|v| ClusterVm {
             vmid: v.vmid as u32,
             name: v.name.clone(),
+            node: Some(v.node.clone()),
         })
         .collect();
     let version = client.version()?;
@@ -116,16 +118,17 @@ fn observe(client: &Client, o: &Options) -> Result<Observed, pve_client::Error> 
         .and_then(|v| v.split('.').next())
         .and_then(|m| m.parse::<u32>().ok())
         .unwrap_or(9);
-    let rules = if major >= 9 {
-        Some(client.ha_rules()?)
+    let (rules, groups) = if major >= 9 {
+        (Some(client.ha_rules()?), None)
     } else {
-        None
+        (None, Some(client.ha_groups()?))
     };
     Ok(Observed {
         vms,
         resources: client.ha_resources()?,
         rules,
-        node_count: client.nodes()?.len(),
+        groups,
+        nodes: client.nodes()?.into_iter().map(|n| n.node).collect(),
     })
 }
 
@@ -137,6 +140,36 @@ fn sid_list(vmids: &std::collections::BTreeSet<u32>) -> String {
     vmids.iter().map(|v| sid(*v)).collect::<Vec<_>>().join(",")
 }
 
+/// Carries out one resource action.
+fn apply_resource(
+    client: &Client,
+    want: &Desired,
+    a: &Action,
+) -> Option<Result<(), pve_client::Error>> {
+    Some(match a {
+        Action::CreateResource { vmid, group } => {
+            let mut p = Params::new()
+                .set("state", &want.ha_state)
+                .set("comment", &want.marker);
+            if let Some(g) = group {
+                p = p.set("group", g);
+            }
+            client.ha_resource_create(&sid(*vmid), &p)
+        }
+        Action::UpdateResource { vmid, group } => {
+            let p = Params::new().set("state", &want.ha_state);
+            let p = match group {
+                Binding::Keep => p,
+                Binding::Bind(g) => p.set("group", g),
+                Binding::Unbind => p.set("delete", "group"),
+            };
+            client.ha_resource_update(&sid(*vmid), &p)
+        }
+        Action::DeleteResource { vmid } => client.ha_resource_delete(&sid(*vmid), true),
+        _ => return None,
+    })
+}
+
 /// Carries out one action.
 fn apply(client: &Client, want: &Desired, a: &Action) -> Result<(), HaError> {
     let negative = |vmids| {
@@ -146,51 +179,52 @@ fn apply(client: &Client, want: &Desired, a: &Action) -> Result<(), HaError> {
             .set("comment", &want.marker)
             .flag("disable", false)
     };
-    let (what, r) = match a {
-        Action::CreateResource { vmid } => {
-            let p = Params::new()
-                .set("state", &want.ha_state)
-                .set("comment", &want.marker);
-            (
-                format!("adding {}", sid(*vmid)),
-                client.ha_resource_create(&sid(*vmid), &p),
-            )
+    // Not restricted (a VM may run anywhere rather than not at all), failing back home.
+    let group = |p: Params| p.flag("restricted", false).flag("nofailback", false);
+    let r = match a {
+        Action::CreateRule { id, vmids } => {
+            client.ha_rule_create(id, "resource-affinity", &negative(vmids))
         }
-        Action::UpdateResource { vmid } => {
-            let p = Params::new().set("state", &want.ha_state);
-            (
-                format!("updating {}", sid(*vmid)),
-                client.ha_resource_update(&sid(*vmid), &p),
-            )
+        Action::UpdateRule { id, vmids } => {
+            client.ha_rule_update(id, "resource-affinity", &negative(vmids))
         }
-        Action::DeleteResource { vmid } => (
-            format!("removing {}", sid(*vmid)),
-            client.ha_resource_delete(&sid(*vmid), true),
-        ),
-        Action::CreateRule { id, vmids } => (
-            format!("creating rule {id}"),
-            client.ha_rule_create(id, "resource-affinity", &negative(vmids)),
-        ),
-        Action::UpdateRule { id, vmids } => (
-            format!("updating rule {id}"),
-            client.ha_rule_update(id, "resource-affinity", &negative(vmids)),
-        ),
-        Action::DeleteRule { id } => (format!("removing rule {id}"), client.ha_rule_delete(id)),
+        Action::DeleteRule { id } => client.ha_rule_delete(id),
+        Action::CreateGroup { id, nodes } => {
+            let p = group(Params::new().set("comment", &want.marker));
+            client.ha_group_create(id, &ha_node_list(nodes), &p)
+        }
+        Action::UpdateGroup { id, nodes } => {
+            client.ha_group_update(id, &group(Params::new().set("nodes", ha_node_list(nodes))))
+        }
+        Action::DeleteGroup { id } => client.ha_group_delete(id),
+        _ => apply_resource(client, want, a).expect("a resource action"),
     };
     r.map_err(|source| HaError::Apply {
-        what,
+        what: describe(a),
         source: Box::new(source),
     })
 }
 
+/// An action as `msg` and `actions` name it (`add vm:101`, `create group g (pve1:2)`).
 fn describe(a: &Action) -> String {
     match a {
-        Action::CreateResource { vmid } => format!("add {}", sid(*vmid)),
-        Action::UpdateResource { vmid } => format!("update {}", sid(*vmid)),
+        Action::CreateResource { vmid, group: None } => format!("add {}", sid(*vmid)),
+        Action::CreateResource {
+            vmid,
+            group: Some(g),
+        } => format!("add {} in group {g}", sid(*vmid)),
+        Action::UpdateResource { vmid, group } => match group {
+            Binding::Keep => format!("update {}", sid(*vmid)),
+            Binding::Bind(g) => format!("update {} (group {g})", sid(*vmid)),
+            Binding::Unbind => format!("update {} (no group)", sid(*vmid)),
+        },
         Action::DeleteResource { vmid } => format!("remove {}", sid(*vmid)),
         Action::CreateRule { id, vmids } => format!("create rule {id} ({})", sid_list(vmids)),
         Action::UpdateRule { id, vmids } => format!("update rule {id} ({})", sid_list(vmids)),
         Action::DeleteRule { id } => format!("remove rule {id}"),
+        Action::CreateGroup { id, nodes } => format!("create group {id} ({})", ha_node_list(nodes)),
+        Action::UpdateGroup { id, nodes } => format!("update group {id} ({})", ha_node_list(nodes)),
+        Action::DeleteGroup { id } => format!("remove group {id}"),
     }
 }
 
@@ -205,8 +239,13 @@ pub fn run(m: &mut Module) -> Result<Outcome, Failure> {
         spread_workers: o.spread_workers,
         control_plane_rule: format!("{}{cluster}-control-plane", o.rule_prefix),
         workers_rule: format!("{}{cluster}-workers", o.rule_prefix),
+        group_prefix: format!("{}{cluster}-", o.rule_prefix),
     };
-    for id in [&want.control_plane_rule, &want.workers_rule] {
+    for id in [
+        &want.control_plane_rule,
+        &want.workers_rule,
+        &want.group_id(100),
+    ] {
         if !valid_id(id) {
             return Err(Failure::new(HaError::RuleId(id.clone()).to_string()));
         }

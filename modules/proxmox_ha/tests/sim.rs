@@ -1,7 +1,7 @@
 //! proxmox_ha against the in-process Proxmox simulator: a cluster `c1` of three control-plane VMs
 //! (201–203, one per node) and two workers (204 on pve1, 205 on pve2); 206 is cluster c2's. Check mode sends no write,
 //! a second run changes nothing, a node failure keeps the control plane apart, scale-in and
-//! `absent` remove only what the module created, PVE 8 gets resources and a warning.
+//! `absent` remove only what the module created; on PVE 8 one group per VM keeps the sets apart.
 
 use std::time::Duration;
 
@@ -106,11 +106,7 @@ fn present_is_predicted_applied_and_idempotent() {
 fn a_lost_node_keeps_the_control_plane_apart_and_it_comes_back() {
     let sim = sim("9.2.11");
     module(&sim, json!({"control_plane": cp()}));
-    sim.inject(Fault::NodeOffline {
-        node: "pve1".into(),
-        offline: true,
-    })
-    .unwrap();
+    node_offline(&sim, "pve1", true);
     sim.with_sim(|s| s.tick());
     assert!(services(&sim)
         .iter()
@@ -133,11 +129,7 @@ fn a_lost_node_keeps_the_control_plane_apart_and_it_comes_back() {
         ["pve2", "pve3"],
         "never two masters on one node: {s:?}"
     );
-    sim.inject(Fault::NodeOffline {
-        node: "pve1".into(),
-        offline: false,
-    })
-    .unwrap();
+    node_offline(&sim, "pve1", false);
     sim.with_sim(|s| s.tick());
     let s = services(&sim);
     assert!(s.contains(&(201, "pve1".into(), "started".into())), "{s:?}");
@@ -199,23 +191,139 @@ fn scale_in_and_absent_remove_only_what_it_created() {
     assert_eq!(r["changed"], json!(false), "{r:#}");
 }
 
+/// Takes `node` offline (or brings it back), as pvesim's `node_offline` fault does.
+fn node_offline(sim: &SimHandle, node: &str, offline: bool) {
+    let node = node.into();
+    sim.inject(Fault::NodeOffline { node, offline }).unwrap();
+}
+
+/// The module's warnings but the one about `validate_certs=false`.
+fn ha_warnings(r: &Value) -> Vec<String> {
+    r["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|w| !w.starts_with("validate_certs"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `vmid`'s node once the HA manager has had time for a fence and a recovery.
+fn node_after_a_while(sim: &SimHandle, vmid: u32) -> String {
+    sim.with_sim(|s| s.tick());
+    sim.advance(Duration::from_secs(300));
+    sim.with_sim(|s| s.vms[&vmid].node.clone())
+}
+
 #[test]
-fn pve8_gets_resources_and_a_warning() {
-    let sim = sim("8.4.1");
-    let r = module(&sim, json!({"control_plane": cp()}));
+fn pve8_groups_keep_the_control_plane_apart_through_a_node_failure() {
+    // A fourth Proxmox node: a spare for the control plane.
+    let sim = {
+        let mut seed = pvesim::lab::seed_under_test();
+        seed.cluster.version = "8.4.1".into();
+        let mut pve4 = seed.nodes[2].clone();
+        pve4.name = "pve4".into();
+        seed.nodes.push(pve4);
+        seed.vms
+            .extend(pvesim::Seed::from_yaml(VMS).expect("vm seed").vms);
+        Simulator::start(pvesim::Config::with_seed(seed)).expect("simulator starts")
+    };
+    let r = module(&sim, json!({"control_plane": cp(), "_ansible_diff": true}));
     assert_eq!(r["changed"], json!(true), "{r:#}");
-    assert!(
-        r["warnings"]
-            .to_string()
-            .contains("Proxmox VE 8 has no HA resource-affinity rules"),
-        "{r:#}"
+    assert!(ha_warnings(&r).is_empty(), "a spare node: no warning {r:#}");
+    assert_eq!(
+        r["ha"]["groups"]["proxshift-c1-201"],
+        json!({"nodes": "pve1:2,pve4:1", "resources": "vm:201"})
     );
-    assert_eq!(r["ha"]["resources"].as_object().unwrap().len(), 5);
+    assert_eq!(r["diff"]["before"]["groups"], json!({}));
+    sim.with_sim(|s| {
+        assert_eq!(
+            s.ha.resources[&204].group.as_deref(),
+            Some("proxshift-c1-204")
+        );
+        assert_eq!(
+            s.ha.groups["proxshift-c1-204"].comment.as_deref(),
+            Some("proxshift:c1")
+        );
+    });
     assert!(sim
         .requests()
         .iter()
         .all(|q| !q.path.starts_with("/cluster/ha/rules")));
+    let r = module(&sim, json!({"control_plane": cp()}));
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+
+    // pve1 is lost: its master goes to the spare, never beside another master; it comes home
+    // when pve1 is back, and the groups still hold what the module wants.
+    node_offline(&sim, "pve1", true);
+    assert_eq!(node_after_a_while(&sim, 201), "pve4");
+    let masters: Vec<String> = services(&sim)
+        .into_iter()
+        .filter(|(v, _, st)| *v <= 203 && st == "started")
+        .map(|(_, n, _)| n)
+        .collect();
+    assert_eq!(masters, ["pve4", "pve2", "pve3"], "{:?}", services(&sim));
+    let r = module(&sim, json!({"control_plane": cp()}));
+    assert_eq!(r["changed"], json!(false), "the home stays pve1: {r:#}");
+    node_offline(&sim, "pve1", false);
+    assert_eq!(node_after_a_while(&sim, 201), "pve1");
+    // The second failure of the same node goes the same way.
+    node_offline(&sim, "pve1", true);
+    assert_eq!(node_after_a_while(&sim, 201), "pve4");
+    node_offline(&sim, "pve1", false);
+    assert_eq!(node_after_a_while(&sim, 201), "pve1");
+
+    // Scale in to one worker: 204 leaves its group before the groups go.
+    sim.with_sim(|s| {
+        s.vms
+            .get_mut(&205)
+            .unwrap()
+            .conf
+            .insert("tags".into(), "other".into());
+    });
+    let r = module(&sim, json!({"control_plane": cp()}));
+    assert_eq!(
+        r["actions"],
+        json!([
+            "update vm:204 (no group)",
+            "remove vm:205",
+            "remove group proxshift-c1-204",
+            "remove group proxshift-c1-205"
+        ]),
+        "{r:#}"
+    );
     let r = module(&sim, json!({"state": "absent"}));
     assert_eq!(r["changed"], json!(true), "{r:#}");
-    assert!(sim.with_sim(|s| s.ha.resources.is_empty()));
+    sim.with_sim(|s| assert!(s.ha.resources.is_empty() && s.ha.groups.is_empty()));
+}
+
+#[test]
+fn pve8_on_as_many_nodes_as_masters_warns_and_fails_back() {
+    let sim = sim("8.4.1");
+    let r = module(
+        &sim,
+        json!({"control_plane": cp(), "spread_workers": false}),
+    );
+    assert!(
+        r["warnings"].to_string().contains("with no spare node"),
+        "{r:#}"
+    );
+    assert_eq!(r["ha"]["groups"]["proxshift-c1-202"]["nodes"], "pve2:2");
+    assert_eq!(r["ha"]["groups"].as_object().unwrap().len(), 3, "{r:#}");
+    // pve2 is lost: PVE 8 cannot keep its master waiting, it runs beside another until
+    // pve2 is back, then goes home.
+    node_offline(&sim, "pve2", true);
+    assert_ne!(node_after_a_while(&sim, 202), "pve2");
+    node_offline(&sim, "pve2", false);
+    assert_eq!(node_after_a_while(&sim, 202), "pve2");
+    let r = module(
+        &sim,
+        json!({"control_plane": cp(), "spread_workers": false}),
+    );
+    assert_eq!(r["changed"], json!(false), "{r:#}");
+    assert!(
+        ha_warnings(&r).is_empty(),
+        "warned once, when the groups were made: {r:#}"
+    );
 }

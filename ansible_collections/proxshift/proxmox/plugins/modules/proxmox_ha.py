@@ -20,13 +20,19 @@ description:
     no allowed node waits in C(recovery) until one comes back). With O(spread_workers) the other VMs get a second
     one (C(<rule_prefix><cluster>-workers)). A rule needs two VMs or more, and no more than the cluster has nodes;
     otherwise no rule is made and the module warns.
-  - Proxmox VE 8 has HA groups but no resource affinity, so there the VMs become HA resources and the module
-    warns that it cannot keep them apart. It makes no groups, since a group only ranks nodes for its VMs and after a
-    node failure two control-plane VMs could still land on one node.
-  - Reconciles on every run - VMs added to the cluster are added, VMs gone from it are removed, rules follow -
-    and O(state=absent) removes every HA resource and rule it created. What it creates carries the comment
-    C(proxshift:<cluster>); HA resources and rules without it are never changed or removed (a VM that is already
-    someone else's HA resource is left as it is, with a warning).
+  - Proxmox VE 8 has no resource affinity. There each VM of those two sets gets an HA group of its own,
+    C(<rule_prefix><cluster>-<vmid>), that prefers a node no other VM of its set prefers (its home, priority 2),
+    then the nodes that are no member's home (the spares, priority 1), and allows every other node below those (not
+    restricted). The home is the node the VM runs on, or a free node when another VM of the set is there (Proxmox's
+    HA manager then migrates it, and the module warns); a VM keeps its home on later runs. After a node failure its
+    VM is restarted on a spare when one is online, and moves back home once its node returns (the groups fail
+    back). With no spare node a lost node's VM runs beside another until its node is back; the module warns when it
+    makes such groups.
+  - Reconciles on every run - VMs added to the cluster are added, VMs gone from it are removed, rules and groups
+    follow - and O(state=absent) removes every HA resource, rule and group it created. What it creates carries the
+    comment C(proxshift:<cluster>); HA resources, rules and groups without it are never changed or removed (a VM
+    that is already someone else's HA resource is left as it is, with a warning; a rule or group of the same ID is
+    an error).
 version_added: 3.0.0
 author:
   - ProxShift developers (@proxshift)
@@ -80,7 +86,8 @@ options:
     default: started
   rule_prefix:
     description:
-      - Prefix of the rule IDs, C(<rule_prefix><cluster>-control-plane) and C(<rule_prefix><cluster>-workers).
+      - Prefix of the rule IDs, C(<rule_prefix><cluster>-control-plane) and C(<rule_prefix><cluster>-workers), and on
+        Proxmox VE 8 of the group IDs, C(<rule_prefix><cluster>-<vmid>).
     type: str
     default: proxshift-
   api_host:
@@ -138,7 +145,7 @@ attributes:
     description: Check mode reads, plans and reports the changes it would make without sending any.
   diff_mode:
     support: full
-    description: The HA resources (with their requested state) and rules the module owns, before and after.
+    description: The HA resources (with their requested state), rules and groups the module owns, before and after.
 """
 
 EXAMPLES = r"""
@@ -171,7 +178,7 @@ actions:
   type: list
   elements: str
 ha:
-  description: The HA resources and rules the module owns for the cluster after the run (predicted in check mode).
+  description: The HA resources, rules and groups the module owns for the cluster after the run (predicted in check mode).
   returned: success
   type: dict
   contains:
@@ -183,4 +190,8 @@ ha:
       description: Rule id to the resources it names.
       type: dict
       sample: {"proxshift-c1-control-plane": "vm:4101,vm:4102,vm:4103"}
+    groups:
+      description: Proxmox VE 8 only (empty otherwise) - group id to its nodes with their priorities and the resources bound to it.
+      type: dict
+      sample: {"proxshift-c1-4101": {"nodes": "pve1:2,pve4:1", "resources": "vm:4101"}}
 """
