@@ -74,10 +74,14 @@ class Site:
 
 
 @pytest.fixture
-def site(tmp_path):
+def site(tmp_path, request):
+    """pvesim on the demo seed and OpenBao; a test may pass pvesim more arguments through indirect
+    parametrization (`["--pve-version", "8.4.1"]`)."""
     (tmp_path / "sim").mkdir()
     (tmp_path / "bao").mkdir()
-    with running_pvesim(tmp_path / "sim", seed=DEMO_SEED) as sim, running_openbao(tmp_path / "bao") as bao:
+    sim_args = getattr(request, "param", None)
+    with running_pvesim(tmp_path / "sim", seed=DEMO_SEED, extra=sim_args) as sim, \
+            running_openbao(tmp_path / "bao") as bao:
         bao.kv_put("openshift/pull-secret", {"pullSecret": CANARY_PULL_SECRET})
         bao.kv_put("openshift/ssh", {"publicKey": SSH_KEY})
         yield Site(sim=sim, bao=bao, work=tmp_path / "work")
