@@ -54,6 +54,7 @@ SUBSET = {
     "/nodes/{node}/qemu/{vmid}/status/resume": ["POST"],
     "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": ["GET"],
     "/nodes/{node}/qemu/{vmid}/agent/ping": ["POST"],
+    "/nodes/{node}/qemu/{vmid}/feature": ["GET"],
     "/nodes/{node}/qemu/{vmid}/snapshot": ["GET", "POST"],
     "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}": ["GET", "DELETE"],
     "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config": ["GET", "PUT"],

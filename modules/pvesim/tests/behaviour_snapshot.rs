@@ -98,6 +98,13 @@ fn reserved_names_are_refused_by_the_api_and_a_used_name_by_the_worker() {
 fn a_disk_on_a_storage_without_snapshots_refuses_the_snapshot() {
     let sim = start();
     let api = Api::root(&sim);
+    let feature = |f: &str| {
+        api.get("/nodes/pve2/qemu/101/feature", &[("feature", f)])
+            .ok()
+            .clone()
+    };
+    let before = feature("snapshot");
+    assert_eq!(before["hasFeature"], 1, "{before}");
     // A raw volume on a file storage cannot be snapshotted (qcow2 only); the CD-ROM does not count.
     let upid = api
         .post(
@@ -117,11 +124,33 @@ fn a_disk_on_a_storage_without_snapshots_refuses_the_snapshot() {
             .starts_with("nfs-shared:101/vm-101-disk-0.raw"),
         "{c}"
     );
+    // The feature check predicts it (vm_feature), and says where the disks are available.
+    let after = feature("snapshot");
+    assert_eq!(after["hasFeature"], 0, "{after}");
+    assert_eq!(feature("copy")["hasFeature"], 1);
+    assert_eq!(
+        feature("clone")["hasFeature"],
+        0,
+        "a linked clone needs a template"
+    );
+    let nodes = after["nodes"].as_array().unwrap();
+    assert!(nodes.len() < 3 && nodes.contains(&json!("pve2")), "{after}");
     assert_eq!(
         api.exit(&snap(&api, "pve2", 101, "s1", &[])),
         "snapshot feature is not available"
     );
     assert_eq!(names(&api, "pve2", 101), vec![("current".into(), None)]);
+    let r = api.get(
+        "/nodes/pve2/qemu/101/feature",
+        &[("feature", "snapshot"), ("snapname", "s1")],
+    );
+    assert!(
+        r.message().contains("snapshot 's1' does not exist"),
+        "{:?}",
+        r.body
+    );
+    let r = api.get("/nodes/pve2/qemu/101/feature", &[("feature", "backup")]);
+    assert_eq!(r.status, 400, "{:?}", r.body);
     assert!(api.config("pve2", 101).get("lock").is_none());
 }
 

@@ -320,6 +320,11 @@ fn every_method_accepts_a_valid_request() {
             vec![],
         ),
         ("POST", "/nodes/pve1/qemu/500/agent/ping".into(), vec![]),
+        (
+            "GET",
+            "/nodes/pve1/qemu/500/feature".into(),
+            vec![("feature", "snapshot")],
+        ),
         ("GET", "/nodes/pve1/qemu/500/snapshot".into(), vec![]),
         (
             "POST",

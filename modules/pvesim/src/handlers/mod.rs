@@ -91,6 +91,7 @@ pub fn dispatch(ctx: &mut Ctx) -> ReplyResult<Reply> {
             agent::agent_interfaces(ctx)
         }
         ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping") => agent::agent_ping(ctx),
+        ("GET", "/nodes/{node}/qemu/{vmid}/feature") => qemu::feature(ctx),
         ("GET", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_list(ctx),
         ("POST", "/nodes/{node}/qemu/{vmid}/snapshot") => qemu::snapshot_create(ctx),
         ("GET", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}") => qemu::snapshot_index(ctx),

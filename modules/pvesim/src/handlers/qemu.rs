@@ -253,6 +253,13 @@ pub fn status_current(ctx: &mut Ctx) -> ReplyResult<Value> {
     Ok(o)
 }
 
+/// `GET /feature` (`vm_feature`; `feature` is checked against the schema's enum).
+pub fn feature(ctx: &mut Ctx) -> ReplyResult<Value> {
+    let vm = ctx.sim.vm(&ctx.node(), ctx.vmid())?;
+    let snapname = ctx.opt("snapname");
+    ops::snapshot::feature(ctx.sim, vm, &ctx.str("feature"), snapname.as_deref())
+}
+
 /// `GET /snapshot` (qemu-server `PVE/API2/Qemu.pm`, `snapshot_list`): one entry per
 /// snapshot, then `current`.
 pub fn snapshot_list(ctx: &mut Ctx) -> ReplyResult<Value> {

@@ -208,8 +208,15 @@ fn refusal(sim: &Sim, vm: &Vm, op: &SnapshotOp) -> Option<String> {
 
 /// pve-storage `volume_has_feature(snapshot)` for every disk but CD-ROMs (cloud-init included).
 fn can_snapshot(sim: &Sim, vm: &Vm) -> bool {
-    vm.conf
-        .iter()
+    disks_can(sim, &vm.node, &vm.conf, "snapshot")
+}
+
+/// Whether every disk of `conf` (a VM's config or a snapshot section) on `node` has `feature`
+/// (pve-storage's `volume_has_feature` per plugin): `snapshot` and `clone` (a linked clone) on
+/// LVM-thin, ZFS, RBD and Btrfs, and on file storages for qcow2 only; `copy` on any storage.
+/// CD-ROM drives are skipped; plain LVM and unknown storages have neither of the first two.
+fn disks_can(sim: &Sim, node: &str, conf: &BTreeMap<String, String>, feature: &str) -> bool {
+    conf.iter()
         .filter(|(k, _)| is_drive_key(k) && !k.starts_with("unused"))
         .map(|(k, v)| parse_drive(k, v))
         .filter(|d| !is_cdrom(d))
@@ -217,13 +224,59 @@ fn can_snapshot(sim: &Sim, vm: &Vm) -> bool {
             let Some((sid, vol)) = d.get("file").and_then(split_volid) else {
                 return d.get("file") == Some("none");
             };
-            match sim.storage(&vm.node, sid).map(|s| s.kind.as_str()) {
-                Some("lvmthin" | "zfspool" | "zfs" | "rbd") => true,
-                Some("dir" | "nfs" | "cifs" | "cephfs" | "glusterfs") => vol.ends_with(".qcow2"),
-                Some("btrfs") => true,
+            match (feature, sim.storage(node, sid).map(|s| s.kind.as_str())) {
+                (_, None) => false,
+                ("copy", Some(_)) => true,
+                (_, Some("lvmthin" | "zfspool" | "zfs" | "rbd" | "btrfs")) => true,
+                (_, Some("dir" | "nfs" | "cifs" | "cephfs" | "glusterfs")) => {
+                    vol.ends_with(".qcow2")
+                }
                 _ => false,
             }
         })
+}
+
+/// `shared_nodes`: the nodes where every storage `conf` uses is available; a storage that is
+/// not shared only on `node` (CD-ROM images count too).
+fn shared_nodes(sim: &Sim, node: &str, conf: &BTreeMap<String, String>) -> Vec<String> {
+    let sids: Vec<String> = conf
+        .iter()
+        .filter(|(k, _)| is_drive_key(k))
+        .filter_map(|(k, v)| {
+            let d = parse_drive(k, v);
+            d.get("file")
+                .and_then(split_volid)
+                .map(|(sid, _)| sid.to_string())
+        })
+        .collect();
+    sim.nodes
+        .keys()
+        .filter(|n| {
+            sids.iter().all(|sid| match sim.storage(n, sid) {
+                Some(st) => st.enabled && (st.shared || *n == node),
+                None => false,
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/feature` (qemu-server `vm_feature`): `has_feature($feature,
+/// …)` over the VM's config, or with `snapname` that snapshot's section ("snapshot '…' does not
+/// exist" otherwise), and `nodes`, `shared_nodes` of the same config. `clone` also needs a
+/// template for the current config (a linked clone is made from a base volume).
+pub fn feature(sim: &Sim, vm: &Vm, feature: &str, snapname: Option<&str>) -> ReplyResult<Value> {
+    let conf = match snapname {
+        Some(name) => vm
+            .snapshots
+            .get(name)
+            .ok_or_else(|| ErrorReply::die(format!("snapshot '{name}' does not exist")))?,
+        None => &vm.conf,
+    };
+    let template = conf.get("template").is_some_and(|t| t == "1");
+    let has = disks_can(sim, &vm.node, conf, feature)
+        && (feature != "clone" || snapname.is_some() || template);
+    Ok(json!({"hasFeature": has as u8, "nodes": shared_nodes(sim, &vm.node, conf)}))
 }
 
 /// The worker: the checks again on the config as it is now, then the effect.
