@@ -124,7 +124,7 @@ fn plans(
     }
     let targets = mine
         .iter()
-        .map(|vm| run::target(client, vm))
+        .map(|vm| run::target(client, vm, s))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::new(e.to_string()))?;
     plan::plan(&targets, s)

@@ -71,6 +71,9 @@ pub struct Target {
     pub running: bool,
     pub lock: Option<String>,
     pub snapshots: Vec<Snapshot>,
+    /// Whether every disk can take a snapshot (Proxmox's `feature` check), asked only of a VM
+    /// the task would snapshot.
+    pub can_snapshot: Option<bool>,
 }
 
 /// One write to one VM.
@@ -114,6 +117,12 @@ pub enum Refusal {
     NotOwned(String, String),
     #[error("{vm} is locked ({lock}); Proxmox takes no snapshot action on a locked VM")]
     Locked { vm: String, lock: String },
+    #[error(
+        "{0} cannot be snapshotted: a disk is on a storage without snapshots (a raw file on a \
+         directory, NFS or CIFS storage, plain LVM, iSCSI) — move it to LVM-thin, ZFS, Ceph RBD \
+         or qcow2 first"
+    )]
+    NoSnapshotFeature(String),
     #[error("{0} has no snapshot '{1}' to roll back to")]
     NoSnapshot(String, String),
     #[error(
@@ -149,8 +158,9 @@ pub fn owned(
     Ok((mine, others))
 }
 
-/// Plan every VM, or refuse the task: a locked VM that would be written to, and for a rollback a VM
-/// without the snapshot or running without `force`.
+/// Plan every VM, or refuse the task: a locked VM that would be written to, a VM to snapshot whose
+/// disks cannot take one (so no set is left half made), and for a rollback a VM without the
+/// snapshot or running without `force`.
 pub fn plan(targets: &[Target], s: &Settings) -> Result<Vec<VmPlan>, Refusals> {
     let mut refusals = Vec::new();
     let mut plans = Vec::new();
@@ -162,6 +172,9 @@ pub fn plan(targets: &[Target], s: &Settings) -> Result<Vec<VmPlan>, Refusals> {
                 vm: label.clone(),
                 lock: lock.clone(),
             });
+        }
+        if p.steps.contains(&Step::Create) && t.can_snapshot == Some(false) {
+            refusals.push(Refusal::NoSnapshotFeature(label.clone()));
         }
         if s.state == State::Rollback {
             if !has(t, &s.snapname) {
@@ -314,6 +327,7 @@ mod tests {
             running: false,
             lock: None,
             snapshots: snaps,
+            can_snapshot: Some(true),
         }
     }
 
@@ -430,6 +444,26 @@ mod tests {
         let p = &plan(&[running], &s).unwrap()[0];
         assert!(p.stops_running);
         assert_eq!(p.steps, vec![Step::Rollback]);
+    }
+
+    #[test]
+    fn a_set_is_refused_whole_when_one_vm_cannot_take_a_snapshot() {
+        let s = settings(State::Present, "restore-2", 0);
+        let mut raw = target(102, vec![]);
+        raw.can_snapshot = Some(false);
+        let mut done = target(103, vec![snap("restore-2", 1, true)]);
+        done.can_snapshot = Some(false); // has it already: nothing to take
+        let err = plan(&[target(101, vec![]), raw, done.clone()], &s).unwrap_err();
+        assert_eq!(
+            err.0,
+            vec![Refusal::NoSnapshotFeature("c1-m102 (102)".into())]
+        );
+        assert!(
+            err.to_string()
+                .starts_with("nothing was changed: c1-m102 (102) cannot be snapshotted"),
+            "{err}"
+        );
+        assert!(plan(&[done], &s).is_ok());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use pve_client::Client;
 use vm_lifecycle::backend::{Backend, BackendError};
 use vm_lifecycle::model::Inventory;
 
-use crate::options::Settings;
+use crate::options::{Settings, State};
 use crate::plan::{description_with_marker, Snapshot, Step, Target, VmPlan};
 
 /// What can go wrong talking to Proxmox, with the client's error kept.
@@ -46,18 +46,30 @@ pub fn snapshots(client: &Client, vm: &Inventory) -> Result<Vec<Snapshot>, SnapE
     Ok(list)
 }
 
-/// A VM with its power state, lock and snapshots.
-pub fn target(client: &Client, vm: &Inventory) -> Result<Target, SnapError> {
+/// A VM with its power state, lock and snapshots; for `present`, when it lacks the snapshot,
+/// whether its disks can take one.
+pub fn target(client: &Client, vm: &Inventory, s: &Settings) -> Result<Target, SnapError> {
     let read = |source| SnapError::Read {
         vm: vm.label(),
         source: Box::new(source),
     };
     let status = client.power_status(&vm.node, vm.vmid).map_err(read)?;
+    let snapshots = snapshots(client, vm)?;
+    let creates = s.state == State::Present && !snapshots.iter().any(|x| x.name == s.snapname);
+    let can_snapshot = match creates {
+        true => Some(
+            client
+                .vm_has_feature(&vm.node, vm.vmid, "snapshot")
+                .map_err(read)?,
+        ),
+        false => None,
+    };
     Ok(Target {
         vm: vm.clone(),
         running: status.status == "running",
         lock: status.lock.filter(|l| !l.is_empty()),
-        snapshots: snapshots(client, vm)?,
+        snapshots,
+        can_snapshot,
     })
 }
 

@@ -4,7 +4,7 @@
 //! `ansible_module::execute` as the binary does; the request log shows what was written.
 
 use module_testkit::TestModule;
-use pvesim::{SimHandle, Simulator};
+use pvesim::{Fault, SimHandle, Simulator};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "5e1e0c5a-7d2b-4c4e-9a51-000000000001";
@@ -220,22 +220,57 @@ fn a_rollback_refuses_a_running_vm_before_any_write_and_force_allows_it() {
 }
 
 #[test]
-fn a_half_done_cluster_snapshot_says_which_vms_have_it() {
-    // 204's disk is a raw file on a directory storage: PVE cannot snapshot it.
+fn a_vm_that_cannot_take_a_snapshot_refuses_the_set_before_any_write() {
+    // 204's disk is a raw file on a directory storage: PVE cannot snapshot it, and its
+    // `feature` check says so before the first VM is snapshotted.
     let extra = vm_yaml(
         204,
         "c1;proxshift-c1",
         "local:204/vm-204-disk-0.raw,size=8G",
         false,
     );
-    let extra = extra
-        + &vm_yaml(
-            205,
-            "c1;proxshift-c1",
-            "local-lvm:vm-205-disk-0,size=8G",
-            false,
-        );
     let sim = sim(false, &extra);
+    for check_mode in [true, false] {
+        let r = module(
+            &sim,
+            with(
+                cluster("restore-1"),
+                json!({"_ansible_check_mode": check_mode}),
+            ),
+        );
+        assert_eq!(r["failed"], json!(true), "{r:#}");
+        assert_eq!(r["changed"], json!(false));
+        let msg = r["msg"].as_str().unwrap();
+        assert!(
+            msg.starts_with("nothing was changed: c1-n204 (204) cannot be snapshotted: a disk is on a storage without snapshots"),
+            "{msg}"
+        );
+    }
+    assert!(sim.writes().is_empty(), "{:?}", sim.writes());
+}
+
+#[test]
+fn a_half_done_cluster_snapshot_says_which_vms_have_it() {
+    // A failure no check predicts: the thin pool of 204 refuses the snapshot volume.
+    let extra = vm_yaml(
+        204,
+        "c1;proxshift-c1",
+        "local-lvm:vm-204-disk-0,size=8G",
+        false,
+    ) + &vm_yaml(
+        205,
+        "c1;proxshift-c1",
+        "local-lvm:vm-205-disk-0,size=8G",
+        false,
+    );
+    let sim = sim(false, &extra);
+    sim.inject(Fault::FailTasks {
+        kind: "qmsnapshot".into(),
+        vmid: Some(204),
+        count: 1,
+        message: "lvcreate 'pve/snap_vm-204-disk-0_restore-1' error:   Cannot create new thin volume, free space in thin pool pve/data reached threshold.".into(),
+    })
+    .unwrap();
     let r = module(&sim, cluster("restore-1"));
     assert_eq!(r["failed"], json!(true), "{r:#}");
     assert_eq!(r["changed"], json!(true));
@@ -244,7 +279,7 @@ fn a_half_done_cluster_snapshot_says_which_vms_have_it() {
         msg.contains("snapshot 'restore-1' on c1-n204 (204) failed"),
         "{msg}"
     );
-    assert!(msg.contains("snapshot feature is not available"), "{msg}");
+    assert!(msg.contains("reached threshold"), "{msg}");
     assert!(
         msg.ends_with("is now on: c1-n201 (201), c1-n202 (202), c1-n203 (203); not on: c1-n204 (204), c1-n205 (205)"),
         "{msg}"

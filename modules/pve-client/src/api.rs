@@ -314,6 +314,21 @@ impl Client {
         )
     }
 
+    /// `GET /nodes/{node}/qemu/{vmid}/feature` (`vm_feature`): whether every disk of the VM can
+    /// take `feature` (`snapshot`, `clone`, `copy`) as its storages are configured.
+    pub fn vm_has_feature(&self, node: &str, vmid: u32, feature: &str) -> Result<bool, Error> {
+        #[derive(Deserialize)]
+        struct Feature {
+            #[serde(rename = "hasFeature", default, deserialize_with = "lenient_bool")]
+            has: bool,
+        }
+        let f: Feature = self.get_as(
+            &format!("/nodes/{node}/qemu/{vmid}/feature"),
+            &Params::new().set("feature", feature),
+        )?;
+        Ok(f.has)
+    }
+
     /// Is `vmid` free cluster-wide? (`GET /cluster/nextid?vmid=N`: 400 "already exists" when taken).
     pub fn vmid_is_free(&self, vmid: u32) -> Result<bool, Error> {
         match self.get("/cluster/nextid", &Params::new().set("vmid", vmid)) {
