@@ -70,7 +70,8 @@ pub fn argument_spec() -> ArgSpec {
         Opt::bool("endpoint_validate_certs").default(true),
     ])
     .with(cluster_opts())
-    .required_one_of(&["kubeconfig", "api_url"])
+    // `absent` talks to the store only: a deprovisioned cluster's backups can still be removed.
+    .required_if_any("state", "present", &["kubeconfig", "api_url"])
 }
 
 #[derive(Deserialize)]

@@ -30,7 +30,9 @@ description:
   - With O(keep), the recorded O(backups) beyond the O(keep) newest (counting the new one) are deleted from the
     store. Only backups whose objects all lie under O(object_prefix) count and are deleted; one recorded in another
     store or prefix is never touched.
-  - O(state=absent) deletes the objects of the recorded backup O(name).
+  - O(state=absent) deletes the objects of the recorded backup O(name) that lie under O(object_prefix). It talks to
+    the store only and needs no O(kubeconfig) or O(api_url) (one of which V(present) requires), so the backups of
+    a cluster that is gone can still be removed.
   - Check mode reads the store, the Nodes and the etcd Pod, and says where the backup would run and what
     retention would remove; it creates and deletes nothing.
 version_added: 1.3.0
@@ -213,9 +215,8 @@ EXAMPLES = r"""
     backups: "{{ cluster_record.etcd_backups | default([]) }}"
   register: backup
 
-- name: Delete one recorded backup from the store
+- name: Delete one recorded backup from the store (no cluster needed)
   proxshift.openshift.etcd_backup:
-    kubeconfig: "{{ cluster_record.kubeconfig }}"
     state: absent
     name: etcd-20261201-020000
     bucket: openshift-backups
