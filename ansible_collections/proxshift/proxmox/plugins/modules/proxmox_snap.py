@@ -25,8 +25,9 @@ description:
     qemu-server's C(rollback)). A VM whose snapshot holds its RAM (O(vmstate)) is running again afterwards;
     any other VM stays stopped. A rollback always counts as a change.
   - Everything that would refuse the task (a locked VM, a missing snapshot, a running VM, and for O(state=present) a
-    VM with a disk whose storage cannot take snapshots, as Proxmox's C(feature) check reports it: a raw file on a
-    directory, NFS or CIFS storage, plain LVM) is found before the first write, and the task then changes nothing. Each Proxmox task is waited for (O(timeout)); a failure stops
+    VM with a disk whose storage cannot take snapshots as Proxmox's C(feature) check reports it, such as a raw file
+    on a directory, NFS or CIFS storage, or plain LVM) is found before the first write, and the task then changes
+    nothing. Each Proxmox task is waited for (O(timeout)); a failure stops
     O(state=present) and O(state=rollback) at that VM and the result says which VMs have the snapshot (RV(have))
     or were rolled back; O(state=absent) goes on with the other VMs.
 version_added: 3.0.0
