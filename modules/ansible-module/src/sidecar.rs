@@ -21,6 +21,19 @@ pub fn check(spec: &ArgSpec, yaml: &str, module: &str) -> Vec<String> {
 
 /// As [`check`], for a Python documentation stub (`DOCUMENTATION = r"""..."""`, `EXAMPLES`, `RETURN`).
 pub fn check_stub(spec: &ArgSpec, python: &str, module: &str) -> Vec<String> {
+    check_stub_with(spec, python, module, &|_| None)
+}
+
+/// As [`check_stub`], with the documentation fragments the stub names in
+/// `extends_documentation_fragment` read through `fragment` (a fragment's name → the text of its
+/// Python file, `None` when there is none): their options count as the stub's, the stub's own
+/// winning where both document one, as ansible-doc merges them.
+pub fn check_stub_with(
+    spec: &ArgSpec,
+    python: &str,
+    module: &str,
+    fragment: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
     let mut doc = Map::new();
     for (name, yaml) in [
         ("DOCUMENTATION", true),
@@ -40,7 +53,46 @@ pub fn check_stub(spec: &ArgSpec, python: &str, module: &str) -> Vec<String> {
         };
         doc.insert(name.to_string(), value);
     }
+    if let Err(e) = merge_fragments(&mut doc["DOCUMENTATION"], fragment) {
+        return vec![e];
+    }
     check_doc(spec, &Value::Object(doc), module)
+}
+
+/// Adds the options of the fragments `documentation` extends to its own (its own kept).
+fn merge_fragments(
+    documentation: &mut Value,
+    fragment: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    let names: Vec<String> = match documentation.get("extends_documentation_fragment") {
+        None => return Ok(()),
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<_>>()
+            .ok_or("extends_documentation_fragment lists something that is not a name")?,
+        Some(other) => return Err(format!("extends_documentation_fragment is {other}")),
+    };
+    for name in names {
+        let text = fragment(&name).ok_or(format!("documentation fragment {name} not found"))?;
+        let block = python_block(&text, "DOCUMENTATION").ok_or(format!(
+            "fragment {name} has no DOCUMENTATION = r\"\"\"...\"\"\" block"
+        ))?;
+        let frag: Value = serde_yaml_ng::from_str(block)
+            .map_err(|e| format!("fragment {name}'s DOCUMENTATION is not valid YAML: {e}"))?;
+        let Some(Value::Object(options)) = frag.get("options") else {
+            continue;
+        };
+        if !documentation["options"].is_object() {
+            documentation["options"] = Value::Object(Map::new());
+        }
+        let own = documentation["options"].as_object_mut().expect("a mapping");
+        for (k, v) in options {
+            own.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    Ok(())
 }
 
 /// The text of `NAME = r"""..."""` in a Python file.
@@ -258,7 +310,10 @@ fn check_examples(spec: &ArgSpec, examples: &str, module: &str) -> Vec<String> {
                 check_example_args(
                     spec,
                     args,
-                    &format!("example '{}'", t["name"].as_str().unwrap_or("?")),
+                    &format!(
+                        "example '{}'",
+                        t.get("name").and_then(Value::as_str).unwrap_or("?")
+                    ),
                     &mut problems,
                 );
             }
@@ -319,6 +374,41 @@ mod tests {
         assert_eq!(
             problems,
             vec!["option 'url': documented env [\"Y_URL\"], spec env [\"X_URL\"]"]
+        );
+    }
+
+    #[test]
+    fn fragment_options_count_as_the_stubs_own_unless_it_documents_them() {
+        let spec = ArgSpec::new(vec![
+            Opt::str("name").required(),
+            Opt::str("host").required(),
+            Opt::int("timeout").default(60),
+        ]);
+        let stub = |timeout: &str| {
+            format!(
+                "DOCUMENTATION = r\"\"\"\nmodule: thing\nshort_description: t\ndescription: [t]\nauthor: [a]\n\
+                 extends_documentation_fragment: [proxshift.test.conn]\noptions:\n  name: {{description: n, type: str, \
+                 required: true}}\n{timeout}\"\"\"\nEXAMPLES = r\"\"\"\n- proxshift.test.thing: {{name: a, host: h}}\n\"\"\"\nRETURN = r\"\"\"\n{{}}\n\"\"\"\n"
+            )
+        };
+        let frag = "class ModuleDocFragment(object):\n    DOCUMENTATION = r\"\"\"\noptions:\n  host: {description: h, \
+                    type: str, required: true}\n  timeout: {description: t, type: int, default: 30}\n\"\"\"\n";
+        let known = |name: &str| (name == "proxshift.test.conn").then(|| frag.to_string());
+        // The fragment's default 30 is not the spec's 60 …
+        let problems = check_stub_with(&spec, &stub(""), "thing", &known);
+        assert_eq!(
+            problems,
+            vec!["option 'timeout': documented default 30, spec default 60"]
+        );
+        // … unless the stub documents timeout itself.
+        let own = "  timeout: {description: t, type: int, default: 60}\n";
+        assert_eq!(
+            check_stub_with(&spec, &stub(own), "thing", &known),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            check_stub(&spec, &stub(own), "thing"),
+            vec!["documentation fragment proxshift.test.conn not found"]
         );
     }
 

@@ -145,7 +145,18 @@ fn read(path: &Path) -> String {
 /// The documentation stub `proxshift/COLLECTION/plugins/modules/MODULE.py` documents exactly `spec`.
 pub fn assert_sidecar_matches(spec: &ArgSpec, collection_name: &str, module: &str) {
     let path = collection(collection_name).join(format!("plugins/modules/{module}.py"));
-    let problems = sidecar::check_stub(spec, &read(&path), module);
+    // `proxshift.<collection>.<name>` is plugins/doc_fragments/<name>.py of that collection.
+    let fragment = |name: &str| {
+        let mut parts = name.splitn(3, '.');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some("proxshift"), Some(coll), Some(frag)) => std::fs::read_to_string(
+                collection(coll).join(format!("plugins/doc_fragments/{frag}.py")),
+            )
+            .ok(),
+            _ => None,
+        }
+    };
+    let problems = sidecar::check_stub_with(spec, &read(&path), module, &fragment);
     assert!(
         problems.is_empty(),
         "sidecar drift:\n{}",
