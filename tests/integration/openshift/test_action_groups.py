@@ -29,9 +29,19 @@ def group_options() -> dict[tuple[str, str], set[str]]:
     }
 
 
+def documentation(path) -> dict:
+    return yaml.safe_load(path.read_text().split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
+
+
 def module_options(collection: str, module: str) -> set[str]:
-    stub = (COLLECTIONS / collection / "plugins" / "modules" / f"{module}.py").read_text()
-    opts = yaml.safe_load(stub.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])["options"]
+    """The options a module's documentation names, with those of the fragments it extends
+    (`proxshift.<collection>.<fragment>` is that collection's plugins/doc_fragments/<fragment>.py)."""
+    doc = documentation(COLLECTIONS / collection / "plugins" / "modules" / f"{module}.py")
+    opts = dict(doc["options"])
+    for fragment in doc.get("extends_documentation_fragment", []):
+        _, owner, name = fragment.split(".")
+        for key, value in documentation(COLLECTIONS / owner / "plugins" / "doc_fragments" / f"{name}.py")["options"].items():
+            opts.setdefault(key, value)  # the module's own documentation wins, as in ansible-doc
     return set(opts) | {a for o in opts.values() for a in o.get("aliases", [])}
 
 

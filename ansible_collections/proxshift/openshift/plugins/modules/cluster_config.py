@@ -48,6 +48,8 @@ description:
 version_added: 0.1.0
 author:
   - ProxShift developers (@proxshift)
+extends_documentation_fragment:
+  - proxshift.openshift.cluster
 options:
   objects:
     description:
@@ -179,53 +181,6 @@ options:
     description: Warn about a kept certificate that expires within this many days.
     type: int
     default: 30
-  kubeconfig:
-    description:
-      - Kubeconfig of the cluster, as a path or as the kubeconfig text. Either this or O(api_url) is required.
-      - Falls back to the E(K8S_AUTH_KUBECONFIG) environment variable.
-    type: str
-  context:
-    description:
-      - Context in O(kubeconfig); default is its C(current-context).
-      - Falls back to the E(K8S_AUTH_CONTEXT) environment variable.
-    type: str
-  api_url:
-    description:
-      - API URL, for example C(https://api.sno.example.com:6443); overrides the kubeconfig's server.
-      - Falls back to the E(K8S_AUTH_HOST) environment variable.
-    type: str
-    aliases: [host]
-  api_key:
-    description:
-      - Bearer token (for example from M(proxshift.openshift.cluster_auth)).
-      - Falls back to the E(K8S_AUTH_API_KEY) environment variable.
-    type: str
-  ca_cert:
-    description:
-      - PEM file with the CA certificate(s) of the API.
-      - Falls back to the E(K8S_AUTH_SSL_CA_CERT) environment variable.
-    type: path
-    aliases: [ssl_ca_cert]
-  validate_certs:
-    description:
-      - Check the API's certificate. V(false) is for labs only and triggers a warning.
-      - Falls back to the E(K8S_AUTH_VERIFY_SSL) environment variable.
-    type: bool
-    default: true
-    aliases: [verify_ssl]
-  client_cert:
-    description:
-      - PEM file with a client certificate to authenticate with, in place of the kubeconfig's user or a token
-        (kubernetes.core's C(client_cert)); needs O(client_key).
-      - Falls back to the E(K8S_AUTH_CERT_FILE) environment variable.
-    type: path
-    aliases: [cert_file]
-  client_key:
-    description:
-      - PEM file with the key of O(client_cert).
-      - Falls back to the E(K8S_AUTH_KEY_FILE) environment variable.
-    type: path
-    aliases: [key_file]
 notes:
   - The user needs C(get) and C(patch) on the objects' resources (C(delete) for O(state=absent), C(list) for
     a read without a name). Discovery (C(/api), C(/apis/GROUP/VERSION)) finds each kind's resource.

@@ -29,6 +29,8 @@ description:
 version_added: 0.1.0
 author:
   - ProxShift developers (@proxshift)
+extends_documentation_fragment:
+  - proxshift.proxmox.api
 options:
   state:
     description:
@@ -81,54 +83,6 @@ options:
     description: Whether the ACL entries apply to everything below their path.
     type: bool
     default: true
-  api_host:
-    description:
-      - Proxmox VE API host name or address, optionally with its port (C(pve1:8006), C([fd00::5]:8006)).
-        A full C(https://host:port) URL also works; a port given here overrides I(api_port).
-      - Falls back to the environment variable C(PROXMOX_HOST).
-    type: str
-    required: true
-  api_port:
-    description:
-      - Proxmox VE API port.
-      - Falls back to the environment variable C(PROXMOX_PORT).
-    type: int
-    default: 8006
-  api_user:
-    description:
-      - User (C(root@pam), C(automation@pve)) for password login, and the user part of a short
-        I(api_token_id).
-      - Falls back to C(PROXMOX_USER).
-    type: str
-  api_password:
-    description:
-      - Password for ticket login. API tokens are preferred.
-      - Falls back to C(PROXMOX_PASSWORD).
-    type: str
-  api_token_id:
-    description:
-      - API token ID, either the full C(user@realm!name) or just the token name combined with
-        I(api_user).
-      - Falls back to C(PROXMOX_TOKEN_ID).
-    type: str
-  api_token_secret:
-    description:
-      - API token secret (a UUID).
-      - Falls back to C(PROXMOX_TOKEN_SECRET).
-    type: str
-  validate_certs:
-    description:
-      - Verify the API's TLS certificate. When false the module warns that the certificate is not verified.
-      - Falls back to C(PROXMOX_VALIDATE_CERTS).
-    type: bool
-    default: true
-  ca_path:
-    description: A PEM file with CA certificates to trust in addition to the system store (for example the cluster's own CA). Env C(PROXMOX_CA_PATH).
-    type: path
-  api_timeout:
-    description: Seconds for each HTTP request. Each call is a single request.
-    type: int
-    default: 30
 notes:
   - Check mode is supported; nothing is written and I(actions) lists what would be done.
   - Diff mode shows the managed objects before and after.
