@@ -31,6 +31,8 @@ description:
 version_added: 0.1.0
 author:
   - ProxShift developers (@proxshift)
+extends_documentation_fragment:
+  - proxshift.openshift.cluster
 options:
   state:
     description:
@@ -59,11 +61,6 @@ options:
       - With O(password), only its server (unless O(api_url) is set) and its CA bundle are used, not its user's
         credentials. All certificates of the bundle are trusted, so a kubeconfig holding the API and the ingress
         (router) CA serves the password login too.
-    type: str
-  context:
-    description:
-      - The kubeconfig context to use; default is its C(current-context).
-      - Falls back to the E(K8S_AUTH_CONTEXT) environment variable.
     type: str
   username:
     description:
@@ -107,19 +104,6 @@ options:
     type: bool
     default: true
     aliases: [verify_ssl]
-  client_cert:
-    description:
-      - PEM file with a client certificate to authenticate with, in place of the kubeconfig's user or a token
-        (kubernetes.core's C(client_cert)); needs O(client_key).
-      - Falls back to the E(K8S_AUTH_CERT_FILE) environment variable.
-    type: path
-    aliases: [cert_file]
-  client_key:
-    description:
-      - PEM file with the key of O(client_cert).
-      - Falls back to the E(K8S_AUTH_KEY_FILE) environment variable.
-    type: path
-    aliases: [key_file]
   wait_for:
     description:
       - What must be ready before the module returns.
