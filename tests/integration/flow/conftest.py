@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from services import DEMO_SEED, nmstatectl_bin, running_openbao, running_pvesim
 from testlib import REPO, TEST_CLUSTER_ID as CLUSTER_ID
@@ -75,12 +76,21 @@ class Site:
 
 @pytest.fixture
 def site(tmp_path, request):
-    """pvesim on the demo seed and OpenBao; a test may pass pvesim more arguments through indirect
-    parametrization (`["--pve-version", "8.4.1"]`)."""
+    """pvesim on the demo seed and OpenBao. A test may change pvesim through indirect parametrization: a list is
+    more arguments (`["--pve-version", "8.4.1"]`), a dict `{"args": [...], "storages": {node: [storage, ...]}}` also
+    adds storages to the seed's nodes."""
     (tmp_path / "sim").mkdir()
     (tmp_path / "bao").mkdir()
-    sim_args = getattr(request, "param", None)
-    with running_pvesim(tmp_path / "sim", seed=DEMO_SEED, extra=sim_args) as sim, \
+    param = getattr(request, "param", None) or {}
+    param = param if isinstance(param, dict) else {"args": param}
+    seed = DEMO_SEED
+    if param.get("storages"):
+        data = yaml.safe_load(DEMO_SEED.read_text())
+        for node in data["nodes"]:
+            node["storages"] += param["storages"].get(node["name"], [])
+        seed = tmp_path / "sim" / "seed.yaml"
+        seed.write_text(yaml.safe_dump(data))
+    with running_pvesim(tmp_path / "sim", seed=seed, extra=param.get("args")) as sim, \
             running_openbao(tmp_path / "bao") as bao:
         bao.kv_put("openshift/pull-secret", {"pullSecret": CANARY_PULL_SECRET})
         bao.kv_put("openshift/ssh", {"publicKey": SSH_KEY})

@@ -3,10 +3,13 @@ recorded installed without a kubeconfig, so stop.yaml and start.yaml only power 
 test_stop_start.py's). A restore point stops the VM, snapshots it, records the restore point (name, time, version,
 VMIDs) and starts the VM again; the VM's config is then changed and the record's version moved on ("an upgrade");
 restore.yaml stops the VM, rolls it back to the newest restore point, notes it and takes the restore point's
-version back, and starts the VM. A second restore point with restore_point_keep=1 removes the first."""
+version back, and starts the VM. A second restore point with restore_point_keep=1 removes the first. A VM whose disk
+cannot be snapshotted stops the run before the cluster is stopped."""
 from __future__ import annotations
 
 import time
+
+import pytest
 
 CLUSTER = "lab-sno"
 VMID = 4100
@@ -89,4 +92,29 @@ def test_a_failed_snapshot_still_restarts_the_cluster_and_records_nothing(run_fl
     assert run.status("Fail when the snapshots failed") == "failed", run.output
     assert "injected: snapshot failed" in run.task("Fail when the snapshots failed")["msg"]
     assert running(site), "started again although the restore point failed"
+    assert "restore_points" not in site.record(CLUSTER)
+
+
+NFS = {"id": "nfs-raw", "type": "nfs", "content": ["images"], "size": "1T", "shared": True}
+
+
+@pytest.mark.parametrize("site", [{"storages": {"pve1": [NFS], "pve2": [NFS], "pve3": [NFS]}}], indirect=True,
+                         ids=["nfs"])
+def test_a_vm_that_cannot_be_snapshotted_stops_the_run_before_the_cluster_stops(run_flow, site):
+    site.bao.kv_put(f"openshift/clusters/{CLUSTER}", {"phase": "installed", "version": "4.19.7"})
+    make_vm(site)
+    # A second disk, a raw file on the NFS storage: Proxmox cannot snapshot it.
+    site.sim.root_api("PUT", f"/nodes/pve1/qemu/{VMID}/config", {"scsi1": "nfs-raw:1,format=raw"})
+    for _ in range(400):
+        if running(site) and "lock" not in site.sim.vm(VMID):
+            break
+        time.sleep(0.05)
+    writes = len(site.sim.writes_since(0))
+    run = run_flow("restore_point.yaml", CLUSTER, extra={"restore_point_name": "restore-1"})
+    assert run.rc != 0
+    assert run.status("Ask Proxmox whether each VM's disks can be snapshotted") == "failed", run.output
+    msg = run.task("Ask Proxmox whether each VM's disks can be snapshotted")["msg"]
+    assert f"{CLUSTER}-0 ({VMID}) cannot be snapshotted" in msg, msg
+    assert running(site) and snapshots(site) == []
+    assert site.sim.writes_since(0)[writes:] == [], "nothing was stopped, snapshotted or written"
     assert "restore_points" not in site.record(CLUSTER)
