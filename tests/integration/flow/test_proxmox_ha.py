@@ -22,14 +22,15 @@ def ha_services(sim) -> dict[int, tuple[str, str]]:
     return {int(e["sid"].split(":")[1]): (e["node"], e["state"]) for e in status if e["type"] == "service"}
 
 
-def wait_for(sim, predicate, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while True:
+def wait_for(sim, predicate, what: str, rounds: int = 120):
+    """The services once `predicate` holds, within `rounds` rounds of the simulated HA manager (half a second apart:
+    the fence delay is scaled simulated time, so a healthy run needs a few)."""
+    for _ in range(rounds):
         services = ha_services(sim)
         if predicate(services):
             return services
-        assert time.monotonic() < deadline, f"{what}: {services}"
         time.sleep(0.5)
+    raise AssertionError(f"{what} after {rounds} HA manager rounds: {ha_services(sim)}")
 
 
 def masters_apart(services, vmids) -> bool:
