@@ -140,34 +140,25 @@ fn sid_list(vmids: &std::collections::BTreeSet<u32>) -> String {
     vmids.iter().map(|v| sid(*v)).collect::<Vec<_>>().join(",")
 }
 
-/// Carries out one resource action.
-fn apply_resource(
-    client: &Client,
-    want: &Desired,
-    a: &Action,
-) -> Option<Result<(), pve_client::Error>> {
-    Some(match a {
-        Action::CreateResource { vmid, group } => {
-            let mut p = Params::new()
-                .set("state", &want.ha_state)
-                .set("comment", &want.marker);
-            if let Some(g) = group {
-                p = p.set("group", g);
-            }
-            client.ha_resource_create(&sid(*vmid), &p)
-        }
-        Action::UpdateResource { vmid, group } => {
-            let p = Params::new().set("state", &want.ha_state);
-            let p = match group {
-                Binding::Keep => p,
-                Binding::Bind(g) => p.set("group", g),
-                Binding::Unbind => p.set("delete", "group"),
-            };
-            client.ha_resource_update(&sid(*vmid), &p)
-        }
-        Action::DeleteResource { vmid } => client.ha_resource_delete(&sid(*vmid), true),
-        _ => return None,
-    })
+/// The options of a new HA resource: the wanted state, the ownership comment, its group (PVE 8).
+fn resource_create_params(want: &Desired, group: &Option<String>) -> Params {
+    let p = Params::new()
+        .set("state", &want.ha_state)
+        .set("comment", &want.marker);
+    match group {
+        Some(g) => p.set("group", g),
+        None => p,
+    }
+}
+
+/// The options of an update: the wanted state, and the group binding when it changes.
+fn resource_update_params(want: &Desired, group: &Binding) -> Params {
+    let p = Params::new().set("state", &want.ha_state);
+    match group {
+        Binding::Keep => p,
+        Binding::Bind(g) => p.set("group", g),
+        Binding::Unbind => p.set("delete", "group"),
+    }
 }
 
 /// Carries out one action.
@@ -197,7 +188,13 @@ fn apply(client: &Client, want: &Desired, a: &Action) -> Result<(), HaError> {
             client.ha_group_update(id, &group(Params::new().set("nodes", ha_node_list(nodes))))
         }
         Action::DeleteGroup { id } => client.ha_group_delete(id),
-        _ => apply_resource(client, want, a).expect("a resource action"),
+        Action::CreateResource { vmid, group } => {
+            client.ha_resource_create(&sid(*vmid), &resource_create_params(want, group))
+        }
+        Action::UpdateResource { vmid, group } => {
+            client.ha_resource_update(&sid(*vmid), &resource_update_params(want, group))
+        }
+        Action::DeleteResource { vmid } => client.ha_resource_delete(&sid(*vmid), true),
     };
     r.map_err(|source| HaError::Apply {
         what: describe(a),
